@@ -1,0 +1,274 @@
+//! PostgreSQL: connection settings, the TLS policy, the pool, and migrations.
+//!
+//! TLS policy: a connection to a loopback host (or a Unix socket) with no `sslmode` in the URL
+//! is plain, since nothing crosses a network; `sslmode=disable` is always plain; everything
+//! else REQUIRES TLS and verifies the server certificate against the Mozilla roots (which
+//! cover RDS Proxy's ACM certificates) plus an optional PEM bundle named by `DB_CA_BUNDLE`
+//! (for the RDS CA when connecting to a cluster directly). There is no "prefer": a
+//! man-in-the-middle could otherwise downgrade the connection to plaintext.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::error::{unavailable, ApiError};
+
+/// Longest a single database call may take before the request is answered 503. Well below
+/// API Gateway's 29 s integration limit, so a hung database never hangs a client.
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(8);
+
+mod embedded {
+    refinery::embed_migrations!("../migrations");
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbSetupError {
+    #[error("invalid database URL: {0}")]
+    Url(String),
+    #[error("cannot read DB_CA_BUNDLE {path}: {reason}")]
+    CaBundle { path: String, reason: String },
+    #[error("cannot build the connection pool: {0}")]
+    Pool(String),
+}
+
+/// Parsed connection settings plus whether TLS is used.
+#[derive(Clone)]
+pub struct DbConfig {
+    pub pg: tokio_postgres::Config,
+    pub tls: bool,
+}
+
+impl std::fmt::Debug for DbConfig {
+    // tokio_postgres::Config's Debug redacts the password; say so explicitly anyway.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbConfig")
+            .field("hosts", &self.pg.get_hosts())
+            .field("dbname", &self.pg.get_dbname())
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
+    }
+}
+
+fn is_loopback(host: &Host) -> bool {
+    match host {
+        Host::Tcp(h) => h == "localhost" || h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()),
+        #[cfg(unix)]
+        Host::Unix(_) => true,
+    }
+}
+
+impl DbConfig {
+    /// From a `postgres://` URL (local stack, tests, `sam local`).
+    pub fn from_url(url: &str) -> Result<Self, DbSetupError> {
+        let mut pg: tokio_postgres::Config = url
+            .parse()
+            // The parser's message can quote the URL, password included: never echo it.
+            .map_err(|_| DbSetupError::Url("DATABASE_URL is not a valid postgres:// URL".into()))?;
+        let explicit = url.contains("sslmode=");
+        let tls = match pg.get_ssl_mode() {
+            SslMode::Disable => false,
+            _ if !explicit && pg.get_hosts().iter().all(is_loopback) => false,
+            _ => true,
+        };
+        pg.ssl_mode(if tls {
+            SslMode::Require
+        } else {
+            SslMode::Disable
+        });
+        Ok(Self::finish(pg, tls))
+    }
+
+    /// From the RDS-managed secret `{host,port,username,password,dbname}`: always verified TLS.
+    pub fn from_rds_secret(json: &str) -> Result<Self, DbSetupError> {
+        #[derive(serde::Deserialize)]
+        struct RdsSecret {
+            host: String,
+            port: Option<serde_json::Value>,
+            username: String,
+            password: String,
+            dbname: Option<String>,
+        }
+        let s: RdsSecret = serde_json::from_str(json)
+            .map_err(|_| DbSetupError::Url("the database secret is not RDS-format JSON".into()))?;
+        let port = match s.port {
+            None => 5432,
+            Some(serde_json::Value::Number(n)) => n
+                .as_u64()
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or(5432),
+            Some(serde_json::Value::String(p)) => p.parse().unwrap_or(5432),
+            Some(_) => 5432,
+        };
+        let mut pg = tokio_postgres::Config::new();
+        pg.host(&s.host)
+            .port(port)
+            .user(&s.username)
+            .password(s.password.as_bytes())
+            .dbname(s.dbname.as_deref().unwrap_or("postgres"))
+            .ssl_mode(SslMode::Require);
+        Ok(Self::finish(pg, true))
+    }
+
+    fn finish(mut pg: tokio_postgres::Config, tls: bool) -> Self {
+        pg.connect_timeout(Duration::from_secs(3))
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(30))
+            .application_name("code2des");
+        Self { pg, tls }
+    }
+
+    /// Key material for list cursors: bound to this database's credentials, so a cursor from
+    /// another deployment (or a forged one) does not verify. Rotating the secret only makes
+    /// outstanding cursors start over.
+    pub fn cursor_key(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"code2des list cursor v1\0");
+        h.update(self.pg.get_user().unwrap_or_default().as_bytes());
+        h.update(b"\0");
+        h.update(self.pg.get_password().unwrap_or_default());
+        h.update(b"\0");
+        h.update(self.pg.get_dbname().unwrap_or_default().as_bytes());
+        h.finalize().into()
+    }
+}
+
+/// The rustls client configuration: Mozilla roots plus an optional extra PEM bundle.
+pub fn tls_connector(ca_bundle: Option<&str>) -> Result<MakeRustlsConnect, DbSetupError> {
+    install_crypto_provider();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = ca_bundle.filter(|p| !p.is_empty()) {
+        let bad = |reason: String| DbSetupError::CaBundle {
+            path: path.to_owned(),
+            reason,
+        };
+        let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+        let mut added = 0;
+        for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+            let cert = cert.map_err(|e| bad(e.to_string()))?;
+            roots.add(cert).map_err(|e| bad(e.to_string()))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(bad("no certificates in the file".into()));
+        }
+    }
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
+
+/// rustls needs one process-wide crypto provider; aws-lc-rs is the one the AWS SDK uses too.
+pub fn install_crypto_provider() {
+    // Err means one is installed already, which is just as good.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+}
+
+/// A pool that connects lazily: building it does no I/O, so a cold start never waits on the
+/// database and an outage at init does not kill the instance.
+pub fn pool(
+    cfg: &DbConfig,
+    ca_bundle: Option<&str>,
+    max_size: usize,
+) -> Result<Pool, DbSetupError> {
+    let tls = tls_connector(ca_bundle)?;
+    // Fast recycling: no health-check round trip per checkout. A connection the server closed
+    // is detected by tokio-postgres and dropped by the pool on return.
+    let mgr = Manager::from_config(
+        cfg.pg.clone(),
+        tls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(mgr)
+        .max_size(max_size.max(1))
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(5)))
+        .create_timeout(Some(Duration::from_secs(5)))
+        .recycle_timeout(Some(Duration::from_secs(2)))
+        .build()
+        .map_err(|e| DbSetupError::Pool(e.to_string()))
+}
+
+/// A pooled connection, or 503.
+pub async fn conn(pool: &Pool) -> Result<deadpool_postgres::Object, ApiError> {
+    pool.get()
+        .await
+        .map_err(|e| unavailable("the database", &e))
+}
+
+/// Runs one database call with [`QUERY_TIMEOUT`]; any database error becomes a logged 503.
+pub async fn timed<T>(
+    fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, ApiError> {
+    match tokio::time::timeout(QUERY_TIMEOUT, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(unavailable("the database", &e)),
+        Err(_) => {
+            tracing::error!(dependency = "the database", "query timed out");
+            Err(ApiError::Unavailable("the database"))
+        }
+    }
+}
+
+/// Opens one plain connection (migrations, database creation) with the same TLS policy.
+pub async fn connect(
+    cfg: &DbConfig,
+    ca_bundle: Option<&str>,
+) -> Result<tokio_postgres::Client, Box<dyn std::error::Error + Send + Sync>> {
+    let tls = tls_connector(ca_bundle)?;
+    let (client, connection) = cfg.pg.connect(tls).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "setup connection closed");
+        }
+    });
+    Ok(client)
+}
+
+/// Applies the embedded migrations (`migrations/V*.sql`) with refinery. Refinery takes care
+/// of ordering and records each applied version with its checksum, refusing edited ones.
+pub async fn migrate(client: &mut tokio_postgres::Client) -> Result<Vec<String>, refinery::Error> {
+    let report = embedded::migrations::runner().run_async(client).await?;
+    Ok(report
+        .applied_migrations()
+        .iter()
+        .map(|m| m.to_string())
+        .collect())
+}
+
+/// Creates the database named in `cfg` if it does not exist, via the `postgres` maintenance db.
+pub async fn ensure_database(
+    cfg: &DbConfig,
+    ca_bundle: Option<&str>,
+) -> Result<bool, Box<dyn std::error::Error + Send + Sync>> {
+    let name = cfg.pg.get_dbname().unwrap_or("postgres").to_owned();
+    let mut admin = cfg.clone();
+    admin.pg.dbname("postgres");
+    let client = connect(&admin, ca_bundle).await?;
+    let exists = client
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+        .await?
+        .is_some();
+    if exists {
+        return Ok(false);
+    }
+    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+    match client
+        .batch_execute(&format!("CREATE DATABASE {quoted}"))
+        .await
+    {
+        Ok(()) => Ok(true),
+        // Someone else created it between our check and our CREATE: just as good.
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) => {
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,194 @@
+//! The `code2des` row and its user-API view.
+
+use std::fmt;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use tokio_postgres::Row;
+
+use crate::types::Status;
+
+/// The per-job correlation fence. Never in the user API, never in logs: `Debug` is redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Nonce(String);
+
+impl Nonce {
+    /// 256 random bits, hex-encoded (64 characters, fits varchar(255)).
+    pub fn generate() -> Self {
+        let bytes: [u8; 32] = rand::random();
+        Self(hex::encode(bytes))
+    }
+
+    pub fn from_db(s: String) -> Self {
+        Self(s)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Constant-time comparison, so a caller cannot learn the nonce byte by byte.
+    pub fn matches(&self, other: &str) -> bool {
+        use subtle::ConstantTimeEq;
+        self.0.len() == other.len() && bool::from(self.0.as_bytes().ct_eq(other.as_bytes()))
+    }
+}
+
+impl fmt::Debug for Nonce {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Nonce(<redacted>)")
+    }
+}
+
+/// One `code2des` row as the service reads it.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: String,
+    pub organization_id: i32,
+    pub project_id: i32,
+    pub page_import_id: String,
+    pub figma_file_key: String,
+    pub screen_id: String,
+    pub placement_target: Option<String>,
+    pub status: Status,
+    pub attempt: i32,
+    pub nonce: Nonce,
+    pub result_url: Option<String>,
+    pub warning_count: Option<i32>,
+    pub error_message: Option<String>,
+    pub materialized_at: Option<DateTime<Utc>>,
+    pub materialized_node_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub created_by: String,
+    pub updated_by: String,
+}
+
+/// The column list every job query returns, in the names [`Job::from_row`] reads.
+/// `status` comes back as its label text so no enum OID lookup is needed.
+#[macro_export]
+macro_rules! job_columns {
+    ($c:literal) => {
+        concat!(
+            $c,
+            ".id, ",
+            $c,
+            ".organization_id, ",
+            $c,
+            ".project_id, ",
+            $c,
+            ".page_import_id, ",
+            $c,
+            ".figma_file_key, ",
+            $c,
+            ".screen_id, ",
+            $c,
+            ".placement_target, ",
+            $c,
+            ".status::text AS status, ",
+            $c,
+            ".attempt, ",
+            $c,
+            ".nonce, ",
+            $c,
+            ".result_url, ",
+            $c,
+            ".warning_count, ",
+            $c,
+            ".error_message, ",
+            $c,
+            ".materialized_at, ",
+            $c,
+            ".materialized_node_id, ",
+            $c,
+            ".created_at, ",
+            $c,
+            ".updated_at, ",
+            $c,
+            ".created_by, ",
+            $c,
+            ".updated_by"
+        )
+    };
+}
+
+impl Job {
+    pub fn from_row(row: &Row) -> Result<Self, tokio_postgres::Error> {
+        let status: String = row.try_get("status")?;
+        Ok(Self {
+            id: row.try_get("id")?,
+            organization_id: row.try_get("organization_id")?,
+            project_id: row.try_get("project_id")?,
+            page_import_id: row.try_get("page_import_id")?,
+            figma_file_key: row.try_get("figma_file_key")?,
+            screen_id: row.try_get("screen_id")?,
+            placement_target: row.try_get("placement_target")?,
+            // The enum has exactly these three labels (migration V1); anything else would be
+            // a schema the service does not know, reported as failed rather than a panic.
+            status: Status::from_db(&status).unwrap_or(Status::Failed),
+            attempt: row.try_get("attempt")?,
+            nonce: Nonce::from_db(row.try_get("nonce")?),
+            result_url: row.try_get("result_url")?,
+            warning_count: row.try_get("warning_count")?,
+            error_message: row.try_get("error_message")?,
+            materialized_at: row.try_get("materialized_at")?,
+            materialized_node_id: row.try_get("materialized_node_id")?,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+            created_by: row.try_get("created_by")?,
+            updated_by: row.try_get("updated_by")?,
+        })
+    }
+
+    pub fn view(&self) -> JobView<'_> {
+        JobView {
+            code2des_id: &self.id,
+            organization_id: self.organization_id,
+            project_id: self.project_id,
+            page_import_id: &self.page_import_id,
+            figma_file_key: &self.figma_file_key,
+            screen_id: &self.screen_id,
+            placement_target: self.placement_target.as_deref(),
+            status: self.status.api_name(),
+            attempt: self.attempt,
+            warning_count: self.warning_count,
+            error_message: self.error_message.as_deref(),
+            has_result: self.result_url.is_some(),
+            materialized_at: self.materialized_at.map(timestamp),
+            materialized_node_id: self.materialized_node_id.as_deref(),
+            created_at: timestamp(self.created_at),
+            updated_at: timestamp(self.updated_at),
+            created_by: &self.created_by,
+            updated_by: &self.updated_by,
+        }
+    }
+}
+
+/// RFC 3339 in UTC with microseconds, PostgreSQL's own precision.
+pub fn timestamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// The job as the user API shows it (SPEC section 3): no nonce, no S3 location.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobView<'a> {
+    pub code2des_id: &'a str,
+    pub organization_id: i32,
+    pub project_id: i32,
+    pub page_import_id: &'a str,
+    pub figma_file_key: &'a str,
+    pub screen_id: &'a str,
+    pub placement_target: Option<&'a str>,
+    pub status: &'static str,
+    pub attempt: i32,
+    pub warning_count: Option<i32>,
+    pub error_message: Option<&'a str>,
+    pub has_result: bool,
+    pub materialized_at: Option<String>,
+    pub materialized_node_id: Option<&'a str>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub created_by: &'a str,
+    pub updated_by: &'a str,
+}

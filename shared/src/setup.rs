@@ -1,0 +1,157 @@
+//! Configuration from the environment (SPEC section 5), done once per Lambda instance.
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `DB_SECRET_ARN` / `DATABASE_URL` | RDS-format secret, or a URL where the ARN is absent |
+//! | `WEBHOOK_SECRET_ARN` / `WEBHOOK_SECRET` | the HMAC secret, from Secrets Manager or plain |
+//! | `ARTIFACT_BUCKET` | the one artifact bucket |
+//! | `S3_ENDPOINT` | an S3-compatible endpoint (path-style); absent on AWS |
+//! | `CALLBACK_URL` | the public webhook URL written into manifests |
+//! | `JOB_DEADLINE_SECONDS` | processing deadline, default 900 (15 minutes) |
+//! | `DB_CA_BUNDLE` | extra PEM roots for PostgreSQL TLS |
+//! | `DB_POOL_SIZE` | connections per instance, default 2 |
+
+use std::time::Duration;
+
+use aws_config::{BehaviorVersion, SdkConfig};
+use secrecy::SecretString;
+use tokio::sync::OnceCell;
+
+use crate::db::{DbConfig, DbSetupError};
+
+pub type SetupError = Box<dyn std::error::Error + Send + Sync>;
+
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(15 * 60);
+/// The database the local stack and tests use when `DATABASE_URL` is unset.
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/code2des";
+
+/// A non-empty environment variable.
+pub fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn required(name: &str) -> Result<String, SetupError> {
+    var(name).ok_or_else(|| format!("{name} must be set").into())
+}
+
+pub fn bucket() -> Result<String, SetupError> {
+    required("ARTIFACT_BUCKET")
+}
+
+pub fn callback_url() -> Result<String, SetupError> {
+    required("CALLBACK_URL")
+}
+
+pub fn deadline() -> Result<Duration, SetupError> {
+    match var("JOB_DEADLINE_SECONDS") {
+        None => Ok(DEFAULT_DEADLINE),
+        Some(v) => match v.parse::<u64>() {
+            Ok(s) if s > 0 => Ok(Duration::from_secs(s)),
+            _ => Err("JOB_DEADLINE_SECONDS must be a positive integer".into()),
+        },
+    }
+}
+
+static SDK: OnceCell<SdkConfig> = OnceCell::const_new();
+
+/// The AWS SDK configuration, loaded at most once. Timeouts keep a slow S3 or Secrets Manager
+/// well below API Gateway's 29 s: the request fails with 503 instead of hanging.
+pub async fn sdk_config() -> &'static SdkConfig {
+    SDK.get_or_init(|| async {
+        use aws_config::timeout::TimeoutConfig;
+        let timeouts = TimeoutConfig::builder()
+            .connect_timeout(Duration::from_secs(2))
+            .operation_attempt_timeout(Duration::from_secs(5))
+            .operation_timeout(Duration::from_secs(12))
+            .build();
+        let mut loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts);
+        if var("AWS_REGION").is_none() && var("AWS_DEFAULT_REGION").is_none() {
+            loader = loader.region(aws_config::Region::from_static("us-east-1"));
+        }
+        // Against a local S3-compatible endpoint without AWS credentials in the environment,
+        // use the local stack's fixed keys instead of walking the whole provider chain.
+        if var("S3_ENDPOINT").is_some() && var("AWS_ACCESS_KEY_ID").is_none() {
+            loader = loader.credentials_provider(aws_credential_types::Credentials::new(
+                "local",
+                "local-secret",
+                None,
+                None,
+                "code2des-local",
+            ));
+        }
+        loader.load().await
+    })
+    .await
+}
+
+/// An S3 client; path-style against `S3_ENDPOINT` when given.
+pub async fn s3_client() -> aws_sdk_s3::Client {
+    let sdk = sdk_config().await;
+    let mut b = aws_sdk_s3::config::Builder::from(sdk);
+    if let Some(ep) = var("S3_ENDPOINT") {
+        b = b.endpoint_url(ep).force_path_style(true);
+    }
+    aws_sdk_s3::Client::from_conf(b.build())
+}
+
+/// Fetches a secret string once per process (Lambda instance) and keeps it.
+pub async fn secret(arn: &str) -> Result<SecretString, SetupError> {
+    static CACHE: OnceCell<tokio::sync::Mutex<std::collections::HashMap<String, SecretString>>> =
+        OnceCell::const_new();
+    let cache = CACHE.get_or_init(|| async { Default::default() }).await;
+    let mut cache = cache.lock().await;
+    if let Some(s) = cache.get(arn) {
+        return Ok(s.clone());
+    }
+    let client = aws_sdk_secretsmanager::Client::new(sdk_config().await);
+    let out = client
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        // The error names the operation and service; it never contains the value.
+        .map_err(|e| format!("cannot read secret {arn}: {}", crate::error::chain(&e)))?;
+    let value = out
+        .secret_string()
+        .ok_or_else(|| format!("secret {arn} has no string value"))?;
+    let s = SecretString::from(value.to_owned());
+    cache.insert(arn.to_owned(), s.clone());
+    Ok(s)
+}
+
+/// The webhook HMAC secret.
+pub async fn webhook_secret() -> Result<SecretString, SetupError> {
+    if let Some(arn) = var("WEBHOOK_SECRET_ARN") {
+        return secret(&arn).await;
+    }
+    var("WEBHOOK_SECRET")
+        .map(SecretString::from)
+        .ok_or_else(|| "WEBHOOK_SECRET_ARN or WEBHOOK_SECRET must be set".into())
+}
+
+/// Database settings: the RDS secret when `DB_SECRET_ARN` is set, else `DATABASE_URL`.
+pub async fn db_config() -> Result<DbConfig, SetupError> {
+    if let Some(arn) = var("DB_SECRET_ARN") {
+        use secrecy::ExposeSecret;
+        let json = secret(&arn).await?;
+        return Ok(DbConfig::from_rds_secret(json.expose_secret())?);
+    }
+    let url = var("DATABASE_URL")
+        .ok_or_else(|| -> SetupError { "DB_SECRET_ARN or DATABASE_URL must be set".into() })?;
+    Ok(DbConfig::from_url(&url)?)
+}
+
+/// The pool for one Lambda instance: lazily connecting, sized by `DB_POOL_SIZE` (default 2:
+/// an instance serves one request at a time; the spare covers a connection being replaced).
+pub async fn db_pool() -> Result<(deadpool_postgres::Pool, DbConfig), SetupError> {
+    let cfg = db_config().await?;
+    let size = match var("DB_POOL_SIZE") {
+        None => 2,
+        Some(v) => v
+            .parse()
+            .map_err(|_| -> SetupError { "DB_POOL_SIZE must be a positive integer".into() })?,
+    };
+    let pool = crate::db::pool(&cfg, var("DB_CA_BUNDLE").as_deref(), size)
+        .map_err(|e: DbSetupError| -> SetupError { e.into() })?;
+    Ok((pool, cfg))
+}

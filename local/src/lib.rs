@@ -1,1 +1,6 @@
+//! `code2des-local`: the whole Code2Des API on one machine, no AWS, no Docker (SPEC section 6).
 
+pub mod demo;
+pub mod gateway;
+pub mod s3server;
+pub mod stack;

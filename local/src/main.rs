@@ -1,1 +1,109 @@
-fn main() {}
+//! `cargo run -p code2des-local`: the user API and webhook on 127.0.0.1:3000 and an
+//! S3-compatible endpoint on 127.0.0.1:9000, through the same handlers as the Lambdas.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use code2des_local::stack::{self, Config};
+
+#[derive(Parser)]
+#[command(
+    name = "code2des-local",
+    about = "The Code2Des API on one machine: no AWS, no Docker"
+)]
+struct Cli {
+    /// Address of the user API and webhook.
+    #[arg(long, default_value = stack::DEFAULT_ADDR, global = true)]
+    addr: SocketAddr,
+    /// Address of the embedded S3-compatible endpoint (ignored when S3_ENDPOINT is set).
+    #[arg(long, default_value = stack::DEFAULT_S3_ADDR, global = true)]
+    s3_addr: SocketAddr,
+    /// Where the embedded S3 endpoint keeps objects.
+    #[arg(long, default_value = stack::DEFAULT_DATA_DIR, global = true)]
+    data_dir: PathBuf,
+    /// Run the reference worker in-process: it completes every new job.
+    #[arg(long, global = true)]
+    demo_worker: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API (the default).
+    Serve,
+    /// Create the database if missing, apply migrations, and exit.
+    Migrate,
+    /// Seed a demo tenant and run one job end to end, printing each step (uses free ports).
+    Demo,
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return std::future::pending().await,
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    if matches!(cli.command, Some(Command::Demo)) && std::env::var_os("RUST_LOG").is_none() {
+        // The demo prints its own story; only problems should interrupt it.
+        std::env::set_var("RUST_LOG", "warn");
+    }
+    shared::telemetry::init_local();
+    shared::db::install_crypto_provider();
+    let cfg = match Config::from_env(cli.addr, cli.s3_addr, cli.data_dir, cli.demo_worker) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("code2des-local: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let outcome = match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => match stack::start(cfg).await {
+            Ok(running) => {
+                println!(
+                    "code2des-local: API on {} · S3 on {} (bucket {}) · Ctrl-C stops",
+                    running.base_url(),
+                    running.s3_endpoint,
+                    running.bucket
+                );
+                shutdown_signal().await;
+                tracing::info!("shutting down");
+                running.shutdown().await;
+                Ok(())
+            }
+            Err(e) => Err(e.to_string()),
+        },
+        Command::Migrate => stack::prepare_database(&cfg.database_url)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Command::Demo => {
+            let mut cfg = cfg;
+            cfg.addr = SocketAddr::from(([127, 0, 0, 1], 0));
+            cfg.s3_addr = SocketAddr::from(([127, 0, 0, 1], 0));
+            code2des_local::demo::run(cfg).await
+        }
+    };
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("code2des-local: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -259,10 +259,12 @@ fn walk_document(doc: &Value, limits: &Limits) -> Result<Vec<String>, Invalid> {
             return Err(format!("node type {ty:?} cannot be built by the plugin"));
         }
         for (k, v) in obj {
-            if k == "children" {
-                continue;
+            match k.as_str() {
+                "children" => {}
+                // An SVG or image node may carry its imageRef on the node itself.
+                "imageRef" => add_ref(v, &mut refs, &mut seen)?,
+                _ => collect_refs(v, &mut refs, &mut seen)?,
             }
-            collect_refs(v, &mut refs, &mut seen)?;
         }
         match obj.get("children") {
             None | Some(Value::Null) => {}
@@ -278,6 +280,14 @@ fn walk_document(doc: &Value, limits: &Limits) -> Result<Vec<String>, Invalid> {
     Ok(refs)
 }
 
+fn add_ref(v: &Value, refs: &mut Vec<String>, seen: &mut HashSet<String>) -> Result<(), Invalid> {
+    let r = v.as_str().ok_or("imageRef must be a string")?;
+    if seen.insert(r.to_owned()) {
+        refs.push(r.to_owned());
+    }
+    Ok(())
+}
+
 fn collect_refs(
     v: &Value,
     refs: &mut Vec<String>,
@@ -289,10 +299,7 @@ fn collect_refs(
             Value::Object(m) => {
                 for (k, inner) in m {
                     if k == "imageRef" {
-                        let r = inner.as_str().ok_or("imageRef must be a string")?;
-                        if seen.insert(r.to_owned()) {
-                            refs.push(r.to_owned());
-                        }
+                        add_ref(inner, refs, seen)?;
                     } else {
                         stack.push(inner);
                     }
@@ -379,14 +386,15 @@ mod tests {
     fn a_good_artifact_lists_used_images_in_document_order() {
         let doc = json!({"type": "FRAME", "name": "s", "children": [
             {"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "b"}]},
-            {"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "a"}], "strokes": [{"imageRef": "b"}]}]});
+            {"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "a"}], "strokes": [{"imageRef": "b"}]},
+            {"type": "SVG", "imageRef": "logo"}]});
         let images = json!({"a": {"key": "code2des/id1/1/images/a", "mime_type": "image/png"},
                             "b": {"key": "code2des/id1/1/images/b", "mime_type": "image/jpeg"},
-                            "unused": {"key": "code2des/id1/1/images/u", "mime_type": "image/gif"}});
+                            "logo": {"key": "code2des/id1/1/images/l", "mime_type": "image/svg+xml"}});
         let n = nonce();
         let a = validate(&art(doc, images), &expect(&n), &Limits::default()).unwrap();
         let refs: Vec<_> = a.used.iter().map(|(r, _)| r.as_str()).collect();
-        assert_eq!(refs, ["b", "a"]);
+        assert_eq!(refs, ["b", "a", "logo"]);
     }
 
     #[test]

@@ -1,1 +1,276 @@
+//! The reference conversion worker. It speaks the worker protocol of SPEC section 4 for real,
+//! and doubles as its executable documentation for the authors of the production worker:
+//!
+//! 1. Read `code2des/{id}/{attempt}/manifest.json` (in AWS it arrives as an S3 event via SQS).
+//! 2. Write images under `code2des/{id}/{attempt}/images/…` and the artifact
+//!    `code2des/{id}/{attempt}/result.json` (`kind` `result` or `failure`), echoing
+//!    `code2des_id`, `attempt` and `nonce` from the manifest.
+//! 3. POST the webhook body to `callback_url`, signed with
+//!    `Code2des-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
+//!    Retry on 5xx and transport errors; 200 and 409 `already_terminal` are final.
+//!
+//! The conversion itself is a sample: a frame with a title, a hero image and a logo.
 
+use std::collections::HashSet;
+use std::time::Duration;
+
+use aws_sdk_s3::primitives::ByteStream;
+use serde_json::{json, Value};
+use shared::protocol::Manifest;
+
+pub const HERO_PNG: &[u8] = include_bytes!("../assets/hero.png");
+pub const LOGO_SVG: &[u8] = include_bytes!("../assets/logo.svg");
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("S3: {0}")]
+    S3(String),
+    #[error("manifest: {0}")]
+    Manifest(String),
+    #[error("webhook: {0}")]
+    Webhook(String),
+}
+
+/// The backend's answer to a webhook.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+}
+
+#[derive(Clone)]
+pub struct Worker {
+    pub s3: aws_sdk_s3::Client,
+    pub bucket: String,
+    secret: String,
+    http: reqwest::Client,
+}
+
+fn s3_err(e: impl std::error::Error + 'static) -> WorkerError {
+    WorkerError::S3(shared::error::chain(&e))
+}
+
+impl Worker {
+    pub fn new(
+        s3: aws_sdk_s3::Client,
+        bucket: impl Into<String>,
+        secret: impl Into<String>,
+    ) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("a client with a timeout builds");
+        Self {
+            s3,
+            bucket: bucket.into(),
+            secret: secret.into(),
+            http,
+        }
+    }
+
+    async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), WorkerError> {
+        self.s3
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .body(ByteStream::from(bytes))
+            .send()
+            .await
+            .map_err(s3_err)?;
+        Ok(())
+    }
+
+    pub async fn read_manifest(&self, key: &str) -> Result<Manifest, WorkerError> {
+        let out = self
+            .s3
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(s3_err)?;
+        let bytes = out.body.collect().await.map_err(s3_err)?.into_bytes();
+        let m: Manifest =
+            serde_json::from_slice(&bytes).map_err(|e| WorkerError::Manifest(e.to_string()))?;
+        if m.version != shared::protocol::PROTOCOL_VERSION {
+            return Err(WorkerError::Manifest(format!(
+                "unknown manifest version {}",
+                m.version
+            )));
+        }
+        Ok(m)
+    }
+
+    /// The object-key prefix all of this attempt's output goes under.
+    pub fn prefix(m: &Manifest) -> String {
+        format!("code2des/{}/{}/", m.code2des_id, m.attempt)
+    }
+
+    /// The sample conversion: writes images and a `result` artifact, then reports `completed`.
+    pub async fn complete(&self, m: &Manifest) -> Result<Reply, WorkerError> {
+        let prefix = Self::prefix(m);
+        let hero = format!("{prefix}images/hero.png");
+        let logo = format!("{prefix}images/logo.svg");
+        self.put(&hero, HERO_PNG.to_vec(), "image/png").await?;
+        self.put(&logo, LOGO_SVG.to_vec(), "image/svg+xml").await?;
+        let document = json!({
+            "type": "FRAME", "name": m.screen_id, "width": 1440, "height": 900,
+            "fills": [{"type": "SOLID", "color": {"r": 1, "g": 1, "b": 1}}],
+            "children": [
+                {"type": "TEXT", "name": "Title", "characters": "Captured page", "x": 80, "y": 64, "fontSize": 48},
+                {"type": "RECTANGLE", "name": "Hero", "x": 80, "y": 160, "width": 640, "height": 400,
+                 "fills": [{"type": "IMAGE", "imageRef": "hero", "scaleMode": "FILL"}]},
+                {"type": "SVG", "name": "Logo", "x": 1320, "y": 64, "width": 48, "height": 48, "imageRef": "logo"}
+            ]
+        });
+        let images = json!({
+            "hero": {"key": hero, "mime_type": "image/png"},
+            "logo": {"key": logo, "mime_type": "image/svg+xml"}
+        });
+        self.finish(m, "result", Some(document), images, 1, None)
+            .await
+    }
+
+    /// Reports a failure with a `failure` artifact.
+    pub async fn fail(&self, m: &Manifest, message: &str) -> Result<Reply, WorkerError> {
+        self.finish(m, "failure", None, json!({}), 0, Some(message))
+            .await
+    }
+
+    /// Writes an artifact of the given kind and sends the matching webhook.
+    pub async fn finish(
+        &self,
+        m: &Manifest,
+        kind: &str,
+        document: Option<Value>,
+        images: Value,
+        warning_count: i32,
+        error_message: Option<&str>,
+    ) -> Result<Reply, WorkerError> {
+        let key = format!("{}result.json", Self::prefix(m));
+        let artifact = json!({
+            "version": 1, "kind": kind, "code2des_id": m.code2des_id, "attempt": m.attempt,
+            "nonce": m.nonce, "warning_count": warning_count, "document": document, "images": images,
+        });
+        self.put(
+            &key,
+            serde_json::to_vec(&artifact).unwrap_or_default(),
+            "application/json",
+        )
+        .await?;
+        let mut body = json!({
+            "code2des_id": m.code2des_id, "attempt": m.attempt, "nonce": m.nonce,
+            "status": if kind == "result" { "completed" } else { "failed" },
+            "result_url": format!("s3://{}/{key}", self.bucket), "warning_count": warning_count,
+        });
+        if let Some(msg) = error_message {
+            body["error_message"] = json!(msg);
+        }
+        self.send_webhook(&m.callback_url, &body).await
+    }
+
+    /// Signs and POSTs a webhook body, retrying transport errors and 5xx with backoff.
+    pub async fn send_webhook(&self, url: &str, body: &Value) -> Result<Reply, WorkerError> {
+        let raw = serde_json::to_vec(body).map_err(|e| WorkerError::Webhook(e.to_string()))?;
+        let mut delay = Duration::from_millis(200);
+        let mut last = String::new();
+        for _ in 0..5 {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0);
+            let header = shared::signature::header_value(self.secret.as_bytes(), now, &raw);
+            let sent = self
+                .http
+                .post(url)
+                .header("content-type", "application/json")
+                .header("Code2des-Signature", header)
+                .body(raw.clone())
+                .send()
+                .await;
+            match sent {
+                Ok(resp) if resp.status().is_server_error() => {
+                    last = format!("HTTP {}", resp.status())
+                }
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    let body = resp.text().await.unwrap_or_default();
+                    return Ok(Reply { status, body });
+                }
+                Err(e) => last = e.to_string(),
+            }
+            tokio::time::sleep(delay).await;
+            delay *= 2;
+        }
+        Err(WorkerError::Webhook(format!("gave up: {last}")))
+    }
+
+    /// Manifests under `code2des/` whose attempt has no `result.json` yet and that are not in
+    /// `seen`. A stand-in for the S3 → SQS notification the deployed worker consumes.
+    pub async fn pending_manifests(
+        &self,
+        seen: &HashSet<String>,
+    ) -> Result<Vec<String>, WorkerError> {
+        let mut keys = Vec::new();
+        let mut results = HashSet::new();
+        let mut pages = self
+            .s3
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix("code2des/")
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(s3_err)?;
+            for obj in page.contents() {
+                let Some(key) = obj.key() else { continue };
+                if let Some(p) = key.strip_suffix("manifest.json") {
+                    if !seen.contains(key) {
+                        keys.push((p.to_owned(), key.to_owned()));
+                    }
+                } else if let Some(p) = key.strip_suffix("result.json") {
+                    results.insert(p.to_owned());
+                }
+            }
+        }
+        Ok(keys
+            .into_iter()
+            .filter(|(p, _)| !results.contains(p))
+            .map(|(_, k)| k)
+            .collect())
+    }
+
+    /// Completes every new job until `stop` resolves.
+    pub async fn run(&self, interval: Duration, stop: impl std::future::Future<Output = ()>) {
+        let mut seen = HashSet::new();
+        tokio::pin!(stop);
+        loop {
+            match self.pending_manifests(&seen).await {
+                Ok(keys) => {
+                    for key in keys {
+                        seen.insert(key.clone());
+                        match self.read_manifest(&key).await {
+                            Ok(m) => match self.complete(&m).await {
+                                Ok(r) => {
+                                    tracing::info!(code2des_id = %m.code2des_id, status = r.status, "demo worker completed a job")
+                                }
+                                Err(e) => {
+                                    tracing::warn!(code2des_id = %m.code2des_id, error = %e, "demo worker failed")
+                                }
+                            },
+                            Err(e) => {
+                                tracing::warn!(error = %e, "demo worker could not read a manifest")
+                            }
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "demo worker could not list manifests"),
+            }
+            tokio::select! {
+                _ = &mut stop => return,
+                _ = tokio::time::sleep(interval) => {}
+            }
+        }
+    }
+}

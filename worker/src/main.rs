@@ -1,1 +1,82 @@
-fn main() {}
+//! `code2des-worker`: the reference worker as a command.
+//!
+//! `code2des-worker poll` completes every new job; `code2des-worker complete <manifest key>` or
+//! `code2des-worker fail <manifest key> <message>` handles one. Configuration is the same
+//! environment as the services: `ARTIFACT_BUCKET`, `WEBHOOK_SECRET`, `S3_ENDPOINT`.
+
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "code2des-worker",
+    about = "Reference worker for the Code2Des worker protocol"
+)]
+struct Cli {
+    #[arg(long, env = "ARTIFACT_BUCKET", default_value = "code2des-artifacts")]
+    bucket: String,
+    #[arg(
+        long,
+        env = "WEBHOOK_SECRET",
+        default_value = "local-webhook-secret",
+        hide_env_values = true
+    )]
+    webhook_secret: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Complete every job whose manifest appears, until Ctrl-C.
+    Poll {
+        #[arg(long, default_value = "500")]
+        interval_ms: u64,
+    },
+    /// Complete the job of one manifest key.
+    Complete { manifest_key: String },
+    /// Fail the job of one manifest key with a message.
+    Fail {
+        manifest_key: String,
+        message: String,
+    },
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    shared::telemetry::init_local();
+    let cli = Cli::parse();
+    if std::env::var("S3_ENDPOINT").is_err() {
+        // Default to the local stack's embedded S3.
+        std::env::set_var("S3_ENDPOINT", "http://127.0.0.1:9000");
+    }
+    let worker = code2des_worker::Worker::new(
+        shared::setup::s3_client().await,
+        cli.bucket,
+        cli.webhook_secret,
+    );
+    match cli.command {
+        Command::Poll { interval_ms } => {
+            worker
+                .run(Duration::from_millis(interval_ms), async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await
+        }
+        Command::Complete { manifest_key } => {
+            let m = worker.read_manifest(&manifest_key).await?;
+            let r = worker.complete(&m).await?;
+            println!("{} {}", r.status, r.body);
+        }
+        Command::Fail {
+            manifest_key,
+            message,
+        } => {
+            let m = worker.read_manifest(&manifest_key).await?;
+            let r = worker.fail(&m, &message).await?;
+            println!("{} {}", r.status, r.body);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! Starting and stopping the whole local stack: database (created and migrated), the S3
+//! endpoint (embedded, or external via `S3_ENDPOINT`), the five handlers behind the gateway,
+//! and optionally the demo worker.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder as ConnBuilder;
+use secrecy::SecretString;
+use shared::artifact::Limits;
+use shared::db::DbConfig;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::gateway::{self, Handlers, GATEWAY_MAX_BODY};
+use crate::s3server::{self, S3Server};
+
+pub const DEFAULT_ADDR: &str = "127.0.0.1:3000";
+pub const DEFAULT_S3_ADDR: &str = "127.0.0.1:9000";
+pub const DEFAULT_BUCKET: &str = "code2des-artifacts";
+pub const DEFAULT_WEBHOOK_SECRET: &str = "local-webhook-secret";
+pub const DEFAULT_DATA_DIR: &str = ".code2des-local";
+
+#[derive(Clone)]
+pub struct Config {
+    pub addr: SocketAddr,
+    pub s3_addr: SocketAddr,
+    pub data_dir: PathBuf,
+    pub database_url: String,
+    pub bucket: String,
+    pub webhook_secret: String,
+    /// `None`: http://{addr}/code2des/webhook.
+    pub callback_url: Option<String>,
+    /// `None`: the embedded endpoint on `s3_addr`.
+    pub s3_endpoint: Option<String>,
+    pub deadline: Duration,
+    pub demo_worker: bool,
+    pub pool_size: usize,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("addr", &self.addr)
+            .field("s3_addr", &self.s3_addr)
+            .field("data_dir", &self.data_dir)
+            .field("bucket", &self.bucket)
+            .field("s3_endpoint", &self.s3_endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// SPEC section 6 defaults, overridden by the environment of section 5.
+    pub fn from_env(
+        addr: SocketAddr,
+        s3_addr: SocketAddr,
+        data_dir: PathBuf,
+        demo_worker: bool,
+    ) -> Result<Self, String> {
+        use shared::setup::var;
+        Ok(Self {
+            addr,
+            s3_addr,
+            data_dir,
+            database_url: var("DATABASE_URL")
+                .unwrap_or_else(|| shared::setup::DEFAULT_DATABASE_URL.to_owned()),
+            bucket: var("ARTIFACT_BUCKET").unwrap_or_else(|| DEFAULT_BUCKET.to_owned()),
+            webhook_secret: var("WEBHOOK_SECRET")
+                .unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_owned()),
+            callback_url: var("CALLBACK_URL"),
+            s3_endpoint: var("S3_ENDPOINT"),
+            deadline: shared::setup::deadline().map_err(|e| e.to_string())?,
+            demo_worker,
+            pool_size: 16,
+        })
+    }
+}
+
+/// Start-up failures, each with a message a newcomer can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Config(String),
+    #[error("cannot reach PostgreSQL ({0}). Is it running? Set DATABASE_URL to point elsewhere.")]
+    Database(String),
+    #[error("cannot apply migrations: {0}")]
+    Migrate(String),
+    #[error("cannot listen on {addr}: {reason} (choose another with {flag})")]
+    Bind {
+        addr: SocketAddr,
+        reason: String,
+        flag: &'static str,
+    },
+    #[error("S3 endpoint {endpoint}: {reason}")]
+    S3 { endpoint: String, reason: String },
+}
+
+/// Creates the database if missing and applies the migrations.
+pub async fn prepare_database(url: &str) -> Result<DbConfig, StartError> {
+    let cfg = DbConfig::from_url(url).map_err(|e| StartError::Config(e.to_string()))?;
+    let created = shared::db::ensure_database(&cfg, None)
+        .await
+        .map_err(|e| StartError::Database(clean(&*e)))?;
+    if created {
+        tracing::info!(
+            database = cfg.pg.get_dbname().unwrap_or_default(),
+            "created database"
+        );
+    }
+    let mut client = shared::db::connect(&cfg, None)
+        .await
+        .map_err(|e| StartError::Database(clean(&*e)))?;
+    let applied = shared::db::migrate(&mut client)
+        .await
+        .map_err(|e| StartError::Migrate(e.to_string()))?;
+    for m in applied {
+        tracing::info!(migration = %m, "applied migration");
+    }
+    Ok(cfg)
+}
+
+fn clean(e: &(dyn std::error::Error + 'static)) -> String {
+    shared::error::chain(e)
+}
+
+/// A running stack.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub s3_endpoint: String,
+    pub s3: aws_sdk_s3::Client,
+    pub pool: deadpool_postgres::Pool,
+    pub bucket: String,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    s3_server: Option<S3Server>,
+}
+
+impl Running {
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets in-flight requests finish (up to 10 s), stops S3.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        if let Some(s3) = self.s3_server {
+            s3.stop().await;
+        }
+    }
+}
+
+async fn bind(addr: SocketAddr, flag: &'static str) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr).await.map_err(|e| StartError::Bind {
+        addr,
+        reason: e.to_string(),
+        flag,
+    })
+}
+
+pub async fn start(cfg: Config) -> Result<Running, StartError> {
+    let db = prepare_database(&cfg.database_url).await?;
+
+    let (endpoint, s3_server, keys) = match &cfg.s3_endpoint {
+        Some(ep) => {
+            let key = shared::setup::var("AWS_ACCESS_KEY_ID")
+                .unwrap_or_else(|| s3server::ACCESS_KEY.into());
+            let secret = shared::setup::var("AWS_SECRET_ACCESS_KEY")
+                .unwrap_or_else(|| s3server::SECRET_KEY.into());
+            (ep.clone(), None, (key, secret))
+        }
+        None => {
+            let listener = bind(cfg.s3_addr, "--s3-addr").await?;
+            let server = s3server::serve(listener, &cfg.data_dir, &cfg.bucket).map_err(|e| {
+                StartError::S3 {
+                    endpoint: cfg.s3_addr.to_string(),
+                    reason: e.to_string(),
+                }
+            })?;
+            (
+                server.endpoint(),
+                Some(server),
+                (s3server::ACCESS_KEY.into(), s3server::SECRET_KEY.into()),
+            )
+        }
+    };
+    let s3 = s3server::client(&endpoint, &keys.0, &keys.1);
+    s3server::ensure_bucket(&s3, &cfg.bucket)
+        .await
+        .map_err(|reason| StartError::S3 {
+            endpoint: endpoint.clone(),
+            reason,
+        })?;
+
+    let pool = shared::db::pool(&db, None, cfg.pool_size)
+        .map_err(|e| StartError::Config(e.to_string()))?;
+    let listener = bind(cfg.addr, "--addr").await?;
+    let addr = listener.local_addr().map_err(|e| StartError::Bind {
+        addr: cfg.addr,
+        reason: e.to_string(),
+        flag: "--addr",
+    })?;
+    let callback_url = cfg
+        .callback_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}/code2des/webhook"));
+
+    let handlers = Arc::new(Handlers {
+        trigger: code2des_trigger::handler::Deps {
+            pool: pool.clone(),
+            s3: s3.clone(),
+            bucket: cfg.bucket.clone(),
+            callback_url: callback_url.clone(),
+        },
+        lifecycle: code2des_lifecycle::handler::Deps {
+            pool: pool.clone(),
+            cursor_key: db.cursor_key(),
+            deadline: cfg.deadline,
+        },
+        result: code2des_result::handler::Deps {
+            pool: pool.clone(),
+            s3: s3.clone(),
+            bucket: cfg.bucket.clone(),
+            deadline: cfg.deadline,
+            limits: Limits::default(),
+        },
+        webhook: code2des_webhook::handler::Deps {
+            pool: pool.clone(),
+            secret: SecretString::from(cfg.webhook_secret.clone()),
+            bucket: cfg.bucket.clone(),
+            deadline: cfg.deadline,
+        },
+        placement: code2des_placement::handler::Deps { pool: pool.clone() },
+    });
+
+    let (stop, stopped) = watch::channel(false);
+    let mut tasks = vec![tokio::spawn(serve_http(
+        listener,
+        handlers,
+        stopped.clone(),
+    ))];
+    if cfg.demo_worker {
+        let worker = code2des_worker::Worker::new(
+            s3.clone(),
+            cfg.bucket.clone(),
+            cfg.webhook_secret.clone(),
+        );
+        let mut stopped = stopped.clone();
+        tasks.push(tokio::spawn(async move {
+            worker
+                .run(Duration::from_millis(300), async move {
+                    let _ = stopped.changed().await;
+                })
+                .await
+        }));
+    }
+    tracing::info!(api = %format!("http://{addr}"), s3 = %endpoint, bucket = %cfg.bucket, demo_worker = cfg.demo_worker, "code2des-local ready");
+    Ok(Running {
+        addr,
+        s3_endpoint: endpoint,
+        s3,
+        pool,
+        bucket: cfg.bucket,
+        stop,
+        tasks,
+        s3_server,
+    })
+}
+
+async fn serve_http(
+    listener: TcpListener,
+    handlers: Arc<Handlers>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let http = ConnBuilder::new(TokioExecutor::new());
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((socket, _)) = accepted else { continue };
+                let h = handlers.clone();
+                let svc = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let h = h.clone();
+                    async move { Ok::<_, Infallible>(handle(&h, req).await) }
+                });
+                let conn = http.serve_connection(TokioIo::new(socket), svc);
+                let conn = graceful.watch(conn.into_owned());
+                tokio::spawn(async move { let _ = conn.await; });
+            }
+            _ = stopped.changed() => break,
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await;
+}
+
+async fn handle(
+    h: &Handlers,
+    req: http::Request<hyper::body::Incoming>,
+) -> http::Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, GATEWAY_MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            let mut r = http::Response::new(Full::new(Bytes::from_static(
+                br#"{"error":{"code":"payload_too_large","message":"request body over the gateway limit"},"requestId":""}"#,
+            )));
+            *r.status_mut() = http::StatusCode::PAYLOAD_TOO_LARGE;
+            r.headers_mut().insert(
+                "content-type",
+                http::HeaderValue::from_static("application/json"),
+            );
+            return r;
+        }
+    };
+    let resp = gateway::dispatch(h, http::Request::from_parts(parts, bytes)).await;
+    resp.map(Full::new)
+}

@@ -111,19 +111,23 @@ pub fn optional_str<'a>(
     }
 }
 
-/// A header value that must be 1–255 visible characters when present.
-pub fn header_str<'a>(req: &'a Request, name: &'static str) -> Result<Option<&'a str>, ApiError> {
+/// An optional header, given at most once, as visible ASCII; errors name it as `field`.
+pub fn header_str<'a>(
+    req: &'a Request,
+    name: &'static str,
+    field: &'static str,
+) -> Result<Option<&'a str>, ApiError> {
     let mut values = req.headers().get_all(name).iter();
     let Some(first) = values.next() else {
         return Ok(None);
     };
     if values.next().is_some() {
-        return Err(ApiError::invalid(name, "must be given at most once"));
+        return Err(ApiError::invalid(field, "must be given at most once"));
     }
     first
         .to_str()
         .map(Some)
-        .map_err(|_| ApiError::invalid(name, "must be visible ASCII"))
+        .map_err(|_| ApiError::invalid(field, "must be visible ASCII"))
 }
 
 /// JSON goes out as `Body::Text`: a binary body would be base64-encoded into the Lambda

@@ -294,7 +294,12 @@ pub struct ListQuery<'a> {
 }
 
 const LIST_JOBS: &str = concat!(
-    "WITH ",
+    // `scope` yields one row exactly when the caller may list this project, so "not yours"
+    // (no row: 404) and "nothing yet" (one all-NULL row: empty page) stay apart in ONE statement.
+    "WITH scope AS (SELECT 1 AS ok FROM organization_member m ",
+    "JOIN organization o ON o.id = m.organization_id AND o.deleted_at IS NULL ",
+    "JOIN project p ON p.organization_id = o.id AND p.deleted_at IS NULL ",
+    "WHERE m.organization_id = $1 AND m.subject = $3 AND p.id = $2), ",
     expire_cte!(
         concat!(
             "c.organization_id = $1 AND c.project_id = $2 AND ($5::varchar IS NULL OR c.figma_file_key = $5) AND ",
@@ -302,22 +307,24 @@ const LIST_JOBS: &str = concat!(
         ),
         "$4"
     ),
-    " SELECT ", overlaid_columns!(), " FROM code2des c LEFT JOIN expired e ON e.id = c.id ",
+    " SELECT j.* FROM scope LEFT JOIN LATERAL (SELECT ", overlaid_columns!(),
+    " FROM code2des c LEFT JOIN expired e ON e.id = c.id ",
     "WHERE c.organization_id = $1 AND c.project_id = $2 AND c.deleted_at IS NULL ",
     "AND ($5::varchar IS NULL OR c.figma_file_key = $5) ",
     "AND ($6::text IS NULL OR COALESCE(e.status, c.status) = $6::code2des_status) ",
     "AND ($7::timestamptz IS NULL OR (c.created_at, c.id) < ($7::timestamptz, $8::varchar)) AND ",
     visible!("$3"),
-    " ORDER BY c.created_at DESC, c.id DESC LIMIT $9"
+    " ORDER BY c.created_at DESC, c.id DESC LIMIT $9) j ON true"
 );
 
 /// Newest first, at most `limit` jobs (callers ask for one more to learn if a page follows).
+/// `None` when the caller may not list this project at all.
 pub async fn list_jobs(
     client: &impl GenericClient,
     scope: &Scope,
     q: &ListQuery<'_>,
     deadline: Duration,
-) -> Result<Vec<Job>, ApiError> {
+) -> Result<Option<Vec<Job>>, ApiError> {
     let status = q.status.map(Status::db_label);
     let (after_ts, after_id) = match &q.after {
         Some((t, id)) => (Some(*t), Some(id.as_str())),
@@ -339,7 +346,14 @@ pub async fn list_jobs(
         ],
     )
     .await?;
-    rows.iter().map(job).collect()
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    rows.iter()
+        .filter(|r| r.get::<_, Option<String>>("id").is_some())
+        .map(job)
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 // --- placement -----------------------------------------------------------------------------

@@ -47,6 +47,9 @@ enum Command {
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     shared::telemetry::init_local();
     let cli = Cli::parse();
+    if let Command::SignEvent { path, secret } = &cli.command {
+        return sign_event(path, secret);
+    }
     if std::env::var("S3_ENDPOINT").is_err() {
         // Default to the local stack's embedded S3.
         std::env::set_var("S3_ENDPOINT", "http://127.0.0.1:9000");

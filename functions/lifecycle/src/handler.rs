@@ -120,7 +120,9 @@ async fn run(
         after,
         limit: limit + 1,
     };
-    let mut jobs = store::list_jobs(&**client, &scope, &q, deps.deadline).await?;
+    let mut jobs = store::list_jobs(&**client, &scope, &q, deps.deadline)
+        .await?
+        .ok_or(ApiError::NotFound("project not found"))?;
     let more = jobs.len() as i64 > limit;
     jobs.truncate(limit as usize);
     let next_cursor = match jobs.last() {

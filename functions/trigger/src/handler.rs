@@ -102,7 +102,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     let subject = http::subject(req)?;
     let organization_id = OrganizationId::parse(path_param(req, "organizationId")?)?;
     let project_id = ProjectId::parse(path_param(req, "projectId")?)?;
-    let key = http::header_str(req, "idempotency-key")?
+    let key = http::header_str(req, "idempotency-key", IdempotencyKey::FIELD)?
         .map(IdempotencyKey::parse)
         .transpose()?;
     let input = Input::parse(bytes)?;

@@ -1,0 +1,617 @@
+//! The test harness: a fresh PostgreSQL database per test (migrated), a real S3-compatible
+//! server (s3s-fs) on a loopback port per test, the five handlers wired to both, tenants
+//! seeded with plain SQL, and requests built from the same `events/*.json` that
+//! `sam local invoke -e` uses.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use code2des_local::s3server::{self, S3Server};
+use lambda_http::{Body, Request, Response};
+use secrecy::SecretString;
+use serde_json::{json, Value};
+use shared::artifact::Limits;
+use shared::db::DbConfig;
+
+pub const BUCKET: &str = "code2des-artifacts";
+pub const SECRET: &str = "test-webhook-secret";
+pub const CALLBACK: &str = "https://api.example.test/code2des/webhook";
+
+/// Where tests create their databases; the machine's PostgreSQL by default.
+pub fn admin_url() -> String {
+    std::env::var("TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+fn db_url(name: &str) -> String {
+    let admin = admin_url();
+    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
+    format!("{base}/{name}")
+}
+
+pub fn events_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../events")
+}
+
+/// An event file, as JSON to adjust before it becomes a `Request`.
+pub fn event(name: &str) -> Value {
+    let path = events_dir().join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("event files are JSON")
+}
+
+pub fn to_request(ev: &Value) -> Request {
+    lambda_http::request::from_str(&ev.to_string()).expect("an API Gateway v2 event")
+}
+
+/// A response, read.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub json: Value,
+}
+
+impl Answer {
+    pub fn from(resp: Response<Body>) -> Self {
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes: &[u8] = resp.body().as_ref();
+        let json = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(bytes).expect("a JSON body")
+        };
+        Self {
+            status,
+            headers,
+            json,
+        }
+    }
+
+    pub fn code(&self) -> &str {
+        self.json["error"]["code"].as_str().unwrap_or("")
+    }
+
+    pub fn message(&self) -> &str {
+        self.json["error"]["message"].as_str().unwrap_or("")
+    }
+
+    /// 400 naming `field` in the message, in the SPEC error shape.
+    pub fn assert_invalid(&self, field: &str) {
+        assert_eq!(self.status, 400, "{field}: {self:?}");
+        assert_eq!(self.code(), "invalid_request", "{self:?}");
+        assert!(
+            self.message().starts_with(field),
+            "message should name {field}: {self:?}"
+        );
+        assert!(self.json["requestId"].is_string(), "{self:?}");
+    }
+}
+
+/// An organization with one project, members, and a page import.
+#[derive(Debug, Clone)]
+pub struct Tenant {
+    pub org: i32,
+    pub project: i32,
+    pub sub: String,
+    pub page_import: String,
+}
+
+pub struct TestApp {
+    pub db_name: String,
+    pub db: DbConfig,
+    pub pool: deadpool_postgres::Pool,
+    pub s3: aws_sdk_s3::Client,
+    pub s3_server: Option<S3Server>,
+    pub s3_dir: tempfile::TempDir,
+    pub trigger: code2des_trigger::handler::Deps,
+    pub lifecycle: code2des_lifecycle::handler::Deps,
+    pub result: code2des_result::handler::Deps,
+    pub webhook: code2des_webhook::handler::Deps,
+    pub placement: code2des_placement::handler::Deps,
+}
+
+impl TestApp {
+    pub async fn new() -> Self {
+        Self::with_deadline(shared::setup::DEFAULT_DEADLINE).await
+    }
+
+    pub async fn with_deadline(deadline: Duration) -> Self {
+        shared::db::install_crypto_provider();
+        let db_name = format!("c2d_test_{}", uuid::Uuid::new_v4().simple());
+        let db = DbConfig::from_url(&db_url(&db_name)).unwrap();
+        assert!(shared::db::ensure_database(&db, None)
+            .await
+            .expect("PostgreSQL reachable"));
+        let mut client = shared::db::connect(&db, None).await.unwrap();
+        shared::db::migrate(&mut client)
+            .await
+            .expect("migrations apply");
+        let pool = shared::db::pool(&db, None, 40).unwrap();
+
+        let s3_dir = tempfile::tempdir().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server = s3server::serve(listener, s3_dir.path(), BUCKET).unwrap();
+        let s3 = s3server::client(
+            &server.endpoint(),
+            s3server::ACCESS_KEY,
+            s3server::SECRET_KEY,
+        );
+
+        Self {
+            trigger: code2des_trigger::handler::Deps {
+                pool: pool.clone(),
+                s3: s3.clone(),
+                bucket: BUCKET.into(),
+                callback_url: CALLBACK.into(),
+            },
+            lifecycle: code2des_lifecycle::handler::Deps {
+                pool: pool.clone(),
+                cursor_key: db.cursor_key(),
+                deadline,
+            },
+            result: code2des_result::handler::Deps {
+                pool: pool.clone(),
+                s3: s3.clone(),
+                bucket: BUCKET.into(),
+                deadline,
+                limits: Limits::default(),
+            },
+            webhook: code2des_webhook::handler::Deps {
+                pool: pool.clone(),
+                secret: SecretString::from(SECRET),
+                bucket: BUCKET.into(),
+                deadline,
+            },
+            placement: code2des_placement::handler::Deps { pool: pool.clone() },
+            db_name,
+            db,
+            pool,
+            s3,
+            s3_server: Some(server),
+            s3_dir,
+        }
+    }
+
+    // --- SQL ---------------------------------------------------------------------------------
+
+    pub async fn sql(&self, q: &str) -> Vec<tokio_postgres::Row> {
+        let c = self.pool.get().await.unwrap();
+        c.query(q, &[]).await.unwrap_or_else(|e| panic!("{q}: {e}"))
+    }
+
+    /// Several statements at once (DDL in tests).
+    pub async fn batch(&self, q: &str) {
+        let c = self.pool.get().await.unwrap();
+        c.batch_execute(q)
+            .await
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+
+    /// Makes every UPDATE of a job hold its row lock for `ms`: racing statements then reliably
+    /// take their snapshots while the winner is still uncommitted, which is the window where a
+    /// READ COMMITTED read-after-lost-update goes wrong.
+    pub async fn widen_race_window(&self, ms: u32) {
+        self.batch(&format!(
+            "CREATE FUNCTION slow_update() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+               PERFORM pg_sleep({ms} / 1000.0); RETURN NEW; END $$; \
+             CREATE TRIGGER slow_update BEFORE UPDATE ON code2des FOR EACH ROW EXECUTE FUNCTION slow_update();"
+        ))
+        .await;
+    }
+
+    pub async fn scalar_i64(&self, q: &str) -> i64 {
+        self.sql(q).await[0].get(0)
+    }
+
+    pub async fn count_jobs(&self) -> i64 {
+        self.scalar_i64("SELECT count(*) FROM code2des").await
+    }
+
+    pub async fn tenant(&self) -> Tenant {
+        self.tenant_with("1").await
+    }
+
+    /// A tenant whose page import has `page_status` ('0', '1', '2').
+    pub async fn tenant_with(&self, page_status: &str) -> Tenant {
+        let c = self.pool.get().await.unwrap();
+        let org: i32 = c
+            .query_one(
+                "INSERT INTO organization (name) VALUES ('org') RETURNING id",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        let project: i32 = c
+            .query_one(
+                "INSERT INTO project (organization_id, name) VALUES ($1, 'p') RETURNING id",
+                &[&org],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        let sub = format!("sub-{}", uuid::Uuid::new_v4());
+        c.execute(
+            "INSERT INTO organization_member (organization_id, subject) VALUES ($1, $2)",
+            &[&org, &sub],
+        )
+        .await
+        .unwrap();
+        let pi = format!("pi-{}", uuid::Uuid::new_v4().simple());
+        c.execute(
+            &format!(
+                "INSERT INTO page_import (id, organization_id, project_id, status, capture_url) \
+                 VALUES ($1, $2, $3, '{page_status}', 's3://{BUCKET}/captures/x.json')"
+            ),
+            &[&pi, &org, &project],
+        )
+        .await
+        .unwrap();
+        Tenant {
+            org,
+            project,
+            sub,
+            page_import: pi,
+        }
+    }
+
+    /// Another page import in the same project.
+    pub async fn page_import(&self, t: &Tenant, status: &str) -> String {
+        let pi = format!("pi-{}", uuid::Uuid::new_v4().simple());
+        self.sql(&format!(
+            "INSERT INTO page_import (id, organization_id, project_id, status) VALUES ('{pi}', {}, {}, '{status}')",
+            t.org, t.project
+        ))
+        .await;
+        pi
+    }
+
+    pub async fn add_member(&self, org: i32, sub: &str) {
+        self.sql(&format!(
+            "INSERT INTO organization_member (organization_id, subject) VALUES ({org}, '{sub}')"
+        ))
+        .await;
+    }
+
+    pub async fn job_row(&self, id: &str) -> tokio_postgres::Row {
+        let c = self.pool.get().await.unwrap();
+        c.query_one(
+            "SELECT *, status::text AS status_label FROM code2des WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap()
+    }
+
+    /// Sets created_at back so the job is past any short deadline.
+    pub async fn age(&self, id: &str, secs: i64) {
+        self.sql(&format!("UPDATE code2des SET created_at = created_at - interval '{secs} seconds' WHERE id = '{id}'")).await;
+    }
+
+    // --- requests ----------------------------------------------------------------------------
+
+    pub async fn trigger_raw(&self, ev: Value) -> Answer {
+        Answer::from(code2des_trigger::handler::handle(&self.trigger, to_request(&ev)).await)
+    }
+
+    pub async fn trigger(&self, t: &Tenant) -> Answer {
+        self.trigger_raw(trigger_event(t, Some(&t.sub), default_body(t), None))
+            .await
+    }
+
+    /// Triggers and returns the new job id (asserting 202).
+    pub async fn new_job(&self, t: &Tenant) -> String {
+        let a = self.trigger(t).await;
+        assert_eq!(a.status, 202, "{a:?}");
+        a.json["code2desId"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn get(&self, t: &Tenant, sub: Option<&str>, id: &str) -> Answer {
+        let ev = user_event("lifecycle-get.json", t, sub, Some(id), None);
+        Answer::from(code2des_lifecycle::handler::handle(&self.lifecycle, to_request(&ev)).await)
+    }
+
+    pub async fn list(&self, t: &Tenant, sub: Option<&str>, query: &[(&str, &str)]) -> Answer {
+        let ev = list_event(t, sub, query);
+        Answer::from(code2des_lifecycle::handler::handle(&self.lifecycle, to_request(&ev)).await)
+    }
+
+    pub async fn result(&self, t: &Tenant, sub: Option<&str>, id: &str) -> Answer {
+        let ev = user_event("result.json", t, sub, Some(id), None);
+        Answer::from(code2des_result::handler::handle(&self.result, to_request(&ev)).await)
+    }
+
+    pub async fn result_images(&self, t: &Tenant, id: &str, refs: &str) -> Answer {
+        let mut ev = user_event("result.json", t, Some(&t.sub), Some(id), None);
+        ev["rawQueryString"] = json!(format!("images={refs}"));
+        Answer::from(code2des_result::handler::handle(&self.result, to_request(&ev)).await)
+    }
+
+    pub async fn place(&self, t: &Tenant, sub: Option<&str>, id: &str, node: &str) -> Answer {
+        let ev = user_event(
+            "placement.json",
+            t,
+            sub,
+            Some(id),
+            Some(json!({"nodeId": node}).to_string()),
+        );
+        Answer::from(code2des_placement::handler::handle(&self.placement, to_request(&ev)).await)
+    }
+
+    pub async fn webhook_raw(&self, body: &[u8], signature: Option<String>) -> Answer {
+        let mut ev = event("webhook.json");
+        ev["body"] = json!(String::from_utf8_lossy(body));
+        match signature {
+            Some(s) => ev["headers"]["code2des-signature"] = json!(s),
+            None => {
+                ev["headers"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("code2des-signature");
+            }
+        }
+        Answer::from(code2des_webhook::handler::handle(&self.webhook, to_request(&ev)).await)
+    }
+
+    /// Sends `body` signed now with the test secret.
+    pub async fn webhook(&self, body: &Value) -> Answer {
+        let raw = serde_json::to_vec(body).unwrap();
+        self.webhook_raw(&raw, Some(sign(&raw))).await
+    }
+
+    // --- worker side -------------------------------------------------------------------------
+
+    pub async fn manifest(&self, id: &str) -> shared::protocol::Manifest {
+        let out = self
+            .s3
+            .get_object()
+            .bucket(BUCKET)
+            .key(format!("code2des/{id}/1/manifest.json"))
+            .send()
+            .await
+            .unwrap();
+        serde_json::from_slice(&out.body.collect().await.unwrap().into_bytes()).unwrap()
+    }
+
+    pub async fn put(&self, key: &str, bytes: Vec<u8>) {
+        self.s3
+            .put_object()
+            .bucket(BUCKET)
+            .key(key)
+            .body(bytes.into())
+            .send()
+            .await
+            .unwrap();
+    }
+
+    /// Worker: writes `artifact` (JSON) as result.json and the images, then the webhook.
+    pub async fn complete_with(
+        &self,
+        id: &str,
+        artifact: Value,
+        images: &[(&str, Vec<u8>)],
+    ) -> Answer {
+        for (key, bytes) in images {
+            self.put(key, bytes.clone()).await;
+        }
+        let key = format!("code2des/{id}/1/result.json");
+        self.put(&key, serde_json::to_vec(&artifact).unwrap()).await;
+        let m = self.manifest(id).await;
+        self.webhook(&json!({
+            "code2des_id": id, "attempt": 1, "nonce": m.nonce, "status": "completed",
+            "result_url": format!("s3://{BUCKET}/{key}"), "warning_count": artifact["warning_count"],
+        }))
+        .await
+    }
+
+    /// Worker: a valid artifact with one PNG of `w`×`h` as image "hero".
+    pub async fn complete(&self, id: &str) -> Answer {
+        let m = self.manifest(id).await;
+        let key = format!("code2des/{id}/1/images/hero.png");
+        let artifact = artifact(
+            id,
+            &m.nonce,
+            json!({"hero": {"key": key, "mime_type": "image/png"}}),
+            &["hero"],
+        );
+        self.complete_with(id, artifact, &[(&key, png(8, 8))]).await
+    }
+
+    pub async fn fail(&self, id: &str, message: &str) -> Answer {
+        let m = self.manifest(id).await;
+        self.webhook(&json!({"code2des_id": id, "attempt": 1, "nonce": m.nonce, "status": "failed", "error_message": message}))
+            .await
+    }
+
+    /// Stops the S3 server: the next S3 call fails like an outage.
+    pub async fn stop_s3(&mut self) {
+        if let Some(s) = self.s3_server.take() {
+            s.stop().await;
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        // Drop the database from a thread of its own: Drop cannot await, and the test's
+        // runtime may be shutting down.
+        let name = self.db_name.clone();
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                if let Ok((c, conn)) =
+                    tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await
+                {
+                    tokio::spawn(conn);
+                    let _ = c
+                        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                        .await;
+                }
+            })
+        })
+        .join();
+    }
+}
+
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+pub fn sign(raw: &[u8]) -> String {
+    shared::signature::header_value(SECRET.as_bytes(), now(), raw)
+}
+
+pub fn default_body(t: &Tenant) -> Value {
+    json!({"pageImportId": t.page_import, "figmaFileKey": "FILEkey123", "screenId": "screen-1"})
+}
+
+fn set_identity(ev: &mut Value, sub: Option<&str>) {
+    match sub {
+        Some(s) => ev["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(s),
+        None => {
+            ev["requestContext"]
+                .as_object_mut()
+                .unwrap()
+                .remove("authorizer");
+        }
+    }
+}
+
+/// A user-route event from its file with this tenant's path, identity and body.
+pub fn user_event(
+    file: &str,
+    t: &Tenant,
+    sub: Option<&str>,
+    id: Option<&str>,
+    body: Option<String>,
+) -> Value {
+    let mut ev = event(file);
+    ev["pathParameters"]["organizationId"] = json!(t.org.to_string());
+    ev["pathParameters"]["projectId"] = json!(t.project.to_string());
+    if let Some(id) = id {
+        ev["pathParameters"]["code2desId"] = json!(id);
+    }
+    set_identity(&mut ev, sub);
+    if let Some(b) = body {
+        ev["body"] = json!(b);
+    }
+    ev
+}
+
+pub fn trigger_event(t: &Tenant, sub: Option<&str>, body: Value, key: Option<&str>) -> Value {
+    let mut ev = user_event("trigger.json", t, sub, None, Some(body.to_string()));
+    let headers = ev["headers"].as_object_mut().unwrap();
+    headers.remove("idempotency-key");
+    if let Some(k) = key {
+        headers.insert("idempotency-key".into(), json!(k));
+    }
+    ev
+}
+
+pub fn list_event(t: &Tenant, sub: Option<&str>, query: &[(&str, &str)]) -> Value {
+    let mut ev = user_event("lifecycle-list.json", t, sub, None, None);
+    let qs: Vec<String> = query
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{k}={}",
+                percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)
+            )
+        })
+        .collect();
+    ev["rawQueryString"] = json!(qs.join("&"));
+    ev.as_object_mut().unwrap().remove("queryStringParameters");
+    ev
+}
+
+/// A result artifact using `used` image refs from `images`.
+pub fn artifact(id: &str, nonce: &str, images: Value, used: &[&str]) -> Value {
+    let children: Vec<Value> = used
+        .iter()
+        .map(|r| json!({"type": "RECTANGLE", "name": r, "fills": [{"type": "IMAGE", "imageRef": r, "scaleMode": "FILL"}]}))
+        .collect();
+    json!({
+        "version": 1, "kind": "result", "code2des_id": id, "attempt": 1, "nonce": nonce, "warning_count": 2,
+        "document": {"type": "FRAME", "name": "Screen", "children": children}, "images": images,
+    })
+}
+
+/// A real PNG (valid zlib stream) of the given size; `noise` makes it incompressible.
+pub fn png(w: u32, h: u32) -> Vec<u8> {
+    png_with(w, h, false)
+}
+
+pub fn png_with(w: u32, h: u32, noise: bool) -> Vec<u8> {
+    use std::io::Write;
+    let mut raw = Vec::with_capacity(((w * 3 + 1) * h) as usize);
+    for y in 0..h {
+        raw.push(0);
+        for x in 0..w * 3 {
+            raw.push(if noise {
+                rand::random()
+            } else {
+                ((x * 7 + y * 13) % 256) as u8
+            });
+        }
+    }
+    // Stored (uncompressed) deflate blocks: valid zlib without a compressor dependency.
+    let mut z = vec![0x78, 0x01];
+    for (i, chunk) in raw.chunks(65535).enumerate() {
+        let last = (i + 1) * 65535 >= raw.len();
+        z.push(u8::from(last));
+        let len = chunk.len() as u16;
+        z.extend_from_slice(&len.to_le_bytes());
+        z.extend_from_slice(&(!len).to_le_bytes());
+        z.extend_from_slice(chunk);
+    }
+    let adler = {
+        let (mut a, mut b) = (1u32, 0u32);
+        for &byte in &raw {
+            a = (a + u32::from(byte)) % 65521;
+            b = (b + a) % 65521;
+        }
+        (b << 16) | a
+    };
+    z.extend_from_slice(&adler.to_be_bytes());
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut chunk = |kind: &[u8], data: &[u8]| {
+        out.write_all(&(data.len() as u32).to_be_bytes()).unwrap();
+        out.write_all(kind).unwrap();
+        out.write_all(data).unwrap();
+        out.write_all(&crc32(&[kind, data].concat()).to_be_bytes())
+            .unwrap();
+    };
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&w.to_be_bytes());
+    ihdr.extend_from_slice(&h.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    chunk(b"IHDR", &ihdr);
+    chunk(b"IDAT", &z);
+    chunk(b"IEND", b"");
+    out
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}

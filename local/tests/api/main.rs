@@ -1,0 +1,14 @@
+//! Handler tests, one module per route or rule, named after the SPEC rule each proves.
+//! Real PostgreSQL, a real S3-compatible server on loopback, the same events as `sam local`.
+
+mod helpers;
+
+mod deadline;
+mod events;
+mod faults;
+mod lifecycle;
+mod local_stack;
+mod placement;
+mod result;
+mod trigger;
+mod webhook;

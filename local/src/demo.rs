@@ -13,26 +13,17 @@ async fn seed(pool: &deadpool_postgres::Pool) -> Result<(i32, i32, String), Stri
     let client = pool.get().await.map_err(|e| e.to_string())?;
     let err = |e: tokio_postgres::Error| e.to_string();
     let org: i32 = client
-        .query_one(
-            "INSERT INTO organization (name) VALUES ('Demo organization') RETURNING id",
-            &[],
-        )
+        .query_one("INSERT INTO organization (name) VALUES ('Demo organization') RETURNING id", &[])
         .await
         .map_err(err)?
         .get(0);
     let project: i32 = client
-        .query_one(
-            "INSERT INTO project (organization_id, name) VALUES ($1, 'Demo project') RETURNING id",
-            &[&org],
-        )
+        .query_one("INSERT INTO project (organization_id, name) VALUES ($1, 'Demo project') RETURNING id", &[&org])
         .await
         .map_err(err)?
         .get(0);
     client
-        .execute(
-            "INSERT INTO organization_member (organization_id, subject) VALUES ($1, $2)",
-            &[&org, &DEMO_SUB],
-        )
+        .execute("INSERT INTO organization_member (organization_id, subject) VALUES ($1, $2)", &[&org, &DEMO_SUB])
         .await
         .map_err(err)?;
     let page_import = format!("demo-{}", uuid::Uuid::now_v7());
@@ -48,11 +39,7 @@ async fn seed(pool: &deadpool_postgres::Pool) -> Result<(i32, i32, String), Stri
 
 fn show(step: &str, status: u16, body: &Value) {
     let text = serde_json::to_string_pretty(body).unwrap_or_default();
-    let text = if text.len() > 1200 {
-        format!("{}\n  …", &text[..text.floor_char_boundary(1200)])
-    } else {
-        text
-    };
+    let text = if text.len() > 1200 { format!("{}\n  …", &text[..text.floor_char_boundary(1200)]) } else { text };
     println!("\n== {step} → HTTP {status}\n{text}");
 }
 
@@ -62,9 +49,7 @@ async fn call(
     url: &str,
     body: Option<Value>,
 ) -> Result<(u16, Value), String> {
-    let mut req = http
-        .request(method, url)
-        .header("x-code2des-dev-sub", DEMO_SUB);
+    let mut req = http.request(method, url).header("x-code2des-dev-sub", DEMO_SUB);
     if let Some(b) = body {
         req = req.json(&b);
     }
@@ -97,26 +82,20 @@ pub async fn run(mut cfg: Config) -> Result<(), String> {
 
 async fn steps(running: &stack::Running) -> Result<(), String> {
     let (org, project, page_import) = seed(&running.pool).await?;
-    println!("Seeded organization {org}, project {project}, member {DEMO_SUB:?}, completed page import {page_import:?}");
-    let http = reqwest::Client::new();
-    let base = format!(
-        "{}/organizations/{org}/projects/{project}/code2des",
-        running.base_url()
+    println!(
+        "Seeded organization {org}, project {project}, member {DEMO_SUB:?}, completed page import {page_import:?}"
     );
+    let http = reqwest::Client::new();
+    let base = format!("{}/organizations/{org}/projects/{project}/code2des", running.base_url());
 
     let body = json!({"pageImportId": page_import, "figmaFileKey": "DEMOfileKey", "screenId": "home", "placementTarget": "page:1"});
     let (status, job) = call(&http, reqwest::Method::POST, &base, Some(body)).await?;
-    show(
-        "1. plugin triggers a conversion (POST …/code2des)",
-        status,
-        &job,
-    );
-    let id = job["code2desId"]
-        .as_str()
-        .ok_or("trigger did not return a job")?
-        .to_owned();
+    show("1. plugin triggers a conversion (POST …/code2des)", status, &job);
+    let id = job["code2desId"].as_str().ok_or("trigger did not return a job")?.to_owned();
 
-    println!("\n== 2. the demo worker reads code2des/{id}/1/manifest.json, writes the artifact and sends the signed webhook");
+    println!(
+        "\n== 2. the demo worker reads code2des/{id}/1/manifest.json, writes the artifact and sends the signed webhook"
+    );
     let mut job = Value::Null;
     for _ in 0..100 {
         let (s, j) = call(&http, reqwest::Method::GET, &format!("{base}/{id}"), None).await?;
@@ -126,56 +105,19 @@ async fn steps(running: &stack::Running) -> Result<(), String> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    show(
-        "3. plugin polls the lifecycle (GET …/code2des/{id})",
-        200,
-        &job,
-    );
+    show("3. plugin polls the lifecycle (GET …/code2des/{id})", 200, &job);
     if job["status"] != "completed" {
         return Err(format!("the job did not complete: {job}"));
     }
-    let (s, list) = call(
-        &http,
-        reqwest::Method::GET,
-        &format!("{base}?figmaFileKey=DEMOfileKey"),
-        None,
-    )
-    .await?;
-    println!(
-        "\n== 3b. discovery by figmaFileKey → HTTP {s}: {} job(s)",
-        list["items"].as_array().map_or(0, Vec::len)
-    );
-    let (s, result) = call(
-        &http,
-        reqwest::Method::GET,
-        &format!("{base}/{id}/result"),
-        None,
-    )
-    .await?;
-    show(
-        "4. plugin fetches the hydrated result (GET …/result)",
-        s,
-        &abbreviate_images(result),
-    );
-    let (s, placed) = call(
-        &http,
-        reqwest::Method::POST,
-        &format!("{base}/{id}/placement"),
-        Some(json!({"nodeId": "12:34"})),
-    )
-    .await?;
-    show(
-        "5. plugin records the Figma root it built (POST …/placement)",
-        s,
-        &placed,
-    );
-    let (s, again) = call(
-        &http,
-        reqwest::Method::POST,
-        &format!("{base}/{id}/placement"),
-        Some(json!({"nodeId": "56:78"})),
-    )
-    .await?;
+    let (s, list) = call(&http, reqwest::Method::GET, &format!("{base}?figmaFileKey=DEMOfileKey"), None).await?;
+    println!("\n== 3b. discovery by figmaFileKey → HTTP {s}: {} job(s)", list["items"].as_array().map_or(0, Vec::len));
+    let (s, result) = call(&http, reqwest::Method::GET, &format!("{base}/{id}/result"), None).await?;
+    show("4. plugin fetches the hydrated result (GET …/result)", s, &abbreviate_images(result));
+    let (s, placed) =
+        call(&http, reqwest::Method::POST, &format!("{base}/{id}/placement"), Some(json!({"nodeId": "12:34"}))).await?;
+    show("5. plugin records the Figma root it built (POST …/placement)", s, &placed);
+    let (s, again) =
+        call(&http, reqwest::Method::POST, &format!("{base}/{id}/placement"), Some(json!({"nodeId": "56:78"}))).await?;
     println!(
         "\n== 6. a second placement is idempotent → HTTP {s}, materializedNodeId stays {}",
         again["materializedNodeId"]

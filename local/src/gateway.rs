@@ -44,7 +44,9 @@ impl Route {
             Route::List => "GET /organizations/{organizationId}/projects/{projectId}/code2des",
             Route::Get => "GET /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}",
             Route::Result => "GET /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/result",
-            Route::Placement => "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/placement",
+            Route::Placement => {
+                "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/placement"
+            }
             Route::Webhook => "POST /code2des/webhook",
         }
     }
@@ -61,11 +63,7 @@ pub fn route(method: &Method, path: &str) -> Option<(Route, Vec<(&'static str, S
     if segs.iter().any(|s| s.is_empty()) {
         return None;
     }
-    let decode = |s: &str| {
-        percent_encoding::percent_decode_str(s)
-            .decode_utf8_lossy()
-            .into_owned()
-    };
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
     let m = method.as_str();
     match segs.as_slice() {
         ["code2des", "webhook"] if m == "POST" => Some((Route::Webhook, vec![])),
@@ -147,17 +145,12 @@ pub fn event(
             ctx["authorizer"] = json!({"jwt": {"claims": {"sub": sub}, "scopes": null}});
         }
     }
-    let path_params: Map<String, Value> = params
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), Value::String(v.clone())))
-        .collect();
+    let path_params: Map<String, Value> =
+        params.iter().map(|(k, v)| ((*k).to_owned(), Value::String(v.clone()))).collect();
     let (body, b64) = match std::str::from_utf8(body) {
         _ if body.is_empty() => (Value::Null, false),
         Ok(s) => (Value::String(s.to_owned()), false),
-        Err(_) => (
-            Value::String(base64::engine::general_purpose::STANDARD.encode(body)),
-            true,
-        ),
+        Err(_) => (Value::String(base64::engine::general_purpose::STANDARD.encode(body)), true),
     };
     let mut ev = json!({
         "version": "2.0",
@@ -178,10 +171,7 @@ pub fn event(
 fn cors(headers: &mut HeaderMap) {
     // Figma's plugin iframe sends `Origin: null`; any origin may call with a bearer token.
     headers.insert("access-control-allow-origin", HeaderValue::from_static("*"));
-    headers.insert(
-        "access-control-expose-headers",
-        HeaderValue::from_static("location,retry-after"),
-    );
+    headers.insert("access-control-expose-headers", HeaderValue::from_static("location,retry-after"));
 }
 
 fn plain(status: StatusCode, body: Response<Bytes>) -> Response<Bytes> {
@@ -193,8 +183,7 @@ fn plain(status: StatusCode, body: Response<Bytes>) -> Response<Bytes> {
 fn error(status: StatusCode, code: &str, message: &str, request_id: &str) -> Response<Bytes> {
     let body = json!({"error": {"code": code, "message": message}, "requestId": request_id});
     let mut r = Response::new(Bytes::from(body.to_string()));
-    r.headers_mut()
-        .insert("content-type", HeaderValue::from_static("application/json"));
+    r.headers_mut().insert("content-type", HeaderValue::from_static("application/json"));
     plain(status, r)
 }
 
@@ -212,10 +201,7 @@ pub async fn dispatch(h: &Handlers, req: http::Request<Bytes>) -> Response<Bytes
         let mut r = Response::new(Bytes::new());
         *r.status_mut() = StatusCode::NO_CONTENT;
         let hm = r.headers_mut();
-        hm.insert(
-            "access-control-allow-methods",
-            HeaderValue::from_static("GET,POST"),
-        );
+        hm.insert("access-control-allow-methods", HeaderValue::from_static("GET,POST"));
         hm.insert(
             "access-control-allow-headers",
             HeaderValue::from_static("authorization,content-type,idempotency-key"),
@@ -224,36 +210,14 @@ pub async fn dispatch(h: &Handlers, req: http::Request<Bytes>) -> Response<Bytes
         (r, "OPTIONS (preflight)")
     } else {
         match route(&parts.method, &path) {
-            None => (
-                error(
-                    StatusCode::NOT_FOUND,
-                    "not_found",
-                    "no such route",
-                    &request_id,
-                ),
-                "-",
-            ),
+            None => (error(StatusCode::NOT_FOUND, "not_found", "no such route", &request_id), "-"),
             Some((r, params)) => {
-                let ev = event(
-                    r,
-                    &params,
-                    &parts.method,
-                    &path,
-                    &query,
-                    &parts.headers,
-                    &body,
-                    &request_id,
-                );
+                let ev = event(r, &params, &parts.method, &path, &query, &parts.headers, &body, &request_id);
                 let resp = match lambda_http::request::from_str(&ev.to_string()) {
                     Ok(lreq) => invoke(h, r, lreq).await,
                     Err(e) => {
                         tracing::error!(error = %e, "could not build the Lambda request");
-                        error(
-                            StatusCode::BAD_REQUEST,
-                            "invalid_request",
-                            "the request could not be read",
-                            &request_id,
-                        )
+                        error(StatusCode::BAD_REQUEST, "invalid_request", "the request could not be read", &request_id)
                     }
                 };
                 (resp, r.key())
@@ -293,56 +257,21 @@ mod tests {
     #[test]
     fn routes_match_like_api_gateway() {
         let id = "01890a5d-ac96-774b-bcce-b302099a8057";
+        assert_eq!(route(&Method::POST, "/organizations/1/projects/2/code2des").unwrap().0, Route::Trigger);
+        assert_eq!(route(&Method::GET, "/organizations/1/projects/2/code2des").unwrap().0, Route::List);
+        assert_eq!(route(&Method::GET, &format!("/organizations/1/projects/2/code2des/{id}")).unwrap().0, Route::Get);
         assert_eq!(
-            route(&Method::POST, "/organizations/1/projects/2/code2des")
-                .unwrap()
-                .0,
-            Route::Trigger
-        );
-        assert_eq!(
-            route(&Method::GET, "/organizations/1/projects/2/code2des")
-                .unwrap()
-                .0,
-            Route::List
-        );
-        assert_eq!(
-            route(
-                &Method::GET,
-                &format!("/organizations/1/projects/2/code2des/{id}")
-            )
-            .unwrap()
-            .0,
-            Route::Get
-        );
-        assert_eq!(
-            route(
-                &Method::GET,
-                &format!("/organizations/1/projects/2/code2des/{id}/result")
-            )
-            .unwrap()
-            .0,
+            route(&Method::GET, &format!("/organizations/1/projects/2/code2des/{id}/result")).unwrap().0,
             Route::Result
         );
         assert_eq!(
-            route(
-                &Method::POST,
-                &format!("/organizations/1/projects/2/code2des/{id}/placement")
-            )
-            .unwrap()
-            .0,
+            route(&Method::POST, &format!("/organizations/1/projects/2/code2des/{id}/placement")).unwrap().0,
             Route::Placement
         );
-        assert_eq!(
-            route(&Method::POST, "/code2des/webhook").unwrap().0,
-            Route::Webhook
-        );
+        assert_eq!(route(&Method::POST, "/code2des/webhook").unwrap().0, Route::Webhook);
         assert!(route(&Method::GET, "/code2des/webhook").is_none());
         assert!(route(&Method::POST, "/organizations/1/projects/2/code2des/").is_none());
-        assert!(route(
-            &Method::DELETE,
-            &format!("/organizations/1/projects/2/code2des/{id}")
-        )
-        .is_none());
+        assert!(route(&Method::DELETE, &format!("/organizations/1/projects/2/code2des/{id}")).is_none());
         let (_, p) = route(&Method::GET, "/organizations/a%20b/projects/2/code2des").unwrap();
         assert_eq!(p[0], ("organizationId", "a b".to_owned()));
     }

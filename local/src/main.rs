@@ -8,10 +8,7 @@ use clap::{Parser, Subcommand};
 use code2des_local::stack::{self, Config};
 
 #[derive(Parser)]
-#[command(
-    name = "code2des-local",
-    about = "The Code2Des API on one machine: no AWS, no Docker"
-)]
+#[command(name = "code2des-local", about = "The Code2Des API on one machine: no AWS, no Docker")]
 struct Cli {
     /// Address of the user API and webhook.
     #[arg(long, default_value = stack::DEFAULT_ADDR, global = true)]
@@ -42,11 +39,10 @@ enum Command {
 async fn shutdown_signal() {
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => return std::future::pending().await,
-            };
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return std::future::pending().await,
+        };
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
@@ -88,10 +84,7 @@ async fn main() -> std::process::ExitCode {
             }
             Err(e) => Err(e.to_string()),
         },
-        Command::Migrate => stack::prepare_database(&cfg.database_url)
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string()),
+        Command::Migrate => stack::prepare_database(&cfg.database_url).await.map(|_| ()).map_err(|e| e.to_string()),
         Command::Demo => {
             let mut cfg = cfg;
             cfg.addr = SocketAddr::from(([127, 0, 0, 1], 0));

@@ -74,13 +74,7 @@ pub fn client(endpoint: &str, access_key: &str, secret_key: &str) -> aws_sdk_s3:
     let conf = aws_sdk_s3::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(REGION))
-        .credentials_provider(Credentials::new(
-            access_key,
-            secret_key,
-            None,
-            None,
-            "code2des-local",
-        ))
+        .credentials_provider(Credentials::new(access_key, secret_key, None, None, "code2des-local"))
         .endpoint_url(endpoint)
         .force_path_style(true)
         .timeout_config(timeouts)
@@ -96,10 +90,7 @@ pub async fn ensure_bucket(s3: &aws_sdk_s3::Client, bucket: &str) -> Result<(), 
     match s3.create_bucket().bucket(bucket).send().await {
         Ok(_) => Ok(()),
         Err(e) => {
-            let code = e
-                .as_service_error()
-                .and_then(|s| s.meta().code())
-                .unwrap_or_default();
+            let code = e.as_service_error().and_then(|s| s.meta().code()).unwrap_or_default();
             if code == "BucketAlreadyOwnedByYou" || code == "BucketAlreadyExists" {
                 Ok(())
             } else {

@@ -69,11 +69,9 @@ impl Config {
             addr,
             s3_addr,
             data_dir,
-            database_url: var("DATABASE_URL")
-                .unwrap_or_else(|| shared::setup::DEFAULT_DATABASE_URL.to_owned()),
+            database_url: var("DATABASE_URL").unwrap_or_else(|| shared::setup::DEFAULT_DATABASE_URL.to_owned()),
             bucket: var("ARTIFACT_BUCKET").unwrap_or_else(|| DEFAULT_BUCKET.to_owned()),
-            webhook_secret: var("WEBHOOK_SECRET")
-                .unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_owned()),
+            webhook_secret: var("WEBHOOK_SECRET").unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_owned()),
             callback_url: var("CALLBACK_URL"),
             s3_endpoint: var("S3_ENDPOINT"),
             deadline: shared::setup::deadline().map_err(|e| e.to_string())?,
@@ -93,11 +91,7 @@ pub enum StartError {
     #[error("cannot apply migrations: {0}")]
     Migrate(String),
     #[error("cannot listen on {addr}: {reason} (choose another with {flag})")]
-    Bind {
-        addr: SocketAddr,
-        reason: String,
-        flag: &'static str,
-    },
+    Bind { addr: SocketAddr, reason: String, flag: &'static str },
     #[error("S3 endpoint {endpoint}: {reason}")]
     S3 { endpoint: String, reason: String },
 }
@@ -105,21 +99,12 @@ pub enum StartError {
 /// Creates the database if missing and applies the migrations.
 pub async fn prepare_database(url: &str) -> Result<DbConfig, StartError> {
     let cfg = DbConfig::from_url(url).map_err(|e| StartError::Config(e.to_string()))?;
-    let created = shared::db::ensure_database(&cfg, None)
-        .await
-        .map_err(|e| StartError::Database(clean(&*e)))?;
+    let created = shared::db::ensure_database(&cfg, None).await.map_err(|e| StartError::Database(clean(&*e)))?;
     if created {
-        tracing::info!(
-            database = cfg.pg.get_dbname().unwrap_or_default(),
-            "created database"
-        );
+        tracing::info!(database = cfg.pg.get_dbname().unwrap_or_default(), "created database");
     }
-    let mut client = shared::db::connect(&cfg, None)
-        .await
-        .map_err(|e| StartError::Database(clean(&*e)))?;
-    let applied = shared::db::migrate(&mut client)
-        .await
-        .map_err(|e| StartError::Migrate(e.to_string()))?;
+    let mut client = shared::db::connect(&cfg, None).await.map_err(|e| StartError::Database(clean(&*e)))?;
+    let applied = shared::db::migrate(&mut client).await.map_err(|e| StartError::Migrate(e.to_string()))?;
     for m in applied {
         tracing::info!(migration = %m, "applied migration");
     }
@@ -160,11 +145,7 @@ impl Running {
 }
 
 async fn bind(addr: SocketAddr, flag: &'static str) -> Result<TcpListener, StartError> {
-    TcpListener::bind(addr).await.map_err(|e| StartError::Bind {
-        addr,
-        reason: e.to_string(),
-        flag,
-    })
+    TcpListener::bind(addr).await.map_err(|e| StartError::Bind { addr, reason: e.to_string(), flag })
 }
 
 pub async fn start(cfg: Config) -> Result<Running, StartError> {
@@ -172,47 +153,30 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
 
     let (endpoint, s3_server, keys) = match &cfg.s3_endpoint {
         Some(ep) => {
-            let key = shared::setup::var("AWS_ACCESS_KEY_ID")
-                .unwrap_or_else(|| s3server::ACCESS_KEY.into());
-            let secret = shared::setup::var("AWS_SECRET_ACCESS_KEY")
-                .unwrap_or_else(|| s3server::SECRET_KEY.into());
+            let key = shared::setup::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|| s3server::ACCESS_KEY.into());
+            let secret = shared::setup::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|| s3server::SECRET_KEY.into());
             (ep.clone(), None, (key, secret))
         }
         None => {
             let listener = bind(cfg.s3_addr, "--s3-addr").await?;
-            let server = s3server::serve(listener, &cfg.data_dir, &cfg.bucket).map_err(|e| {
-                StartError::S3 {
-                    endpoint: cfg.s3_addr.to_string(),
-                    reason: e.to_string(),
-                }
-            })?;
-            (
-                server.endpoint(),
-                Some(server),
-                (s3server::ACCESS_KEY.into(), s3server::SECRET_KEY.into()),
-            )
+            let server = s3server::serve(listener, &cfg.data_dir, &cfg.bucket)
+                .map_err(|e| StartError::S3 { endpoint: cfg.s3_addr.to_string(), reason: e.to_string() })?;
+            (server.endpoint(), Some(server), (s3server::ACCESS_KEY.into(), s3server::SECRET_KEY.into()))
         }
     };
     let s3 = s3server::client(&endpoint, &keys.0, &keys.1);
     s3server::ensure_bucket(&s3, &cfg.bucket)
         .await
-        .map_err(|reason| StartError::S3 {
-            endpoint: endpoint.clone(),
-            reason,
-        })?;
+        .map_err(|reason| StartError::S3 { endpoint: endpoint.clone(), reason })?;
 
-    let pool = shared::db::pool(&db, None, cfg.pool_size)
-        .map_err(|e| StartError::Config(e.to_string()))?;
+    let pool = shared::db::pool(&db, None, cfg.pool_size).map_err(|e| StartError::Config(e.to_string()))?;
     let listener = bind(cfg.addr, "--addr").await?;
     let addr = listener.local_addr().map_err(|e| StartError::Bind {
         addr: cfg.addr,
         reason: e.to_string(),
         flag: "--addr",
     })?;
-    let callback_url = cfg
-        .callback_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{addr}/code2des/webhook"));
+    let callback_url = cfg.callback_url.clone().unwrap_or_else(|| format!("http://{addr}/code2des/webhook"));
 
     let handlers = Arc::new(Handlers {
         trigger: code2des_trigger::handler::Deps {
@@ -243,17 +207,9 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
     });
 
     let (stop, stopped) = watch::channel(false);
-    let mut tasks = vec![tokio::spawn(serve_http(
-        listener,
-        handlers,
-        stopped.clone(),
-    ))];
+    let mut tasks = vec![tokio::spawn(serve_http(listener, handlers, stopped.clone()))];
     if cfg.demo_worker {
-        let worker = code2des_worker::Worker::new(
-            s3.clone(),
-            cfg.bucket.clone(),
-            cfg.webhook_secret.clone(),
-        );
+        let worker = code2des_worker::Worker::new(s3.clone(), cfg.bucket.clone(), cfg.webhook_secret.clone());
         let mut stopped = stopped.clone();
         tasks.push(tokio::spawn(async move {
             worker
@@ -264,23 +220,10 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
         }));
     }
     tracing::info!(api = %format!("http://{addr}"), s3 = %endpoint, bucket = %cfg.bucket, demo_worker = cfg.demo_worker, "code2des-local ready");
-    Ok(Running {
-        addr,
-        s3_endpoint: endpoint,
-        s3,
-        pool,
-        bucket: cfg.bucket,
-        stop,
-        tasks,
-        s3_server,
-    })
+    Ok(Running { addr, s3_endpoint: endpoint, s3, pool, bucket: cfg.bucket, stop, tasks, s3_server })
 }
 
-async fn serve_http(
-    listener: TcpListener,
-    handlers: Arc<Handlers>,
-    mut stopped: watch::Receiver<bool>,
-) {
+async fn serve_http(listener: TcpListener, handlers: Arc<Handlers>, mut stopped: watch::Receiver<bool>) {
     let http = ConnBuilder::new(TokioExecutor::new());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
@@ -303,10 +246,7 @@ async fn serve_http(
     let _ = tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await;
 }
 
-async fn handle(
-    h: &Handlers,
-    req: http::Request<hyper::body::Incoming>,
-) -> http::Response<Full<Bytes>> {
+async fn handle(h: &Handlers, req: http::Request<hyper::body::Incoming>) -> http::Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
     let bytes = match Limited::new(body, GATEWAY_MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
@@ -315,10 +255,7 @@ async fn handle(
                 br#"{"error":{"code":"payload_too_large","message":"request body over the gateway limit"},"requestId":""}"#,
             )));
             *r.status_mut() = http::StatusCode::PAYLOAD_TOO_LARGE;
-            r.headers_mut().insert(
-                "content-type",
-                http::HeaderValue::from_static("application/json"),
-            );
+            r.headers_mut().insert("content-type", http::HeaderValue::from_static("application/json"));
             return r;
         }
     };

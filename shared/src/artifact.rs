@@ -11,16 +11,7 @@ use crate::protocol::PROTOCOL_VERSION;
 use crate::types::is_key_under;
 
 /// Node types the plugin can build.
-pub const NODE_TYPES: &[&str] = &[
-    "FRAME",
-    "GROUP",
-    "RECTANGLE",
-    "ELLIPSE",
-    "LINE",
-    "VECTOR",
-    "TEXT",
-    "SVG",
-];
+pub const NODE_TYPES: &[&str] = &["FRAME", "GROUP", "RECTANGLE", "ELLIPSE", "LINE", "VECTOR", "TEXT", "SVG"];
 
 /// Bounds on what one artifact may ask of the backend and the plugin. Documented in README.
 #[derive(Debug, Clone)]
@@ -145,10 +136,7 @@ pub fn validate(bytes: &[u8], expect: &Expect<'_>, limits: &Limits) -> Result<Ar
         _ => return Err("kind must be result or failure".into()),
     };
     if kind != expect.kind {
-        return Err(format!(
-            "kind {} does not match the job status",
-            kind.as_str()
-        ));
+        return Err(format!("kind {} does not match the job status", kind.as_str()));
     }
     if field(obj, "code2des_id")?.as_str() != Some(expect.code2des_id) {
         return Err("code2des_id does not match the job".into());
@@ -162,11 +150,7 @@ pub fn validate(bytes: &[u8], expect: &Expect<'_>, limits: &Limits) -> Result<Ar
     }
     let warning_count = match obj.get("warning_count") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(
-            v.as_i64()
-                .filter(|n| *n >= 0)
-                .ok_or("warning_count must be a non-negative integer")?,
-        ),
+        Some(v) => Some(v.as_i64().filter(|n| *n >= 0).ok_or("warning_count must be a non-negative integer")?),
     };
 
     let images = parse_images(obj.get("images"), expect.prefix, limits)?;
@@ -179,25 +163,14 @@ pub fn validate(bytes: &[u8], expect: &Expect<'_>, limits: &Limits) -> Result<Ar
     if let Some(doc) = &document {
         let refs = walk_document(doc, limits)?;
         for r in refs {
-            let entry = images
-                .get(&r)
-                .ok_or_else(|| format!("imageRef {r:?} is not in images"))?;
+            let entry = images.get(&r).ok_or_else(|| format!("imageRef {r:?} is not in images"))?;
             used.push((r, entry.clone()));
         }
     }
-    Ok(Artifact {
-        kind,
-        warning_count,
-        document,
-        used,
-    })
+    Ok(Artifact { kind, warning_count, document, used })
 }
 
-fn parse_images(
-    v: Option<&Value>,
-    prefix: &str,
-    limits: &Limits,
-) -> Result<HashMap<String, ImageEntry>, Invalid> {
+fn parse_images(v: Option<&Value>, prefix: &str, limits: &Limits) -> Result<HashMap<String, ImageEntry>, Invalid> {
     let map = match v {
         None | Some(Value::Null) => return Ok(HashMap::new()),
         Some(Value::Object(m)) => m,
@@ -212,10 +185,7 @@ fn parse_images(
             return Err("an image ref is empty, too long or has control characters".into());
         }
         let e = entry.as_object().ok_or("an image entry is not an object")?;
-        let key = e
-            .get("key")
-            .and_then(Value::as_str)
-            .ok_or("an image entry has no key")?;
+        let key = e.get("key").and_then(Value::as_str).ok_or("an image entry has no key")?;
         if !is_key_under(key, prefix) {
             return Err(format!("image {r:?} key is outside the job prefix"));
         }
@@ -224,13 +194,7 @@ fn parse_images(
             .and_then(Value::as_str)
             .and_then(Mime::parse)
             .ok_or_else(|| format!("image {r:?} has an unsupported mime_type"))?;
-        out.insert(
-            r.clone(),
-            ImageEntry {
-                key: key.to_owned(),
-                mime,
-            },
-        );
+        out.insert(r.clone(), ImageEntry { key: key.to_owned(), mime });
     }
     Ok(out)
 }
@@ -251,10 +215,7 @@ fn walk_document(doc: &Value, limits: &Limits) -> Result<Vec<String>, Invalid> {
             return Err(format!("nodes nested deeper than {}", limits.max_depth));
         }
         let obj = node.as_object().ok_or("a node is not an object")?;
-        let ty = obj
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or("a node has no type")?;
+        let ty = obj.get("type").and_then(Value::as_str).ok_or("a node has no type")?;
         if !NODE_TYPES.contains(&ty) {
             return Err(format!("node type {ty:?} cannot be built by the plugin"));
         }
@@ -288,11 +249,7 @@ fn add_ref(v: &Value, refs: &mut Vec<String>, seen: &mut HashSet<String>) -> Res
     Ok(())
 }
 
-fn collect_refs(
-    v: &Value,
-    refs: &mut Vec<String>,
-    seen: &mut HashSet<String>,
-) -> Result<(), Invalid> {
+fn collect_refs(v: &Value, refs: &mut Vec<String>, seen: &mut HashSet<String>) -> Result<(), Invalid> {
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {
         match v {
@@ -333,10 +290,7 @@ pub fn check_image(bytes: &[u8], mime: Mime, limits: &Limits) -> Result<(), Inva
         return Err("image has a zero side".into());
     }
     if size.width > limits.max_image_side || size.height > limits.max_image_side {
-        return Err(format!(
-            "image is {}x{}, over {} px per side",
-            size.width, size.height, limits.max_image_side
-        ));
+        return Err(format!("image is {}x{}, over {} px per side", size.width, size.height, limits.max_image_side));
     }
     Ok(())
 }
@@ -365,20 +319,12 @@ mod tests {
     }
 
     fn expect(n: &Nonce) -> Expect<'_> {
-        Expect {
-            code2des_id: "id1",
-            attempt: 1,
-            nonce: n,
-            prefix: "code2des/id1/1/",
-            kind: Kind::Result,
-        }
+        Expect { code2des_id: "id1", attempt: 1, nonce: n, prefix: "code2des/id1/1/", kind: Kind::Result }
     }
 
     fn art(doc: Value, images: Value) -> Vec<u8> {
-        serde_json::to_vec(
-            &json!({"version": 1, "kind": "result", "code2des_id": "id1", "attempt": 1,
-            "nonce": "n0nce", "warning_count": 0, "document": doc, "images": images}),
-        )
+        serde_json::to_vec(&json!({"version": 1, "kind": "result", "code2des_id": "id1", "attempt": 1,
+            "nonce": "n0nce", "warning_count": 0, "document": doc, "images": images}))
         .unwrap()
     }
 
@@ -408,31 +354,17 @@ mod tests {
                 json!({"type": "FRAME", "children": [{"type": "RECTANGLE", "fills": [{"imageRef": "zz"}]}]}),
                 img.clone(),
             ),
-            art(
-                json!({"type": "FRAME"}),
-                json!({"a": {"key": "code2des/id1/2/images/a", "mime_type": "image/png"}}),
-            ),
-            art(
-                json!({"type": "FRAME"}),
-                json!({"a": {"key": "code2des/id1/1/../2/a", "mime_type": "image/png"}}),
-            ),
-            art(
-                json!({"type": "FRAME"}),
-                json!({"a": {"key": "code2des/id1/1/a", "mime_type": "image/webp"}}),
-            ),
+            art(json!({"type": "FRAME"}), json!({"a": {"key": "code2des/id1/2/images/a", "mime_type": "image/png"}})),
+            art(json!({"type": "FRAME"}), json!({"a": {"key": "code2des/id1/1/../2/a", "mime_type": "image/png"}})),
+            art(json!({"type": "FRAME"}), json!({"a": {"key": "code2des/id1/1/a", "mime_type": "image/webp"}})),
             art(json!({"type": "FRAME", "children": {}}), json!({})),
             b"not json".to_vec(),
         ];
         for c in cases {
-            assert!(
-                validate(&c, &expect(&n), &l).is_err(),
-                "{}",
-                String::from_utf8_lossy(&c)
-            );
+            assert!(validate(&c, &expect(&n), &l).is_err(), "{}", String::from_utf8_lossy(&c));
         }
-        let wrong_nonce = String::from_utf8(art(json!({"type": "FRAME"}), json!({})))
-            .unwrap()
-            .replace("n0nce", "other");
+        let wrong_nonce =
+            String::from_utf8(art(json!({"type": "FRAME"}), json!({}))).unwrap().replace("n0nce", "other");
         assert!(validate(wrong_nonce.as_bytes(), &expect(&n), &l).is_err());
     }
 
@@ -441,16 +373,12 @@ mod tests {
         let n = nonce();
         let l = Limits::default();
         let wide = json!({"type": "FRAME", "children": vec![json!({"type": "TEXT"}); l.max_nodes]});
-        assert!(validate(&art(wide, json!({})), &expect(&n), &l)
-            .unwrap_err()
-            .contains("nodes"));
+        assert!(validate(&art(wide, json!({})), &expect(&n), &l).unwrap_err().contains("nodes"));
         let mut deep = json!({"type": "FRAME"});
         for _ in 0..l.max_depth {
             deep = json!({"type": "GROUP", "children": [deep]});
         }
-        assert!(validate(&art(deep, json!({})), &expect(&n), &l)
-            .unwrap_err()
-            .contains("deeper"));
+        assert!(validate(&art(deep, json!({})), &expect(&n), &l).unwrap_err().contains("deeper"));
     }
 
     #[test]
@@ -470,12 +398,7 @@ mod tests {
         let webp = b"RIFF\x24\0\0\0WEBPVP8 \x18\0\0\0\x30\x01\0\x9d\x01\x2a\x08\0\x08\0";
         assert!(check_image(webp, Mime::Png, &l).is_err());
         assert!(check_image(b"GIF89a\x08\0\x08\0\0\0\0", Mime::Gif, &l).is_ok());
-        assert!(check_image(
-            b"<?xml version=\"1.0\"?><svg xmlns='http://www.w3.org/2000/svg'/>",
-            Mime::Svg,
-            &l
-        )
-        .is_ok());
+        assert!(check_image(b"<?xml version=\"1.0\"?><svg xmlns='http://www.w3.org/2000/svg'/>", Mime::Svg, &l).is_ok());
         assert!(check_image(b"<html></html>", Mime::Svg, &l).is_err());
     }
 }

@@ -49,22 +49,13 @@ pub fn encode(key: &[u8; 32], created_at: DateTime<Utc>, id: &str, b: &Binding<'
     payload.push(VERSION);
     payload.extend_from_slice(&created_at.timestamp_micros().to_be_bytes());
     // Ids are UUIDs we generated; a non-UUID row id would be a foreign row, never listed.
-    payload.extend_from_slice(
-        Uuid::parse_str(id)
-            .map(|u| *u.as_bytes())
-            .unwrap_or_default()
-            .as_slice(),
-    );
+    payload.extend_from_slice(Uuid::parse_str(id).map(|u| *u.as_bytes()).unwrap_or_default().as_slice());
     let t = tag(key, &payload, b);
     payload.extend_from_slice(&t);
     URL_SAFE_NO_PAD.encode(payload)
 }
 
-pub fn decode(
-    key: &[u8; 32],
-    raw: &str,
-    b: &Binding<'_>,
-) -> Result<(DateTime<Utc>, String), ApiError> {
+pub fn decode(key: &[u8; 32], raw: &str, b: &Binding<'_>) -> Result<(DateTime<Utc>, String), ApiError> {
     let bad = || ApiError::invalid("cursor", "is not a cursor this API issued for this query");
     if raw.len() > 64 {
         return Err(bad());
@@ -91,22 +82,12 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_refuse_tampering() {
         let key = [7u8; 32];
-        let b = Binding {
-            organization_id: 1,
-            project_id: 2,
-            figma_file_key: Some("F"),
-            status: None,
-        };
+        let b = Binding { organization_id: 1, project_id: 2, figma_file_key: Some("F"), status: None };
         let now = DateTime::<Utc>::from_timestamp_micros(1_700_000_000_123_456).unwrap();
         let id = Uuid::now_v7().to_string();
         let c = encode(&key, now, &id, &b);
         assert_eq!(decode(&key, &c, &b).unwrap(), (now, id));
-        let other = Binding {
-            organization_id: 1,
-            project_id: 2,
-            figma_file_key: Some("G"),
-            status: None,
-        };
+        let other = Binding { organization_id: 1, project_id: 2, figma_file_key: Some("G"), status: None };
         assert!(decode(&key, &c, &other).is_err());
         assert!(decode(&[8u8; 32], &c, &b).is_err());
         let mut chars: Vec<char> = c.chars().collect();

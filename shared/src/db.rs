@@ -73,11 +73,7 @@ impl DbConfig {
             _ if !explicit && pg.get_hosts().iter().all(is_loopback) => false,
             _ => true,
         };
-        pg.ssl_mode(if tls {
-            SslMode::Require
-        } else {
-            SslMode::Disable
-        });
+        pg.ssl_mode(if tls { SslMode::Require } else { SslMode::Disable });
         Ok(Self::finish(pg, tls))
     }
 
@@ -95,10 +91,7 @@ impl DbConfig {
             .map_err(|_| DbSetupError::Url("the database secret is not RDS-format JSON".into()))?;
         let port = match s.port {
             None => 5432,
-            Some(serde_json::Value::Number(n)) => n
-                .as_u64()
-                .and_then(|p| u16::try_from(p).ok())
-                .unwrap_or(5432),
+            Some(serde_json::Value::Number(n)) => n.as_u64().and_then(|p| u16::try_from(p).ok()).unwrap_or(5432),
             Some(serde_json::Value::String(p)) => p.parse().unwrap_or(5432),
             Some(_) => 5432,
         };
@@ -142,10 +135,7 @@ pub fn tls_connector(ca_bundle: Option<&str>) -> Result<MakeRustlsConnect, DbSet
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     if let Some(path) = ca_bundle.filter(|p| !p.is_empty()) {
-        let bad = |reason: String| DbSetupError::CaBundle {
-            path: path.to_owned(),
-            reason,
-        };
+        let bad = |reason: String| DbSetupError::CaBundle { path: path.to_owned(), reason };
         let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
         let mut added = 0;
         for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
@@ -157,9 +147,7 @@ pub fn tls_connector(ca_bundle: Option<&str>) -> Result<MakeRustlsConnect, DbSet
             return Err(bad("no certificates in the file".into()));
         }
     }
-    let config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
     Ok(MakeRustlsConnect::new(config))
 }
 
@@ -171,21 +159,11 @@ pub fn install_crypto_provider() {
 
 /// A pool that connects lazily: building it does no I/O, so a cold start never waits on the
 /// database and an outage at init does not kill the instance.
-pub fn pool(
-    cfg: &DbConfig,
-    ca_bundle: Option<&str>,
-    max_size: usize,
-) -> Result<Pool, DbSetupError> {
+pub fn pool(cfg: &DbConfig, ca_bundle: Option<&str>, max_size: usize) -> Result<Pool, DbSetupError> {
     let tls = tls_connector(ca_bundle)?;
     // Fast recycling: no health-check round trip per checkout. A connection the server closed
     // is detected by tokio-postgres and dropped by the pool on return.
-    let mgr = Manager::from_config(
-        cfg.pg.clone(),
-        tls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
+    let mgr = Manager::from_config(cfg.pg.clone(), tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
     Pool::builder(mgr)
         .max_size(max_size.max(1))
         .runtime(Runtime::Tokio1)
@@ -198,15 +176,11 @@ pub fn pool(
 
 /// A pooled connection, or 503.
 pub async fn conn(pool: &Pool) -> Result<deadpool_postgres::Object, ApiError> {
-    pool.get()
-        .await
-        .map_err(|e| unavailable("the database", &e))
+    pool.get().await.map_err(|e| unavailable("the database", &e))
 }
 
 /// Runs one database call with [`QUERY_TIMEOUT`]; any database error becomes a logged 503.
-pub async fn timed<T>(
-    fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
-) -> Result<T, ApiError> {
+pub async fn timed<T>(fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> Result<T, ApiError> {
     match tokio::time::timeout(QUERY_TIMEOUT, fut).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(unavailable("the database", &e)),
@@ -236,11 +210,7 @@ pub async fn connect(
 /// of ordering and records each applied version with its checksum, refusing edited ones.
 pub async fn migrate(client: &mut tokio_postgres::Client) -> Result<Vec<String>, refinery::Error> {
     let report = embedded::migrations::runner().run_async(client).await?;
-    Ok(report
-        .applied_migrations()
-        .iter()
-        .map(|m| m.to_string())
-        .collect())
+    Ok(report.applied_migrations().iter().map(|m| m.to_string()).collect())
 }
 
 /// Creates the database named in `cfg` if it does not exist, via the `postgres` maintenance db.
@@ -252,23 +222,15 @@ pub async fn ensure_database(
     let mut admin = cfg.clone();
     admin.pg.dbname("postgres");
     let client = connect(&admin, ca_bundle).await?;
-    let exists = client
-        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
-        .await?
-        .is_some();
+    let exists = client.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name]).await?.is_some();
     if exists {
         return Ok(false);
     }
     let quoted = format!("\"{}\"", name.replace('"', "\"\""));
-    match client
-        .batch_execute(&format!("CREATE DATABASE {quoted}"))
-        .await
-    {
+    match client.batch_execute(&format!("CREATE DATABASE {quoted}")).await {
         Ok(()) => Ok(true),
         // Someone else created it between our check and our CREATE: just as good.
-        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) => {
-            Ok(false)
-        }
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) => Ok(false),
         Err(e) => Err(e.into()),
     }
 }

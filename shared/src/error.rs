@@ -14,10 +14,7 @@ pub const RETRY_AFTER_SECS: u32 = 2;
 pub enum ApiError {
     /// 400: the named field is missing or malformed.
     #[error("{field}: {message}")]
-    Invalid {
-        field: Cow<'static, str>,
-        message: Cow<'static, str>,
-    },
+    Invalid { field: Cow<'static, str>, message: Cow<'static, str> },
     /// 401: no usable identity or signature.
     #[error("{0}")]
     Unauthorized(&'static str),
@@ -26,10 +23,7 @@ pub enum ApiError {
     NotFound(&'static str),
     /// 409 with a specific code.
     #[error("{message}")]
-    Conflict {
-        code: &'static str,
-        message: Cow<'static, str>,
-    },
+    Conflict { code: &'static str, message: Cow<'static, str> },
     /// 410: the job existed but was soft-deleted.
     #[error("{0}")]
     Gone(&'static str),
@@ -38,10 +32,7 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     /// 422 with a specific code.
     #[error("{message}")]
-    Unprocessable {
-        code: &'static str,
-        message: Cow<'static, str>,
-    },
+    Unprocessable { code: &'static str, message: Cow<'static, str> },
     /// 502: the worker's artifact failed validation (the reason is logged, not answered).
     #[error("the result artifact failed validation")]
     ArtifactInvalid,
@@ -51,21 +42,12 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    pub fn invalid(
-        field: impl Into<Cow<'static, str>>,
-        message: impl Into<Cow<'static, str>>,
-    ) -> Self {
-        Self::Invalid {
-            field: field.into(),
-            message: message.into(),
-        }
+    pub fn invalid(field: impl Into<Cow<'static, str>>, message: impl Into<Cow<'static, str>>) -> Self {
+        Self::Invalid { field: field.into(), message: message.into() }
     }
 
     pub fn conflict(code: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
-        Self::Conflict {
-            code,
-            message: message.into(),
-        }
+        Self::Conflict { code, message: message.into() }
     }
 
     pub fn status(&self) -> StatusCode {

@@ -29,17 +29,12 @@ pub fn request_id(req: &Request) -> String {
 /// trusted, in particular no header: API Gateway has already verified the token.
 pub fn subject(req: &Request) -> Result<Subject, ApiError> {
     let sub = match req.request_context_ref() {
-        Some(RequestContext::ApiGatewayV2(ctx)) => ctx
-            .authorizer
-            .as_ref()
-            .and_then(|a| a.jwt.as_ref())
-            .and_then(|jwt| jwt.claims.get("sub")),
+        Some(RequestContext::ApiGatewayV2(ctx)) => {
+            ctx.authorizer.as_ref().and_then(|a| a.jwt.as_ref()).and_then(|jwt| jwt.claims.get("sub"))
+        }
         _ => None,
     };
-    sub.and_then(|s| Subject::parse(s))
-        .ok_or(ApiError::Unauthorized(
-            "a valid identity (JWT sub claim) is required",
-        ))
+    sub.and_then(|s| Subject::parse(s)).ok_or(ApiError::Unauthorized("a valid identity (JWT sub claim) is required"))
 }
 
 /// A path parameter that the route guarantees; absent only if the event is malformed.
@@ -56,9 +51,7 @@ pub fn query_param<'a>(req: &'a Request, name: &'static str) -> Result<Option<&'
     };
     match params.all(name) {
         None => Ok(None),
-        Some(values) if values.len() > 1 => {
-            Err(ApiError::invalid(name, "must be given at most once"))
-        }
+        Some(values) if values.len() > 1 => Err(ApiError::invalid(name, "must be given at most once")),
         Some(values) => match values.first() {
             Some(v) if !v.is_empty() => Ok(Some(v)),
             _ => Err(ApiError::invalid(name, "must not be empty")),
@@ -88,10 +81,7 @@ pub fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
 }
 
 /// A required string member of a JSON body.
-pub fn required_str<'a>(
-    body: &'a Map<String, Value>,
-    field: &'static str,
-) -> Result<&'a str, ApiError> {
+pub fn required_str<'a>(body: &'a Map<String, Value>, field: &'static str) -> Result<&'a str, ApiError> {
     match body.get(field) {
         None | Some(Value::Null) => Err(ApiError::invalid(field, "is required")),
         Some(Value::String(s)) => Ok(s),
@@ -100,10 +90,7 @@ pub fn required_str<'a>(
 }
 
 /// An optional string member (absent or null mean absent).
-pub fn optional_str<'a>(
-    body: &'a Map<String, Value>,
-    field: &'static str,
-) -> Result<Option<&'a str>, ApiError> {
+pub fn optional_str<'a>(body: &'a Map<String, Value>, field: &'static str) -> Result<Option<&'a str>, ApiError> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -112,11 +99,7 @@ pub fn optional_str<'a>(
 }
 
 /// An optional header, given at most once, as visible ASCII; errors name it as `field`.
-pub fn header_str<'a>(
-    req: &'a Request,
-    name: &'static str,
-    field: &'static str,
-) -> Result<Option<&'a str>, ApiError> {
+pub fn header_str<'a>(req: &'a Request, name: &'static str, field: &'static str) -> Result<Option<&'a str>, ApiError> {
     let mut values = req.headers().get_all(name).iter();
     let Some(first) = values.next() else {
         return Ok(None);
@@ -124,10 +107,7 @@ pub fn header_str<'a>(
     if values.next().is_some() {
         return Err(ApiError::invalid(field, "must be given at most once"));
     }
-    first
-        .to_str()
-        .map(Some)
-        .map_err(|_| ApiError::invalid(field, "must be visible ASCII"))
+    first.to_str().map(Some).map_err(|_| ApiError::invalid(field, "must be visible ASCII"))
 }
 
 /// JSON goes out as `Body::Text`: a binary body would be base64-encoded into the Lambda
@@ -135,10 +115,7 @@ pub fn header_str<'a>(
 fn json_response(status: u16, body: String) -> Response<Body> {
     let mut resp = Response::new(Body::Text(body));
     *resp.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
-    resp.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
+    resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     resp
 }
 
@@ -169,50 +146,26 @@ struct ErrorDetail<'a> {
 
 /// The SPEC error body; 503 carries `Retry-After`.
 pub fn error_response(err: &ApiError, request_id: &str) -> Response<Body> {
-    let body = ErrorBody {
-        error: ErrorDetail {
-            code: err.code(),
-            message: err.to_string(),
-        },
-        request_id,
-    };
+    let body = ErrorBody { error: ErrorDetail { code: err.code(), message: err.to_string() }, request_id };
     let bytes = serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned());
     let mut resp = json_response(err.status().as_u16(), bytes);
     if matches!(err, ApiError::Unavailable(_)) {
-        resp.headers_mut().insert(
-            http::header::RETRY_AFTER,
-            http::HeaderValue::from(RETRY_AFTER_SECS),
-        );
+        resp.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(RETRY_AFTER_SECS));
     }
     resp
 }
 
 /// Turns a handler outcome into a response and logs one line per request.
-pub fn finish(
-    route: &'static str,
-    request_id: &str,
-    outcome: Result<Response<Body>, ApiError>,
-) -> Response<Body> {
+pub fn finish(route: &'static str, request_id: &str, outcome: Result<Response<Body>, ApiError>) -> Response<Body> {
     match outcome {
         Ok(resp) => {
-            tracing::info!(
-                route,
-                request_id,
-                status = resp.status().as_u16(),
-                "handled"
-            );
+            tracing::info!(route, request_id, status = resp.status().as_u16(), "handled");
             resp
         }
         Err(err) => {
             let status = err.status().as_u16();
             if status >= 500 {
-                tracing::warn!(
-                    route,
-                    request_id,
-                    status,
-                    code = err.code(),
-                    "answered with a fault"
-                );
+                tracing::warn!(route, request_id, status, code = err.code(), "answered with a fault");
             } else {
                 tracing::info!(route, request_id, status, code = err.code(), "refused");
             }

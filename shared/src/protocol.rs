@@ -51,19 +51,12 @@ pub struct WebhookBody {
     pub error_message: Option<String>,
 }
 
-fn int_field(
-    body: &Map<String, Value>,
-    field: &'static str,
-    min: i64,
-) -> Result<Option<i32>, ApiError> {
+fn int_field(body: &Map<String, Value>, field: &'static str, min: i64) -> Result<Option<i32>, ApiError> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_i64() {
             Some(v) if v >= min && v <= i64::from(i32::MAX) => Ok(Some(v as i32)),
-            _ => Err(ApiError::invalid(
-                field,
-                format!("must be an integer from {min} to {}", i32::MAX),
-            )),
+            _ => Err(ApiError::invalid(field, format!("must be an integer from {min} to {}", i32::MAX))),
         },
         Some(_) => Err(ApiError::invalid(field, "must be an integer")),
     }
@@ -71,11 +64,7 @@ fn int_field(
 
 /// Control characters removed, then cut to [`MAX_ERROR_MESSAGE`] characters.
 pub fn clean_error_message(raw: &str) -> Option<String> {
-    let cleaned: String = raw
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(MAX_ERROR_MESSAGE)
-        .collect();
+    let cleaned: String = raw.chars().filter(|c| !c.is_control()).take(MAX_ERROR_MESSAGE).collect();
     let trimmed = cleaned.trim();
     (!trimmed.is_empty()).then(|| trimmed.to_owned())
 }
@@ -84,10 +73,8 @@ impl WebhookBody {
     /// Parses and checks everything that can be checked without the database, including that
     /// a result_url lies under `s3://{bucket}/code2des/{id}/{attempt}/` of the body's own job.
     pub fn parse(body: &Map<String, Value>, bucket: &str) -> Result<Self, ApiError> {
-        let code2des_id =
-            Code2desId::parse_field("code2des_id", required_str(body, "code2des_id")?)?;
-        let attempt = int_field(body, "attempt", 1)?
-            .ok_or_else(|| ApiError::invalid("attempt", "is required"))?;
+        let code2des_id = Code2desId::parse_field("code2des_id", required_str(body, "code2des_id")?)?;
+        let attempt = int_field(body, "attempt", 1)?.ok_or_else(|| ApiError::invalid("attempt", "is required"))?;
         let nonce = required_str(body, "nonce")?;
         if nonce.is_empty() || nonce.len() > 255 || nonce.chars().any(char::is_control) {
             return Err(ApiError::invalid("nonce", "must be 1 to 255 characters"));
@@ -109,10 +96,7 @@ impl WebhookBody {
                 Some(ptr.to_string())
             }
             None if status == Status::Completed => {
-                return Err(ApiError::invalid(
-                    "result_url",
-                    "is required when status is completed",
-                ))
+                return Err(ApiError::invalid("result_url", "is required when status is completed"))
             }
             None => None,
         };
@@ -129,15 +113,7 @@ impl WebhookBody {
                     .unwrap_or_else(|| DEFAULT_FAILURE.to_owned()),
             ),
         };
-        Ok(Self {
-            code2des_id,
-            attempt,
-            nonce: nonce.to_owned(),
-            status,
-            result_url,
-            warning_count,
-            error_message,
-        })
+        Ok(Self { code2des_id, attempt, nonce: nonce.to_owned(), status, result_url, warning_count, error_message })
     }
 }
 
@@ -169,10 +145,7 @@ mod tests {
             assert!(err.to_string().starts_with("result_url"), "{url}: {err}");
         }
         let missing = json!({"code2des_id": ID, "attempt": 1, "nonce": "n", "status": "completed"});
-        assert!(parse(missing)
-            .unwrap_err()
-            .to_string()
-            .starts_with("result_url"));
+        assert!(parse(missing).unwrap_err().to_string().starts_with("result_url"));
     }
 
     #[test]
@@ -188,26 +161,11 @@ mod tests {
     #[test]
     fn fields_are_named_in_errors() {
         for (v, field) in [
-            (
-                json!({"attempt": 1, "nonce": "n", "status": "failed"}),
-                "code2des_id",
-            ),
-            (
-                json!({"code2des_id": ID, "attempt": 0, "nonce": "n", "status": "failed"}),
-                "attempt",
-            ),
-            (
-                json!({"code2des_id": ID, "attempt": "1", "nonce": "n", "status": "failed"}),
-                "attempt",
-            ),
-            (
-                json!({"code2des_id": ID, "attempt": 1, "nonce": "", "status": "failed"}),
-                "nonce",
-            ),
-            (
-                json!({"code2des_id": ID, "attempt": 1, "nonce": "n", "status": "done"}),
-                "status",
-            ),
+            (json!({"attempt": 1, "nonce": "n", "status": "failed"}), "code2des_id"),
+            (json!({"code2des_id": ID, "attempt": 0, "nonce": "n", "status": "failed"}), "attempt"),
+            (json!({"code2des_id": ID, "attempt": "1", "nonce": "n", "status": "failed"}), "attempt"),
+            (json!({"code2des_id": ID, "attempt": 1, "nonce": "", "status": "failed"}), "nonce"),
+            (json!({"code2des_id": ID, "attempt": 1, "nonce": "n", "status": "done"}), "status"),
             (
                 json!({"code2des_id": ID, "attempt": 1, "nonce": "n", "status": "failed", "warning_count": -1}),
                 "warning_count",

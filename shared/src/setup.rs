@@ -96,8 +96,7 @@ pub async fn s3_client() -> aws_sdk_s3::Client {
 
 /// Fetches a secret string once per process (Lambda instance) and keeps it.
 pub async fn secret(arn: &str) -> Result<SecretString, SetupError> {
-    static CACHE: OnceCell<tokio::sync::Mutex<std::collections::HashMap<String, SecretString>>> =
-        OnceCell::const_new();
+    static CACHE: OnceCell<tokio::sync::Mutex<std::collections::HashMap<String, SecretString>>> = OnceCell::const_new();
     let cache = CACHE.get_or_init(|| async { Default::default() }).await;
     let mut cache = cache.lock().await;
     if let Some(s) = cache.get(arn) {
@@ -111,9 +110,7 @@ pub async fn secret(arn: &str) -> Result<SecretString, SetupError> {
         .await
         // The error names the operation and service; it never contains the value.
         .map_err(|e| format!("cannot read secret {arn}: {}", crate::error::chain(&e)))?;
-    let value = out
-        .secret_string()
-        .ok_or_else(|| format!("secret {arn} has no string value"))?;
+    let value = out.secret_string().ok_or_else(|| format!("secret {arn} has no string value"))?;
     let s = SecretString::from(value.to_owned());
     cache.insert(arn.to_owned(), s.clone());
     Ok(s)
@@ -136,8 +133,8 @@ pub async fn db_config() -> Result<DbConfig, SetupError> {
         let json = secret(&arn).await?;
         return Ok(DbConfig::from_rds_secret(json.expose_secret())?);
     }
-    let url = var("DATABASE_URL")
-        .ok_or_else(|| -> SetupError { "DB_SECRET_ARN or DATABASE_URL must be set".into() })?;
+    let url =
+        var("DATABASE_URL").ok_or_else(|| -> SetupError { "DB_SECRET_ARN or DATABASE_URL must be set".into() })?;
     Ok(DbConfig::from_url(&url)?)
 }
 
@@ -147,9 +144,7 @@ pub async fn db_pool() -> Result<(deadpool_postgres::Pool, DbConfig), SetupError
     let cfg = db_config().await?;
     let size = match var("DB_POOL_SIZE") {
         None => 2,
-        Some(v) => v
-            .parse()
-            .map_err(|_| -> SetupError { "DB_POOL_SIZE must be a positive integer".into() })?,
+        Some(v) => v.parse().map_err(|_| -> SetupError { "DB_POOL_SIZE must be a positive integer".into() })?,
     };
     let pool = crate::db::pool(&cfg, var("DB_CA_BUNDLE").as_deref(), size)
         .map_err(|e: DbSetupError| -> SetupError { e.into() })?;

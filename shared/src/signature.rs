@@ -45,27 +45,15 @@ pub fn header_value(secret: &[u8], t: i64, body: &[u8]) -> String {
 }
 
 /// Verifies `header` for `body` at time `now` (unix seconds).
-pub fn verify(
-    secret: &[u8],
-    header: Option<&str>,
-    body: &[u8],
-    now: i64,
-) -> Result<(), SignatureError> {
+pub fn verify(secret: &[u8], header: Option<&str>, body: &[u8], now: i64) -> Result<(), SignatureError> {
     let header = header.ok_or(SignatureError::Missing)?;
     let mut t: Option<i64> = None;
     let mut sigs: Vec<[u8; 32]> = Vec::new();
     for part in header.split(',') {
-        let (k, v) = part
-            .trim()
-            .split_once('=')
-            .ok_or(SignatureError::Malformed)?;
+        let (k, v) = part.trim().split_once('=').ok_or(SignatureError::Malformed)?;
         match k {
             "t" => {
-                if t.is_some()
-                    || v.is_empty()
-                    || v.len() > 12
-                    || !v.bytes().all(|b| b.is_ascii_digit())
-                {
+                if t.is_some() || v.is_empty() || v.len() > 12 || !v.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(SignatureError::Malformed);
                 }
                 t = Some(v.parse().map_err(|_| SignatureError::Malformed)?);
@@ -90,10 +78,7 @@ pub fn verify(
         return Err(SignatureError::Expired);
     }
     let expected = mac(secret, t, body);
-    if sigs
-        .iter()
-        .any(|s| expected.clone().verify_slice(s).is_ok())
-    {
+    if sigs.iter().any(|s| expected.clone().verify_slice(s).is_ok()) {
         Ok(())
     } else {
         Err(SignatureError::Mismatch)
@@ -117,40 +102,13 @@ mod tests {
     #[test]
     fn tampering_time_and_key_are_refused() {
         let h = header_value(b"s3cret", NOW, b"{}");
-        assert_eq!(
-            verify(b"s3cret", Some(&h), b"{ }", NOW),
-            Err(SignatureError::Mismatch)
-        );
-        assert_eq!(
-            verify(b"other", Some(&h), b"{}", NOW),
-            Err(SignatureError::Mismatch)
-        );
-        assert_eq!(
-            verify(b"s3cret", Some(&h), b"{}", NOW + 301),
-            Err(SignatureError::Expired)
-        );
-        assert_eq!(
-            verify(b"s3cret", Some(&h), b"{}", NOW - 301),
-            Err(SignatureError::Expired)
-        );
-        assert_eq!(
-            verify(b"s3cret", None, b"{}", NOW),
-            Err(SignatureError::Missing)
-        );
-        for bad in [
-            "",
-            "t=1",
-            "v1=00",
-            "t=x,v1=00",
-            "t=1,t=2,v1=00",
-            "t=1,v1=zz",
-            "garbage",
-        ] {
-            assert_eq!(
-                verify(b"s3cret", Some(bad), b"{}", NOW),
-                Err(SignatureError::Malformed),
-                "{bad}"
-            );
+        assert_eq!(verify(b"s3cret", Some(&h), b"{ }", NOW), Err(SignatureError::Mismatch));
+        assert_eq!(verify(b"other", Some(&h), b"{}", NOW), Err(SignatureError::Mismatch));
+        assert_eq!(verify(b"s3cret", Some(&h), b"{}", NOW + 301), Err(SignatureError::Expired));
+        assert_eq!(verify(b"s3cret", Some(&h), b"{}", NOW - 301), Err(SignatureError::Expired));
+        assert_eq!(verify(b"s3cret", None, b"{}", NOW), Err(SignatureError::Missing));
+        for bad in ["", "t=1", "v1=00", "t=x,v1=00", "t=1,t=2,v1=00", "t=1,v1=zz", "garbage"] {
+            assert_eq!(verify(b"s3cret", Some(bad), b"{}", NOW), Err(SignatureError::Malformed), "{bad}");
         }
     }
 

@@ -119,7 +119,7 @@ pub struct NewJob<'a> {
 pub enum Inserted {
     /// A new row; `capture_url` of its page import goes into the manifest.
     Created {
-        job: Job,
+        job: Box<Job>,
         capture_url: Option<String>,
     },
     /// Not a member, project or page import not in scope, or soft-deleted.
@@ -151,10 +151,7 @@ const INSERT_JOB: &str = concat!(
 
 /// Membership, scope, "page import completed", the idempotency claim and the insert, in one
 /// statement: nothing can change between the check and the write.
-pub async fn insert_job(
-    client: &impl GenericClient,
-    new: &NewJob<'_>,
-) -> Result<Inserted, ApiError> {
+pub async fn insert_job(client: &impl GenericClient, new: &NewJob<'_>) -> Result<Inserted, ApiError> {
     let id = new.id.to_db();
     let (key, hash) = match new.idempotency {
         Some((k, h)) => (Some(k), Some(h)),
@@ -188,17 +185,17 @@ pub async fn insert_job(
     if row.get::<_, Option<String>>("id").is_none() {
         return Ok(Inserted::KeyTaken);
     }
-    Ok(Inserted::Created {
-        job: job(row)?,
-        capture_url: row.get("capture_url"),
-    })
+    Ok(Inserted::Created { job: Box::new(job(row)?), capture_url: row.get("capture_url") })
 }
 
 const FIND_BY_KEY: &str = concat!(
-    "SELECT k.request_hash, ", job_columns!("c"), " FROM code2des_idempotency k ",
+    "SELECT k.request_hash, ",
+    job_columns!("c"),
+    " FROM code2des_idempotency k ",
     "JOIN code2des c ON c.id = k.code2des_id ",
     "WHERE k.subject = $1 AND k.organization_id = $2 AND k.project_id = $3 AND k.idempotency_key = $4 ",
-    "AND c.deleted_at IS NULL AND ", visible!("$1")
+    "AND c.deleted_at IS NULL AND ",
+    visible!("$1")
 );
 
 /// The job an earlier trigger with this idempotency key created, with its request hash.
@@ -232,18 +229,9 @@ const FAIL_UNDISPATCHED: &str = concat!(
 
 /// Fails a job whose manifest could not be written, and frees its idempotency key so that a
 /// retry of the same request can create a job that is actually dispatched.
-pub async fn fail_undispatched(
-    client: &impl GenericClient,
-    id: Code2desId,
-    message: &str,
-) -> Result<(), ApiError> {
+pub async fn fail_undispatched(client: &impl GenericClient, id: Code2desId, message: &str) -> Result<(), ApiError> {
     let id = id.to_db();
-    query(
-        client,
-        FAIL_UNDISPATCHED,
-        &[(&id, Type::VARCHAR), (&message, Type::TEXT)],
-    )
-    .await?;
+    query(client, FAIL_UNDISPATCHED, &[(&id, Type::VARCHAR), (&message, Type::TEXT)]).await?;
     Ok(())
 }
 
@@ -251,11 +239,10 @@ pub async fn fail_undispatched(
 
 const GET_JOB: &str = concat!(
     "WITH ",
-    expire_cte!(
-        concat!("c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND ", visible!("$4")),
-        "$5"
-    ),
-    " SELECT ", overlaid_columns!(), " FROM code2des c LEFT JOIN expired e ON e.id = c.id ",
+    expire_cte!(concat!("c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND ", visible!("$4")), "$5"),
+    " SELECT ",
+    overlaid_columns!(),
+    " FROM code2des c LEFT JOIN expired e ON e.id = c.id ",
     "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
     visible!("$4")
 );
@@ -307,7 +294,8 @@ const LIST_JOBS: &str = concat!(
         ),
         "$4"
     ),
-    " SELECT j.* FROM scope LEFT JOIN LATERAL (SELECT ", overlaid_columns!(),
+    " SELECT j.* FROM scope LEFT JOIN LATERAL (SELECT ",
+    overlaid_columns!(),
     " FROM code2des c LEFT JOIN expired e ON e.id = c.id ",
     "WHERE c.organization_id = $1 AND c.project_id = $2 AND c.deleted_at IS NULL ",
     "AND ($5::varchar IS NULL OR c.figma_file_key = $5) ",
@@ -349,11 +337,7 @@ pub async fn list_jobs(
     if rows.is_empty() {
         return Ok(None);
     }
-    rows.iter()
-        .filter(|r| r.get::<_, Option<String>>("id").is_some())
-        .map(job)
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
+    rows.iter().filter(|r| r.get::<_, Option<String>>("id").is_some()).map(job).collect::<Result<Vec<_>, _>>().map(Some)
 }
 
 // --- placement -----------------------------------------------------------------------------
@@ -370,13 +354,18 @@ const PLACE: &str = concat!(
     // The locking read waits for a concurrent placement and then returns the row as that one
     // committed it. A plain read here would use the statement's snapshot and could miss the
     // winner under READ COMMITTED (the UPDATE below then finds nothing to do).
-    "WITH target AS (SELECT ", job_columns!("c"), " FROM code2des c ",
+    "WITH target AS (SELECT ",
+    job_columns!("c"),
+    " FROM code2des c ",
     "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
-    visible!("$4"), " FOR NO KEY UPDATE OF c), ",
+    visible!("$4"),
+    " FOR NO KEY UPDATE OF c), ",
     "placed AS (UPDATE code2des AS c SET materialized_at = now(), materialized_node_id = $5, ",
     "updated_at = now(), updated_by = $4 FROM target t ",
     "WHERE c.id = t.id AND c.status = '1' AND c.deleted_at IS NULL AND c.materialized_node_id IS NULL ",
-    "RETURNING ", job_columns!("c"), ") ",
+    "RETURNING ",
+    job_columns!("c"),
+    ") ",
     "SELECT * FROM placed UNION ALL SELECT * FROM target WHERE NOT EXISTS (SELECT 1 FROM placed)"
 );
 
@@ -404,11 +393,7 @@ pub async fn place(
         return Ok(Placed::NotFound);
     };
     let j = job(row)?;
-    Ok(if j.status == Status::Completed {
-        Placed::Done(j)
-    } else {
-        Placed::NotCompleted(j)
-    })
+    Ok(if j.status == Status::Completed { Placed::Done(j) } else { Placed::NotCompleted(j) })
 }
 
 // --- webhook -------------------------------------------------------------------------------
@@ -467,54 +452,29 @@ pub struct Fence {
     pub overdue: bool,
 }
 
-const FENCE: &str =
-    concat!(
-    "SELECT ", job_columns!("c"), ", c.deleted_at IS NOT NULL AS deleted, ",
+const FENCE: &str = concat!(
+    "SELECT ",
+    job_columns!("c"),
+    ", c.deleted_at IS NOT NULL AS deleted, ",
     "c.created_at < now() - make_interval(secs => $2) AS overdue FROM code2des c WHERE c.id = $1"
 );
 
 /// The row as committed now (a new statement, so a new snapshot that includes the winner).
-pub async fn fence(
-    client: &impl GenericClient,
-    id: Code2desId,
-    deadline: Duration,
-) -> Result<Option<Fence>, ApiError> {
+pub async fn fence(client: &impl GenericClient, id: Code2desId, deadline: Duration) -> Result<Option<Fence>, ApiError> {
     let id = id.to_db();
-    let rows = query(
-        client,
-        FENCE,
-        &[(&id, Type::VARCHAR), (&secs(deadline), Type::FLOAT8)],
-    )
-    .await?;
+    let rows = query(client, FENCE, &[(&id, Type::VARCHAR), (&secs(deadline), Type::FLOAT8)]).await?;
     match rows.first() {
-        Some(row) => Ok(Some(Fence {
-            job: job(row)?,
-            deleted: row.get("deleted"),
-            overdue: row.get("overdue"),
-        })),
+        Some(row) => Ok(Some(Fence { job: job(row)?, deleted: row.get("deleted"), overdue: row.get("overdue") })),
         None => Ok(None),
     }
 }
 
-const EXPIRE_ONE: &str = concat!(
-    "WITH ",
-    expire_cte!("c.id = $1", "$2"),
-    " SELECT count(*) AS n FROM expired"
-);
+const EXPIRE_ONE: &str = concat!("WITH ", expire_cte!("c.id = $1", "$2"), " SELECT count(*) AS n FROM expired");
 
 /// Applies the deadline to one job (same fence as the reads); true if this call failed it.
-pub async fn expire_one(
-    client: &impl GenericClient,
-    id: Code2desId,
-    deadline: Duration,
-) -> Result<bool, ApiError> {
+pub async fn expire_one(client: &impl GenericClient, id: Code2desId, deadline: Duration) -> Result<bool, ApiError> {
     let id = id.to_db();
-    let rows = query(
-        client,
-        EXPIRE_ONE,
-        &[(&id, Type::VARCHAR), (&secs(deadline), Type::FLOAT8)],
-    )
-    .await?;
+    let rows = query(client, EXPIRE_ONE, &[(&id, Type::VARCHAR), (&secs(deadline), Type::FLOAT8)]).await?;
     Ok(rows.first().map(|r| r.get::<_, i64>("n")).unwrap_or(0) > 0)
 }
 
@@ -539,10 +499,7 @@ mod tests {
             for i in 1..=n {
                 assert!(sql.contains(&format!("${i}")), "${i} missing in {sql}");
             }
-            assert!(
-                !sql.contains(&format!("${}", n + 1)),
-                "too many placeholders in {sql}"
-            );
+            assert!(!sql.contains(&format!("${}", n + 1)), "too many placeholders in {sql}");
         }
     }
 }

@@ -17,16 +17,10 @@ fn check_text(field: &'static str, raw: &str, max: usize) -> Result<(), ApiError
         return Err(ApiError::invalid(field, "must not be empty"));
     }
     if len > max {
-        return Err(ApiError::invalid(
-            field,
-            format!("must be at most {max} characters"),
-        ));
+        return Err(ApiError::invalid(field, format!("must be at most {max} characters")));
     }
     if raw.chars().any(char::is_control) {
-        return Err(ApiError::invalid(
-            field,
-            "must not contain control characters",
-        ));
+        return Err(ApiError::invalid(field, "must not contain control characters"));
     }
     Ok(())
 }
@@ -89,17 +83,11 @@ text_newtype!(
 fn parse_positive_i32(field: &'static str, raw: &str) -> Result<i32, ApiError> {
     // Digits only: no sign, no whitespace, no leading '+', so one id has one spelling.
     if raw.is_empty() || raw.len() > 10 || !raw.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ApiError::invalid(
-            field,
-            "must be a positive 32-bit integer",
-        ));
+        return Err(ApiError::invalid(field, "must be a positive 32-bit integer"));
     }
     match raw.parse::<i32>() {
         Ok(v) if v > 0 => Ok(v),
-        _ => Err(ApiError::invalid(
-            field,
-            "must be a positive 32-bit integer",
-        )),
+        _ => Err(ApiError::invalid(field, "must be a positive 32-bit integer")),
     }
 }
 
@@ -143,9 +131,7 @@ impl Code2desId {
         if raw.len() != 36 {
             return Err(ApiError::invalid(field, "must be a UUID"));
         }
-        Uuid::try_parse(raw)
-            .map(Self)
-            .map_err(|_| ApiError::invalid(field, "must be a UUID"))
+        Uuid::try_parse(raw).map(Self).map_err(|_| ApiError::invalid(field, "must be a UUID"))
     }
 
     pub fn parse(raw: &str) -> Result<Self, ApiError> {
@@ -175,10 +161,7 @@ impl NodeId {
     pub fn parse(raw: &str) -> Result<Self, ApiError> {
         check_text("nodeId", raw, MAX_TEXT)?;
         if !is_node_id(raw) {
-            return Err(ApiError::invalid(
-                "nodeId",
-                "must be a Figma node id such as 12:34 or I12:34;56:78",
-            ));
+            return Err(ApiError::invalid("nodeId", "must be a Figma node id such as 12:34 or I12:34;56:78"));
         }
         Ok(Self(raw.to_owned()))
     }
@@ -230,9 +213,7 @@ impl Subject {
 
     /// `None` when the claim cannot be a subject at all; the caller answers 401.
     pub fn parse(raw: &str) -> Option<Self> {
-        check_text("sub", raw, Self::MAX)
-            .ok()
-            .map(|_| Self(raw.to_owned()))
+        check_text("sub", raw, Self::MAX).ok().map(|_| Self(raw.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -280,10 +261,7 @@ impl Status {
             "processing" => Ok(Self::Processing),
             "completed" => Ok(Self::Completed),
             "failed" => Ok(Self::Failed),
-            _ => Err(ApiError::invalid(
-                field,
-                "must be one of processing, completed, failed",
-            )),
+            _ => Err(ApiError::invalid(field, "must be one of processing, completed, failed")),
         }
     }
 }
@@ -302,24 +280,17 @@ impl S3Pointer {
         if raw.len() > 1000 {
             return Err(ApiError::invalid(field, "must be at most 1000 characters"));
         }
-        let rest = raw
-            .strip_prefix("s3://")
-            .ok_or_else(|| ApiError::invalid(field, "must be an s3://bucket/key URL"))?;
-        let (bucket, key) = rest
-            .split_once('/')
-            .ok_or_else(|| ApiError::invalid(field, "must be an s3://bucket/key URL"))?;
+        let rest =
+            raw.strip_prefix("s3://").ok_or_else(|| ApiError::invalid(field, "must be an s3://bucket/key URL"))?;
+        let (bucket, key) =
+            rest.split_once('/').ok_or_else(|| ApiError::invalid(field, "must be an s3://bucket/key URL"))?;
         if bucket.is_empty()
-            || !bucket
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            || !bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
         {
             return Err(ApiError::invalid(field, "names an invalid bucket"));
         }
         check_key(field, key)?;
-        Ok(Self {
-            bucket: bucket.to_owned(),
-            key: key.to_owned(),
-        })
+        Ok(Self { bucket: bucket.to_owned(), key: key.to_owned() })
     }
 
     pub fn is_under(&self, bucket: &str, prefix: &str) -> bool {
@@ -336,25 +307,13 @@ impl fmt::Display for S3Pointer {
 /// Checks an object key as a relative path (see [`S3Pointer::parse`]).
 pub fn check_key(field: &'static str, key: &str) -> Result<(), ApiError> {
     if key.is_empty() || key.len() > 1024 {
-        return Err(ApiError::invalid(
-            field,
-            "must name an object key of 1 to 1024 bytes",
-        ));
+        return Err(ApiError::invalid(field, "must name an object key of 1 to 1024 bytes"));
     }
     if key.chars().any(|c| c.is_control() || c == '\\') {
-        return Err(ApiError::invalid(
-            field,
-            "must not contain control characters or backslashes",
-        ));
+        return Err(ApiError::invalid(field, "must not contain control characters or backslashes"));
     }
-    if key
-        .split('/')
-        .any(|seg| seg.is_empty() || seg == "." || seg == "..")
-    {
-        return Err(ApiError::invalid(
-            field,
-            "must not contain empty, '.' or '..' path segments",
-        ));
+    if key.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..") {
+        return Err(ApiError::invalid(field, "must not contain empty, '.' or '..' path segments"));
     }
     Ok(())
 }
@@ -378,19 +337,7 @@ mod tests {
         for ok in ["1:2", "12:34", "I12:34;56:78", "I1:2;3:4;5:6"] {
             assert!(NodeId::parse(ok).is_ok(), "{ok}");
         }
-        for bad in [
-            "",
-            "12",
-            "12:",
-            ":3",
-            "a:b",
-            "I12:34",
-            "I12:34;",
-            "12:34;56:78",
-            " 1:2",
-            "1:2\n",
-            "-1:2",
-        ] {
+        for bad in ["", "12", "12:", ":3", "a:b", "I12:34", "I12:34;", "12:34;56:78", " 1:2", "1:2\n", "-1:2"] {
             assert!(NodeId::parse(bad).is_err(), "{bad}");
         }
     }
@@ -399,17 +346,7 @@ mod tests {
     fn path_ids_are_positive_i32_digits() {
         assert_eq!(OrganizationId::parse("1").unwrap().get(), 1);
         assert_eq!(OrganizationId::parse("2147483647").unwrap().get(), i32::MAX);
-        for bad in [
-            "0",
-            "-1",
-            "+1",
-            "2147483648",
-            "1.0",
-            " 1",
-            "",
-            "01a",
-            "99999999999",
-        ] {
+        for bad in ["0", "-1", "+1", "2147483648", "1.0", " 1", "", "01a", "99999999999"] {
             assert!(OrganizationId::parse(bad).is_err(), "{bad}");
         }
     }

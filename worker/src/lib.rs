@@ -51,21 +51,12 @@ fn s3_err(e: impl std::error::Error + 'static) -> WorkerError {
 }
 
 impl Worker {
-    pub fn new(
-        s3: aws_sdk_s3::Client,
-        bucket: impl Into<String>,
-        secret: impl Into<String>,
-    ) -> Self {
+    pub fn new(s3: aws_sdk_s3::Client, bucket: impl Into<String>, secret: impl Into<String>) -> Self {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
             .expect("a client with a timeout builds");
-        Self {
-            s3,
-            bucket: bucket.into(),
-            secret: secret.into(),
-            http,
-        }
+        Self { s3, bucket: bucket.into(), secret: secret.into(), http }
     }
 
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), WorkerError> {
@@ -82,22 +73,11 @@ impl Worker {
     }
 
     pub async fn read_manifest(&self, key: &str) -> Result<Manifest, WorkerError> {
-        let out = self
-            .s3
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .map_err(s3_err)?;
+        let out = self.s3.get_object().bucket(&self.bucket).key(key).send().await.map_err(s3_err)?;
         let bytes = out.body.collect().await.map_err(s3_err)?.into_bytes();
-        let m: Manifest =
-            serde_json::from_slice(&bytes).map_err(|e| WorkerError::Manifest(e.to_string()))?;
+        let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| WorkerError::Manifest(e.to_string()))?;
         if m.version != shared::protocol::PROTOCOL_VERSION {
-            return Err(WorkerError::Manifest(format!(
-                "unknown manifest version {}",
-                m.version
-            )));
+            return Err(WorkerError::Manifest(format!("unknown manifest version {}", m.version)));
         }
         Ok(m)
     }
@@ -128,14 +108,12 @@ impl Worker {
             "hero": {"key": hero, "mime_type": "image/png"},
             "logo": {"key": logo, "mime_type": "image/svg+xml"}
         });
-        self.finish(m, "result", Some(document), images, 1, None)
-            .await
+        self.finish(m, "result", Some(document), images, 1, None).await
     }
 
     /// Reports a failure with a `failure` artifact.
     pub async fn fail(&self, m: &Manifest, message: &str) -> Result<Reply, WorkerError> {
-        self.finish(m, "failure", None, json!({}), 0, Some(message))
-            .await
+        self.finish(m, "failure", None, json!({}), 0, Some(message)).await
     }
 
     /// Writes an artifact of the given kind and sends the matching webhook.
@@ -153,12 +131,7 @@ impl Worker {
             "version": 1, "kind": kind, "code2des_id": m.code2des_id, "attempt": m.attempt,
             "nonce": m.nonce, "warning_count": warning_count, "document": document, "images": images,
         });
-        self.put(
-            &key,
-            serde_json::to_vec(&artifact).unwrap_or_default(),
-            "application/json",
-        )
-        .await?;
+        self.put(&key, serde_json::to_vec(&artifact).unwrap_or_default(), "application/json").await?;
         let mut body = json!({
             "code2des_id": m.code2des_id, "attempt": m.attempt, "nonce": m.nonce,
             "status": if kind == "result" { "completed" } else { "failed" },
@@ -190,9 +163,7 @@ impl Worker {
                 .send()
                 .await;
             match sent {
-                Ok(resp) if resp.status().is_server_error() => {
-                    last = format!("HTTP {}", resp.status())
-                }
+                Ok(resp) if resp.status().is_server_error() => last = format!("HTTP {}", resp.status()),
                 Ok(resp) => {
                     let status = resp.status().as_u16();
                     let body = resp.text().await.unwrap_or_default();
@@ -208,19 +179,10 @@ impl Worker {
 
     /// Manifests under `code2des/` whose attempt has no `result.json` yet and that are not in
     /// `seen`. A stand-in for the S3 → SQS notification the deployed worker consumes.
-    pub async fn pending_manifests(
-        &self,
-        seen: &HashSet<String>,
-    ) -> Result<Vec<String>, WorkerError> {
+    pub async fn pending_manifests(&self, seen: &HashSet<String>) -> Result<Vec<String>, WorkerError> {
         let mut keys = Vec::new();
         let mut results = HashSet::new();
-        let mut pages = self
-            .s3
-            .list_objects_v2()
-            .bucket(&self.bucket)
-            .prefix("code2des/")
-            .into_paginator()
-            .send();
+        let mut pages = self.s3.list_objects_v2().bucket(&self.bucket).prefix("code2des/").into_paginator().send();
         while let Some(page) = pages.next().await {
             let page = page.map_err(s3_err)?;
             for obj in page.contents() {
@@ -234,11 +196,7 @@ impl Worker {
                 }
             }
         }
-        Ok(keys
-            .into_iter()
-            .filter(|(p, _)| !results.contains(p))
-            .map(|(_, k)| k)
-            .collect())
+        Ok(keys.into_iter().filter(|(p, _)| !results.contains(p)).map(|(_, k)| k).collect())
     }
 
     /// Completes every new job until `stop` resolves.

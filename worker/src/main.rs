@@ -9,19 +9,11 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(
-    name = "code2des-worker",
-    about = "Reference worker for the Code2Des worker protocol"
-)]
+#[command(name = "code2des-worker", about = "Reference worker for the Code2Des worker protocol")]
 struct Cli {
     #[arg(long, env = "ARTIFACT_BUCKET", default_value = "code2des-artifacts")]
     bucket: String,
-    #[arg(
-        long,
-        env = "WEBHOOK_SECRET",
-        default_value = "local-webhook-secret",
-        hide_env_values = true
-    )]
+    #[arg(long, env = "WEBHOOK_SECRET", default_value = "local-webhook-secret", hide_env_values = true)]
     webhook_secret: String,
     #[command(subcommand)]
     command: Command,
@@ -37,29 +29,42 @@ enum Command {
     /// Complete the job of one manifest key.
     Complete { manifest_key: String },
     /// Fail the job of one manifest key with a message.
-    Fail {
-        manifest_key: String,
-        message: String,
+    Fail { manifest_key: String, message: String },
+    /// Re-sign an API Gateway webhook event file (e.g. events/webhook.json) for now, so
+    /// `sam local invoke -e` passes the 300 s freshness check.
+    SignEvent {
+        path: std::path::PathBuf,
+        #[arg(long, default_value = "test-webhook-secret")]
+        secret: String,
     },
+}
+
+fn sign_event(path: &std::path::Path, secret: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let mut event: serde_json::Value = serde_json::from_slice(&std::fs::read(path)?)?;
+    let body = event["body"].as_str().ok_or("the event has no string body")?.to_owned();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() as i64;
+    event["headers"]["code2des-signature"] =
+        shared::signature::header_value(secret.as_bytes(), now, body.as_bytes()).into();
+    std::fs::write(path, serde_json::to_string_pretty(&event)? + "\n")?;
+    println!("signed {} at t={now}", path.display());
+    Ok(())
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     shared::telemetry::init_local();
     let cli = Cli::parse();
-    if let Command::SignEvent { path, secret } = &cli.command {
-        return sign_event(path, secret);
-    }
     if std::env::var("S3_ENDPOINT").is_err() {
         // Default to the local stack's embedded S3.
         std::env::set_var("S3_ENDPOINT", "http://127.0.0.1:9000");
     }
-    let worker = code2des_worker::Worker::new(
-        shared::setup::s3_client().await,
-        cli.bucket,
-        cli.webhook_secret,
-    );
-    match cli.command {
+    let command = match cli.command {
+        // Needs no S3 client.
+        Command::SignEvent { path, secret } => return sign_event(&path, &secret),
+        other => other,
+    };
+    let worker = code2des_worker::Worker::new(shared::setup::s3_client().await, cli.bucket, cli.webhook_secret);
+    match command {
         Command::Poll { interval_ms } => {
             worker
                 .run(Duration::from_millis(interval_ms), async {
@@ -72,14 +77,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             let r = worker.complete(&m).await?;
             println!("{} {}", r.status, r.body);
         }
-        Command::Fail {
-            manifest_key,
-            message,
-        } => {
+        Command::Fail { manifest_key, message } => {
             let m = worker.read_manifest(&manifest_key).await?;
             let r = worker.fail(&m, &message).await?;
             println!("{} {}", r.status, r.body);
         }
+        Command::SignEvent { .. } => {}
     }
     Ok(())
 }

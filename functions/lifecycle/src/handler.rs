@@ -25,30 +25,15 @@ pub struct Deps {
 impl Deps {
     pub async fn from_env() -> Result<Self, shared::setup::SetupError> {
         let (pool, cfg) = shared::setup::db_pool().await?;
-        Ok(Self {
-            pool,
-            cursor_key: cfg.cursor_key(),
-            deadline: shared::setup::deadline()?,
-        })
+        Ok(Self { pool, cursor_key: cfg.cursor_key(), deadline: shared::setup::deadline()? })
     }
 }
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = http::request_id(&req);
-    let is_item = req
-        .path_parameters_ref()
-        .and_then(|p| p.first("code2desId"))
-        .is_some();
-    let route = if is_item {
-        "lifecycle.get"
-    } else {
-        "lifecycle.list"
-    };
-    http::finish(
-        route,
-        &request_id,
-        run(deps, &req, &request_id, is_item).await,
-    )
+    let is_item = req.path_parameters_ref().and_then(|p| p.first("code2desId")).is_some();
+    let route = if is_item { "lifecycle.get" } else { "lifecycle.list" };
+    http::finish(route, &request_id, run(deps, &req, &request_id, is_item).await)
 }
 
 #[derive(Serialize)]
@@ -72,12 +57,7 @@ fn parse_limit(raw: Option<&str>) -> Result<i64, ApiError> {
     }
 }
 
-async fn run(
-    deps: &Deps,
-    req: &Request,
-    request_id: &str,
-    is_item: bool,
-) -> Result<Response<Body>, ApiError> {
+async fn run(deps: &Deps, req: &Request, request_id: &str, is_item: bool) -> Result<Response<Body>, ApiError> {
     let subject = http::subject(req)?;
     let organization_id = OrganizationId::parse(path_param(req, "organizationId")?)?;
     let project_id = ProjectId::parse(path_param(req, "projectId")?)?;
@@ -96,12 +76,8 @@ async fn run(
         };
     }
 
-    let figma_file_key = query_param(req, "figmaFileKey")?
-        .map(FigmaFileKey::parse)
-        .transpose()?;
-    let status = query_param(req, "status")?
-        .map(|s| Status::parse_api("status", s))
-        .transpose()?;
+    let figma_file_key = query_param(req, "figmaFileKey")?.map(FigmaFileKey::parse).transpose()?;
+    let status = query_param(req, "status")?.map(|s| Status::parse_api("status", s)).transpose()?;
     let limit = parse_limit(query_param(req, "limit")?)?;
     let binding = Binding {
         organization_id: scope.organization_id,
@@ -109,35 +85,19 @@ async fn run(
         figma_file_key: figma_file_key.as_ref().map(FigmaFileKey::as_str),
         status: status.map(Status::api_name),
     };
-    let after = query_param(req, "cursor")?
-        .map(|c| cursor::decode(&deps.cursor_key, c, &binding))
-        .transpose()?;
+    let after = query_param(req, "cursor")?.map(|c| cursor::decode(&deps.cursor_key, c, &binding)).transpose()?;
 
     let client = shared::db::conn(&deps.pool).await?;
-    let q = ListQuery {
-        figma_file_key: binding.figma_file_key,
-        status,
-        after,
-        limit: limit + 1,
-    };
-    let mut jobs = store::list_jobs(&**client, &scope, &q, deps.deadline)
-        .await?
-        .ok_or(ApiError::NotFound("project not found"))?;
+    let q = ListQuery { figma_file_key: binding.figma_file_key, status, after, limit: limit + 1 };
+    let mut jobs =
+        store::list_jobs(&**client, &scope, &q, deps.deadline).await?.ok_or(ApiError::NotFound("project not found"))?;
     let more = jobs.len() as i64 > limit;
     jobs.truncate(limit as usize);
     let next_cursor = match jobs.last() {
-        Some(last) if more => Some(cursor::encode(
-            &deps.cursor_key,
-            last.created_at,
-            &last.id,
-            &binding,
-        )),
+        Some(last) if more => Some(cursor::encode(&deps.cursor_key, last.created_at, &last.id, &binding)),
         _ => None,
     };
-    let page = Page {
-        items: jobs.iter().map(|j| j.view()).collect(),
-        next_cursor,
-    };
+    let page = Page { items: jobs.iter().map(|j| j.view()).collect(), next_cursor };
     Ok(http::ok_json(200, &page, request_id))
 }
 
@@ -150,16 +110,7 @@ mod tests {
         assert_eq!(parse_limit(None).unwrap(), 50);
         assert_eq!(parse_limit(Some("1")).unwrap(), 1);
         assert_eq!(parse_limit(Some("100")).unwrap(), 100);
-        for bad in [
-            "0",
-            "101",
-            "-1",
-            "1.5",
-            "abc",
-            " 5",
-            "0100",
-            "99999999999999999999",
-        ] {
+        for bad in ["0", "101", "-1", "1.5", "abc", " 5", "0100", "99999999999999999999"] {
             assert!(parse_limit(Some(bad)).is_err(), "{bad}");
         }
     }

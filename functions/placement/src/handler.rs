@@ -41,10 +41,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         Placed::NotFound => Err(ApiError::NotFound("job not found")),
         Placed::NotCompleted(job) => Err(ApiError::conflict(
             "job_not_completed",
-            format!(
-                "only a completed job can be placed; this one is {}",
-                job.status.api_name()
-            ),
+            format!("only a completed job can be placed; this one is {}", job.status.api_name()),
         )),
     }
 }

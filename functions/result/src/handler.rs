@@ -82,19 +82,10 @@ fn parse_requested(raw: Option<&str>) -> Result<Option<Vec<&str>>, ApiError> {
     let Some(raw) = raw else { return Ok(None) };
     let refs: Vec<&str> = raw.split(',').collect();
     if refs.len() > MAX_REQUESTED_IMAGES {
-        return Err(ApiError::invalid(
-            "images",
-            format!("may name at most {MAX_REQUESTED_IMAGES} images"),
-        ));
+        return Err(ApiError::invalid("images", format!("may name at most {MAX_REQUESTED_IMAGES} images")));
     }
-    if refs
-        .iter()
-        .any(|r| r.is_empty() || r.len() > 255 || r.chars().any(char::is_control))
-    {
-        return Err(ApiError::invalid(
-            "images",
-            "must be a comma-separated list of image refs",
-        ));
+    if refs.iter().any(|r| r.is_empty() || r.len() > 255 || r.chars().any(char::is_control)) {
+        return Err(ApiError::invalid("images", "must be a comma-separated list of image refs"));
     }
     Ok(Some(refs))
 }
@@ -105,9 +96,7 @@ fn escaped_len(s: &str) -> usize {
 }
 
 /// Whether an S3 error means the object is not there (as opposed to S3 being unreachable).
-fn is_missing<E>(
-    err: &aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
-) -> bool {
+fn is_missing<E>(err: &aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> bool {
     use aws_sdk_s3::error::SdkError;
     match err {
         // 404, or 403 which S3 answers for a missing key to a role without s3:ListBucket.
@@ -123,14 +112,7 @@ enum Fetch {
 }
 
 async fn head_size(deps: &Deps, key: &str) -> Result<u64, Fetch> {
-    match deps
-        .s3
-        .head_object()
-        .bucket(&deps.bucket)
-        .key(key)
-        .send()
-        .await
-    {
+    match deps.s3.head_object().bucket(&deps.bucket).key(key).send().await {
         Ok(out) => Ok(out.content_length().unwrap_or(0).max(0) as u64),
         Err(e) if is_missing(&e) => Err(Fetch::Missing),
         Err(e) => {
@@ -141,14 +123,7 @@ async fn head_size(deps: &Deps, key: &str) -> Result<u64, Fetch> {
 }
 
 async fn get_bytes(deps: &Deps, key: &str, limit: u64) -> Result<Vec<u8>, Fetch> {
-    let out = match deps
-        .s3
-        .get_object()
-        .bucket(&deps.bucket)
-        .key(key)
-        .send()
-        .await
-    {
+    let out = match deps.s3.get_object().bucket(&deps.bucket).key(key).send().await {
         Ok(out) => out,
         Err(e) if is_missing(&e) => return Err(Fetch::Missing),
         Err(e) => {
@@ -184,41 +159,20 @@ fn fetch_error(job: &Job, what: &str, e: Fetch) -> ApiError {
     }
 }
 
-async fn load_artifact(
-    deps: &Deps,
-    job: &Job,
-    result_url: &str,
-    kind: Kind,
-) -> Result<(Artifact, String), ApiError> {
+async fn load_artifact(deps: &Deps, job: &Job, result_url: &str, kind: Kind) -> Result<(Artifact, String), ApiError> {
     let id = Code2desId::parse(&job.id).map_err(|_| invalid(job, "job id is not a UUID"))?;
     let prefix = job_prefix(id, job.attempt);
     let ptr = S3Pointer::parse("result_url", result_url).map_err(|e| invalid(job, e))?;
     if !ptr.is_under(&deps.bucket, &prefix) {
-        return Err(invalid(
-            job,
-            "result_url is outside the job's prefix in the artifact bucket",
-        ));
+        return Err(invalid(job, "result_url is outside the job's prefix in the artifact bucket"));
     }
     let max = deps.limits.max_artifact_bytes;
-    let size = head_size(deps, &ptr.key)
-        .await
-        .map_err(|e| fetch_error(job, "artifact", e))?;
+    let size = head_size(deps, &ptr.key).await.map_err(|e| fetch_error(job, "artifact", e))?;
     if size > max {
-        return Err(invalid(
-            job,
-            format!("artifact is {size} bytes, over {max}"),
-        ));
+        return Err(invalid(job, format!("artifact is {size} bytes, over {max}")));
     }
-    let bytes = get_bytes(deps, &ptr.key, max)
-        .await
-        .map_err(|e| fetch_error(job, "artifact", e))?;
-    let expect = Expect {
-        code2des_id: &job.id,
-        attempt: job.attempt,
-        nonce: &job.nonce,
-        prefix: &prefix,
-        kind,
-    };
+    let bytes = get_bytes(deps, &ptr.key, max).await.map_err(|e| fetch_error(job, "artifact", e))?;
+    let expect = Expect { code2des_id: &job.id, attempt: job.attempt, nonce: &job.nonce, prefix: &prefix, kind };
     let art = artifact::validate(&bytes, &expect, &deps.limits).map_err(|r| invalid(job, r))?;
     Ok((art, prefix))
 }
@@ -231,16 +185,10 @@ async fn fetch_image<'a>(
     entry: &ImageEntry,
     size: u64,
 ) -> Result<(&'a str, ImageOut), ApiError> {
-    let bytes = get_bytes(deps, &entry.key, size)
-        .await
-        .map_err(|e| fetch_error(job, "an image", e))?;
+    let bytes = get_bytes(deps, &entry.key, size).await.map_err(|e| fetch_error(job, "an image", e))?;
     artifact::check_image(&bytes, entry.mime, &deps.limits)
         .map_err(|r| invalid(job, format!("image {name:?}: {r}")))?;
-    let out = ImageOut {
-        mime_type: entry.mime.as_str(),
-        size: bytes.len() as u64,
-        data: STANDARD.encode(&bytes),
-    };
+    let out = ImageOut { mime_type: entry.mime.as_str(), size: bytes.len() as u64, data: STANDARD.encode(&bytes) };
     Ok((name, out))
 }
 
@@ -263,17 +211,9 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     .ok_or(ApiError::NotFound("job not found"))?;
 
     let (kind, result_url) = match (job.status, job.result_url.as_deref()) {
-        (Status::Processing, _) => {
-            return Err(ApiError::conflict(
-                "not_ready",
-                "the job is still processing",
-            ))
-        }
+        (Status::Processing, _) => return Err(ApiError::conflict("not_ready", "the job is still processing")),
         (Status::Failed, None) => {
-            let msg = job
-                .error_message
-                .clone()
-                .unwrap_or_else(|| "the job failed".to_owned());
+            let msg = job.error_message.clone().unwrap_or_else(|| "the job failed".to_owned());
             return Err(ApiError::conflict("job_failed", msg));
         }
         (Status::Failed, Some(url)) => (Kind::Failure, url),
@@ -290,16 +230,9 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
             for r in refs {
                 let found = art.used.iter().find(|(name, _)| name == r);
                 match found {
-                    Some(entry) if !out.iter().any(|e: &&(String, ImageEntry)| e.0 == *r) => {
-                        out.push(entry)
-                    }
+                    Some(entry) if !out.iter().any(|e: &&(String, ImageEntry)| e.0 == *r) => out.push(entry),
                     Some(_) => {}
-                    None => {
-                        return Err(ApiError::invalid(
-                            "images",
-                            format!("{r:?} is not an image of this result"),
-                        ))
-                    }
+                    None => return Err(ApiError::invalid("images", format!("{r:?} is not an image of this result"))),
                 }
             }
             out
@@ -309,37 +242,23 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     let limits = &deps.limits;
     // Futures are built into a Vec first: a stream over a borrowing closure trips the
     // compiler's Send inference (rust-lang/rust#102211).
-    let heads: Vec<_> = candidates
-        .iter()
-        .map(|(_, e)| head_size(deps, &e.key))
-        .collect();
+    let heads: Vec<_> = candidates.iter().map(|(_, e)| head_size(deps, &e.key)).collect();
     let sizes: Vec<u64> = stream::iter(heads)
         .buffered(limits.fetch_concurrency)
         .try_collect()
         .await
         .map_err(|e| fetch_error(&job, "an image", e))?;
-    if let Some((i, s)) = sizes
-        .iter()
-        .enumerate()
-        .find(|(_, s)| **s > limits.max_image_bytes)
-    {
+    if let Some((i, s)) = sizes.iter().enumerate().find(|(_, s)| **s > limits.max_image_bytes) {
         return Err(invalid(
             &job,
-            format!(
-                "image {:?} is {s} bytes, over {}",
-                candidates[i].0, limits.max_image_bytes
-            ),
+            format!("image {:?} is {s} bytes, over {}", candidates[i].0, limits.max_image_bytes),
         ));
     }
 
     let doc_json: Option<Box<RawValue>> = match (&requested, &art.document) {
         (Some(_), _) => None,
-        (None, Some(doc)) => {
-            Some(serde_json::value::to_raw_value(doc).map_err(|e| invalid(&job, e))?)
-        }
-        (None, None) => {
-            Some(RawValue::from_string("null".to_owned()).map_err(|e| invalid(&job, e))?)
-        }
+        (None, Some(doc)) => Some(serde_json::value::to_raw_value(doc).map_err(|e| invalid(&job, e))?),
+        (None, None) => Some(RawValue::from_string("null".to_owned()).map_err(|e| invalid(&job, e))?),
     };
     // Plan against the budget before downloading anything, so memory stays bounded by it.
     let mut used = 512 + doc_json.as_deref().map_or(0, |d| escaped_len(d.get()));
@@ -355,14 +274,8 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         }
     }
 
-    let gets: Vec<_> = inline
-        .iter()
-        .map(|((name, entry), size)| fetch_image(deps, &job, name, entry, *size))
-        .collect();
-    let fetched: Vec<(&str, ImageOut)> = stream::iter(gets)
-        .buffered(limits.fetch_concurrency)
-        .try_collect()
-        .await?;
+    let gets: Vec<_> = inline.iter().map(|((name, entry), size)| fetch_image(deps, &job, name, entry, *size)).collect();
+    let fetched: Vec<(&str, ImageOut)> = stream::iter(gets).buffered(limits.fetch_concurrency).try_collect().await?;
 
     let body = ResultBody {
         code2des_id: &job.id,
@@ -377,10 +290,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     if escaped_len(&text) > limits.response_budget {
         // The plan above is conservative; this guards the promise of never sending a body
         // the Lambda envelope cannot carry.
-        return Err(invalid(
-            &job,
-            "the response would exceed the Lambda response limit",
-        ));
+        return Err(invalid(&job, "the response would exceed the Lambda response limit"));
     }
     let mut resp = Response::new(Body::Text(text));
     resp.headers_mut().insert(

@@ -8,8 +8,8 @@ use shared::model::{Job, Nonce};
 use shared::protocol::{Manifest, PROTOCOL_VERSION};
 use shared::store::{self, Inserted, NewJob, Scope};
 use shared::types::{
-    job_prefix, Code2desId, FigmaFileKey, IdempotencyKey, OrganizationId, PageImportId,
-    PlacementTarget, ProjectId, ScreenId,
+    job_prefix, Code2desId, FigmaFileKey, IdempotencyKey, OrganizationId, PageImportId, PlacementTarget, ProjectId,
+    ScreenId,
 };
 use shared::ApiError;
 
@@ -52,9 +52,7 @@ impl Input {
             page_import_id: PageImportId::parse(required_str(&body, PageImportId::FIELD)?)?,
             figma_file_key: FigmaFileKey::parse(required_str(&body, FigmaFileKey::FIELD)?)?,
             screen_id: ScreenId::parse(required_str(&body, ScreenId::FIELD)?)?,
-            placement_target: optional_str(&body, PlacementTarget::FIELD)?
-                .map(PlacementTarget::parse)
-                .transpose()?,
+            placement_target: optional_str(&body, PlacementTarget::FIELD)?.map(PlacementTarget::parse).transpose()?,
         })
     }
 
@@ -82,17 +80,13 @@ impl Input {
 }
 
 fn location(job: &Job) -> String {
-    format!(
-        "/organizations/{}/projects/{}/code2des/{}",
-        job.organization_id, job.project_id, job.id
-    )
+    format!("/organizations/{}/projects/{}/code2des/{}", job.organization_id, job.project_id, job.id)
 }
 
 fn accepted(job: &Job, request_id: &str) -> Response<Body> {
     let mut resp = http::ok_json(202, &job.view(), request_id);
     if let Ok(v) = location(job).parse() {
-        resp.headers_mut()
-            .insert(lambda_http::http::header::LOCATION, v);
+        resp.headers_mut().insert(lambda_http::http::header::LOCATION, v);
     }
     resp
 }
@@ -102,9 +96,8 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     let subject = http::subject(req)?;
     let organization_id = OrganizationId::parse(path_param(req, "organizationId")?)?;
     let project_id = ProjectId::parse(path_param(req, "projectId")?)?;
-    let key = http::header_str(req, "idempotency-key", IdempotencyKey::FIELD)?
-        .map(IdempotencyKey::parse)
-        .transpose()?;
+    let key =
+        http::header_str(req, "idempotency-key", IdempotencyKey::FIELD)?.map(IdempotencyKey::parse).transpose()?;
     let input = Input::parse(bytes)?;
     let fingerprint = input.fingerprint();
     let scope = Scope {
@@ -130,10 +123,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         Inserted::Created { job, capture_url } => (job, capture_url),
         Inserted::NotFound => return Err(ApiError::NotFound("page import not found")),
         Inserted::PageImportNotCompleted => {
-            return Err(ApiError::conflict(
-                "page_import_not_completed",
-                "the page import is not completed",
-            ))
+            return Err(ApiError::conflict("page_import_not_completed", "the page import is not completed"))
         }
         Inserted::KeyTaken => {
             // The key was claimed before (possibly by a request racing this one, which the
@@ -168,13 +158,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     if let Err(reason) = put_manifest(deps, &manifest).await {
         tracing::error!(code2des_id = %job.id, error = %reason, "manifest write failed; failing the job");
         // The row must not stay processing with no worker ever told about it.
-        if let Err(e) = store::fail_undispatched(
-            &**client,
-            id,
-            "the job could not be dispatched to the worker",
-        )
-        .await
-        {
+        if let Err(e) = store::fail_undispatched(&**client, id, "the job could not be dispatched to the worker").await {
             tracing::error!(code2des_id = %job.id, error = %e, "could not fail the undispatched job; the deadline will");
         }
         return Err(ApiError::Unavailable("artifact storage"));

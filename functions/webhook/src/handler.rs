@@ -46,10 +46,7 @@ struct Ack<'a> {
 }
 
 fn now_unix() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
 /// The stored outcome is the one this body reports (a replay), and it came from a worker.
@@ -63,20 +60,10 @@ fn same_outcome(job: &Job, body: &WebhookBody) -> bool {
 
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let bytes = raw_body(req)?;
-    let header = req
-        .headers()
-        .get(signature::HEADER)
-        .and_then(|v| v.to_str().ok());
-    if let Err(e) = signature::verify(
-        deps.secret.expose_secret().as_bytes(),
-        header,
-        bytes,
-        now_unix(),
-    ) {
+    let header = req.headers().get(signature::HEADER).and_then(|v| v.to_str().ok());
+    if let Err(e) = signature::verify(deps.secret.expose_secret().as_bytes(), header, bytes, now_unix()) {
         tracing::warn!(request_id, reason = %e, "webhook signature refused");
-        return Err(ApiError::Unauthorized(
-            "invalid or missing Code2des-Signature",
-        ));
+        return Err(ApiError::Unauthorized("invalid or missing Code2des-Signature"));
     }
     let body = WebhookBody::parse(&json_object(bytes)?, &deps.bucket)?;
     let outcome = Outcome {
@@ -86,28 +73,10 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         error_message: body.error_message.as_deref(),
     };
     let id = body.code2des_id.to_string();
-    let ack = |status: Status| {
-        http::ok_json(
-            200,
-            &Ack {
-                code2des_id: &id,
-                status: status.api_name(),
-            },
-            request_id,
-        )
-    };
+    let ack = |status: Status| http::ok_json(200, &Ack { code2des_id: &id, status: status.api_name() }, request_id);
 
     let client = shared::db::conn(&deps.pool).await?;
-    if store::finish(
-        &**client,
-        body.code2des_id,
-        body.attempt,
-        &body.nonce,
-        &outcome,
-        deps.deadline,
-    )
-    .await?
-    {
+    if store::finish(&**client, body.code2des_id, body.attempt, &body.nonce, &outcome, deps.deadline).await? {
         tracing::info!(code2des_id = %id, status = body.status.api_name(), "job finished");
         return Ok(ack(body.status));
     }
@@ -118,10 +87,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
             return Err(ApiError::NotFound("job not found"));
         };
         if f.job.attempt != body.attempt || !f.job.nonce.matches(&body.nonce) {
-            return Err(ApiError::conflict(
-                "fenced",
-                "attempt or nonce does not match the job",
-            ));
+            return Err(ApiError::conflict("fenced", "attempt or nonce does not match the job"));
         }
         if f.deleted {
             return Err(ApiError::Gone("the job was deleted"));
@@ -132,30 +98,16 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
             }
             Status::Processing => {
                 // Only at the deadline's edge; try the same fenced transition once more.
-                if store::finish(
-                    &**client,
-                    body.code2des_id,
-                    body.attempt,
-                    &body.nonce,
-                    &outcome,
-                    deps.deadline,
-                )
-                .await?
+                if store::finish(&**client, body.code2des_id, body.attempt, &body.nonce, &outcome, deps.deadline)
+                    .await?
                 {
                     return Ok(ack(body.status));
                 }
             }
             _ if same_outcome(&f.job, &body) => return Ok(ack(f.job.status)),
             _ => {
-                let why = if f.job.updated_by == DEADLINE_ACTOR {
-                    "timed out"
-                } else {
-                    f.job.status.api_name()
-                };
-                return Err(ApiError::conflict(
-                    "already_terminal",
-                    format!("the job is already terminal ({why})"),
-                ));
+                let why = if f.job.updated_by == DEADLINE_ACTOR { "timed out" } else { f.job.status.api_name() };
+                return Err(ApiError::conflict("already_terminal", format!("the job is already terminal ({why})")));
             }
         }
     }

@@ -10,29 +10,17 @@ async fn a_job_past_the_deadline_reads_as_failed_timed_out() {
     let t = app.tenant().await;
     let id = app.new_job(&t).await;
     let fresh = app.new_job(&t).await;
-    assert_eq!(
-        app.get(&t, Some(&t.sub), &id).await.json["status"],
-        "processing"
-    );
+    assert_eq!(app.get(&t, Some(&t.sub), &id).await.json["status"], "processing");
     app.age(&id, 61).await;
     let a = app.get(&t, Some(&t.sub), &id).await;
-    assert_eq!(
-        (a.json["status"].as_str(), a.json["errorMessage"].as_str()),
-        (Some("failed"), Some("timed out"))
-    );
+    assert_eq!((a.json["status"].as_str(), a.json["errorMessage"].as_str()), (Some("failed"), Some("timed out")));
     // The row itself changed, through the fenced UPDATE.
     let row = app.job_row(&id).await;
     assert_eq!(row.get::<_, String>("status_label"), "2");
     assert_eq!(row.get::<_, String>("updated_by"), "system:deadline");
-    assert_eq!(
-        app.get(&t, Some(&t.sub), &fresh).await.json["status"],
-        "processing"
-    );
+    assert_eq!(app.get(&t, Some(&t.sub), &fresh).await.json["status"], "processing");
     let r = app.result(&t, Some(&t.sub), &id).await;
-    assert_eq!(
-        (r.status, r.code(), r.message()),
-        (409, "job_failed", "timed out")
-    );
+    assert_eq!((r.status, r.code(), r.message()), (409, "job_failed", "timed out"));
 }
 
 #[tokio::test]
@@ -42,15 +30,9 @@ async fn the_list_applies_the_deadline_before_filtering() {
     let old = app.new_job(&t).await;
     let fresh = app.new_job(&t).await;
     app.age(&old, 120).await;
-    let processing = app
-        .list(&t, Some(&t.sub), &[("status", "processing")])
-        .await;
-    let ids: Vec<&str> = processing.json["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["code2desId"].as_str().unwrap())
-        .collect();
+    let processing = app.list(&t, Some(&t.sub), &[("status", "processing")]).await;
+    let ids: Vec<&str> =
+        processing.json["items"].as_array().unwrap().iter().map(|i| i["code2desId"].as_str().unwrap()).collect();
     assert_eq!(ids, vec![fresh.as_str()]);
     let failed = app.list(&t, Some(&t.sub), &[("status", "failed")]).await;
     assert_eq!(failed.json["items"][0]["code2desId"], old.as_str());
@@ -74,10 +56,7 @@ async fn a_late_webhook_after_the_deadline_is_409_already_terminal() {
         assert_eq!((a.status, a.code()), (409, "already_terminal"), "{a:?}");
     }
     let row = app.job_row(&id).await;
-    assert_eq!(
-        row.get::<_, Option<String>>("error_message").as_deref(),
-        Some("timed out")
-    );
+    assert_eq!(row.get::<_, Option<String>>("error_message").as_deref(), Some("timed out"));
     assert!(row.get::<_, Option<String>>("result_url").is_none());
 }
 
@@ -88,19 +67,10 @@ async fn the_deadline_never_touches_terminal_or_deleted_jobs() {
     let done = app.new_job(&t).await;
     app.complete(&done).await;
     let deleted = app.new_job(&t).await;
-    app.sql(&format!(
-        "UPDATE code2des SET deleted_at = now(), deleted_by = 'ops' WHERE id = '{deleted}'"
-    ))
-    .await;
+    app.sql(&format!("UPDATE code2des SET deleted_at = now(), deleted_by = 'ops' WHERE id = '{deleted}'")).await;
     app.age(&done, 600).await;
     app.age(&deleted, 600).await;
     app.list(&t, Some(&t.sub), &[]).await;
-    assert_eq!(
-        app.get(&t, Some(&t.sub), &done).await.json["status"],
-        "completed"
-    );
-    assert_eq!(
-        app.job_row(&deleted).await.get::<_, String>("status_label"),
-        "0"
-    );
+    assert_eq!(app.get(&t, Some(&t.sub), &done).await.json["status"], "completed");
+    assert_eq!(app.job_row(&deleted).await.get::<_, String>("status_label"), "0");
 }

@@ -22,11 +22,7 @@ fn every_route_has_an_event_file_with_its_route_key() {
         let req = to_request(&ev);
         assert_eq!(req.method().as_str(), key.split(' ').next().unwrap());
         let has_jwt = !ev["requestContext"]["authorizer"]["jwt"]["claims"]["sub"].is_null();
-        assert_eq!(
-            has_jwt,
-            file != "webhook.json",
-            "{file}: user routes carry JWT claims, the webhook none"
-        );
+        assert_eq!(has_jwt, file != "webhook.json", "{file}: user routes carry JWT claims, the webhook none");
     }
 }
 
@@ -35,14 +31,8 @@ fn the_webhook_event_is_signed_with_the_documented_test_secret() {
     let ev = event("webhook.json");
     let body = ev["body"].as_str().unwrap();
     let header = ev["headers"]["code2des-signature"].as_str().unwrap();
-    let t: i64 = header
-        .split(',')
-        .find_map(|p| p.strip_prefix("t="))
-        .unwrap()
-        .parse()
-        .unwrap();
-    shared::signature::verify(SECRET.as_bytes(), Some(header), body.as_bytes(), t)
-        .expect("valid at its own timestamp");
+    let t: i64 = header.split(',').find_map(|p| p.strip_prefix("t=")).unwrap().parse().unwrap();
+    shared::signature::verify(SECRET.as_bytes(), Some(header), body.as_bytes(), t).expect("valid at its own timestamp");
 }
 
 #[tokio::test]
@@ -60,12 +50,8 @@ async fn the_event_files_drive_the_handlers_unchanged_but_for_ids() {
     app.complete(&id).await;
     // lifecycle-list.json keeps its query string: figmaFileKey=FILEkey123&status=completed&limit=20.
     let list = user_event("lifecycle-list.json", &t, Some(&t.sub), None, None);
-    let a =
-        Answer::from(code2des_lifecycle::handler::handle(&app.lifecycle, to_request(&list)).await);
-    assert_eq!(
-        (a.status, a.json["items"][0]["code2desId"].as_str()),
-        (200, Some(id.as_str()))
-    );
+    let a = Answer::from(code2des_lifecycle::handler::handle(&app.lifecycle, to_request(&list)).await);
+    assert_eq!((a.status, a.json["items"][0]["code2desId"].as_str()), (200, Some(id.as_str())));
     assert_eq!(app.get(&t, Some(&t.sub), &id).await.status, 200);
     assert_eq!(app.result(&t, Some(&t.sub), &id).await.status, 200);
     assert_eq!(app.place(&t, Some(&t.sub), &id, "12:34").await.status, 200);
@@ -78,9 +64,5 @@ async fn the_webhook_event_reaches_the_fence() {
     let ev = event("webhook.json");
     let body = ev["body"].as_str().unwrap().as_bytes().to_vec();
     let a = app.webhook_raw(&body, Some(sign(&body))).await;
-    assert_eq!(
-        (a.status, a.code()),
-        (404, "not_found"),
-        "signature and body accepted; no such job here"
-    );
+    assert_eq!((a.status, a.code()), (404, "not_found"), "signature and body accepted; no such job here");
 }

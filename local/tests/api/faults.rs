@@ -20,19 +20,12 @@ async fn black_hole() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
 
 /// A loopback port with nothing listening: a dependency that is down.
 fn dead_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn assert_unavailable(a: &Answer) {
     assert_eq!((a.status, a.code()), (503, "service_unavailable"), "{a:?}");
-    assert!(
-        a.headers.contains_key("retry-after"),
-        "503 carries Retry-After"
-    );
+    assert!(a.headers.contains_key("retry-after"), "503 carries Retry-After");
 }
 
 #[tokio::test]
@@ -40,34 +33,13 @@ async fn s3_down_at_trigger_is_503_and_the_row_is_failed_not_stuck() {
     let mut app = TestApp::new().await;
     let t = app.tenant().await;
     app.stop_s3().await;
-    let a = app
-        .trigger_raw(trigger_event(
-            &t,
-            Some(&t.sub),
-            default_body(&t),
-            Some("retry-me"),
-        ))
-        .await;
+    let a = app.trigger_raw(trigger_event(&t, Some(&t.sub), default_body(&t), Some("retry-me"))).await;
     assert_unavailable(&a);
-    let rows = app
-        .sql("SELECT status::text, error_message FROM code2des")
-        .await;
+    let rows = app.sql("SELECT status::text, error_message FROM code2des").await;
     assert_eq!(rows.len(), 1);
-    assert_eq!(
-        rows[0].get::<_, String>(0),
-        "2",
-        "failed, never left processing without a manifest"
-    );
-    assert_eq!(
-        rows[0].get::<_, String>(1),
-        "the job could not be dispatched to the worker"
-    );
-    assert_eq!(
-        app.scalar_i64("SELECT count(*) FROM code2des_idempotency")
-            .await,
-        0,
-        "the key is free for a retry"
-    );
+    assert_eq!(rows[0].get::<_, String>(0), "2", "failed, never left processing without a manifest");
+    assert_eq!(rows[0].get::<_, String>(1), "the job could not be dispatched to the worker");
+    assert_eq!(app.scalar_i64("SELECT count(*) FROM code2des_idempotency").await, 0, "the key is free for a retry");
 }
 
 #[tokio::test]
@@ -76,8 +48,7 @@ async fn database_down_is_503_with_retry_after_on_every_route() {
     let t = app.tenant().await;
     let id = app.new_job(&t).await;
     let nonce = app.manifest(&id).await.nonce;
-    let down =
-        DbConfig::from_url(&format!("postgres://postgres@127.0.0.1:{}/x", dead_port())).unwrap();
+    let down = DbConfig::from_url(&format!("postgres://postgres@127.0.0.1:{}/x", dead_port())).unwrap();
     let pool = shared::db::pool(&down, None, 2).unwrap();
     app.trigger.pool = pool.clone();
     app.lifecycle.pool = pool.clone();
@@ -93,10 +64,7 @@ async fn database_down_is_503_with_retry_after_on_every_route() {
     assert_unavailable(&app.webhook(&body).await);
     // Nothing leaked about the cause.
     let a = app.get(&t, Some(&t.sub), &id).await;
-    assert!(
-        !a.message().contains("127.0.0.1")
-            && !a.message().to_lowercase().contains("connection refused")
-    );
+    assert!(!a.message().contains("127.0.0.1") && !a.message().to_lowercase().contains("connection refused"));
 }
 
 #[tokio::test]
@@ -118,20 +86,11 @@ async fn a_hung_database_or_s3_is_cut_well_below_the_gateway_limit() {
     app.lifecycle.pool = shared::db::pool(&hung, None, 2).unwrap();
     let started = Instant::now();
     assert_unavailable(&app.list(&t, Some(&t.sub), &[]).await);
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "cut after {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(20), "cut after {:?}", started.elapsed());
 
     let (s3_addr, _s3) = black_hole().await;
-    app.trigger.s3 =
-        code2des_local::s3server::client(&format!("http://{s3_addr}"), "local", "local-secret");
+    app.trigger.s3 = code2des_local::s3server::client(&format!("http://{s3_addr}"), "local", "local-secret");
     let started = Instant::now();
     assert_unavailable(&app.trigger(&t).await);
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "cut after {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(20), "cut after {:?}", started.elapsed());
 }

@@ -21,8 +21,7 @@ pub const CALLBACK: &str = "https://api.example.test/code2des/webhook";
 
 /// Where tests create their databases; the machine's PostgreSQL by default.
 pub fn admin_url() -> String {
-    std::env::var("TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+    std::env::var("TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
 }
 
 fn db_url(name: &str) -> String {
@@ -59,16 +58,8 @@ impl Answer {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let bytes: &[u8] = resp.body().as_ref();
-        let json = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(bytes).expect("a JSON body")
-        };
-        Self {
-            status,
-            headers,
-            json,
-        }
+        let json = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(bytes).expect("a JSON body") };
+        Self { status, headers, json }
     }
 
     pub fn code(&self) -> &str {
@@ -83,10 +74,7 @@ impl Answer {
     pub fn assert_invalid(&self, field: &str) {
         assert_eq!(self.status, 400, "{field}: {self:?}");
         assert_eq!(self.code(), "invalid_request", "{self:?}");
-        assert!(
-            self.message().starts_with(field),
-            "message should name {field}: {self:?}"
-        );
+        assert!(self.message().starts_with(field), "message should name {field}: {self:?}");
         assert!(self.json["requestId"].is_string(), "{self:?}");
     }
 }
@@ -123,23 +111,15 @@ impl TestApp {
         shared::db::install_crypto_provider();
         let db_name = format!("c2d_test_{}", uuid::Uuid::new_v4().simple());
         let db = DbConfig::from_url(&db_url(&db_name)).unwrap();
-        assert!(shared::db::ensure_database(&db, None)
-            .await
-            .expect("PostgreSQL reachable"));
+        assert!(shared::db::ensure_database(&db, None).await.expect("PostgreSQL reachable"));
         let mut client = shared::db::connect(&db, None).await.unwrap();
-        shared::db::migrate(&mut client)
-            .await
-            .expect("migrations apply");
+        shared::db::migrate(&mut client).await.expect("migrations apply");
         let pool = shared::db::pool(&db, None, 40).unwrap();
 
         let s3_dir = tempfile::tempdir().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let server = s3server::serve(listener, s3_dir.path(), BUCKET).unwrap();
-        let s3 = s3server::client(
-            &server.endpoint(),
-            s3server::ACCESS_KEY,
-            s3server::SECRET_KEY,
-        );
+        let s3 = s3server::client(&server.endpoint(), s3server::ACCESS_KEY, s3server::SECRET_KEY);
 
         Self {
             trigger: code2des_trigger::handler::Deps {
@@ -148,11 +128,7 @@ impl TestApp {
                 bucket: BUCKET.into(),
                 callback_url: CALLBACK.into(),
             },
-            lifecycle: code2des_lifecycle::handler::Deps {
-                pool: pool.clone(),
-                cursor_key: db.cursor_key(),
-                deadline,
-            },
+            lifecycle: code2des_lifecycle::handler::Deps { pool: pool.clone(), cursor_key: db.cursor_key(), deadline },
             result: code2des_result::handler::Deps {
                 pool: pool.clone(),
                 s3: s3.clone(),
@@ -186,9 +162,7 @@ impl TestApp {
     /// Several statements at once (DDL in tests).
     pub async fn batch(&self, q: &str) {
         let c = self.pool.get().await.unwrap();
-        c.batch_execute(q)
-            .await
-            .unwrap_or_else(|e| panic!("{q}: {e}"));
+        c.batch_execute(q).await.unwrap_or_else(|e| panic!("{q}: {e}"));
     }
 
     /// Makes every UPDATE of a job hold its row lock for `ms`: racing statements then reliably
@@ -218,29 +192,17 @@ impl TestApp {
     /// A tenant whose page import has `page_status` ('0', '1', '2').
     pub async fn tenant_with(&self, page_status: &str) -> Tenant {
         let c = self.pool.get().await.unwrap();
-        let org: i32 = c
-            .query_one(
-                "INSERT INTO organization (name) VALUES ('org') RETURNING id",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let org: i32 =
+            c.query_one("INSERT INTO organization (name) VALUES ('org') RETURNING id", &[]).await.unwrap().get(0);
         let project: i32 = c
-            .query_one(
-                "INSERT INTO project (organization_id, name) VALUES ($1, 'p') RETURNING id",
-                &[&org],
-            )
+            .query_one("INSERT INTO project (organization_id, name) VALUES ($1, 'p') RETURNING id", &[&org])
             .await
             .unwrap()
             .get(0);
         let sub = format!("sub-{}", uuid::Uuid::new_v4());
-        c.execute(
-            "INSERT INTO organization_member (organization_id, subject) VALUES ($1, $2)",
-            &[&org, &sub],
-        )
-        .await
-        .unwrap();
+        c.execute("INSERT INTO organization_member (organization_id, subject) VALUES ($1, $2)", &[&org, &sub])
+            .await
+            .unwrap();
         let pi = format!("pi-{}", uuid::Uuid::new_v4().simple());
         c.execute(
             &format!(
@@ -251,12 +213,7 @@ impl TestApp {
         )
         .await
         .unwrap();
-        Tenant {
-            org,
-            project,
-            sub,
-            page_import: pi,
-        }
+        Tenant { org, project, sub, page_import: pi }
     }
 
     /// Another page import in the same project.
@@ -271,25 +228,18 @@ impl TestApp {
     }
 
     pub async fn add_member(&self, org: i32, sub: &str) {
-        self.sql(&format!(
-            "INSERT INTO organization_member (organization_id, subject) VALUES ({org}, '{sub}')"
-        ))
-        .await;
+        self.sql(&format!("INSERT INTO organization_member (organization_id, subject) VALUES ({org}, '{sub}')")).await;
     }
 
     pub async fn job_row(&self, id: &str) -> tokio_postgres::Row {
         let c = self.pool.get().await.unwrap();
-        c.query_one(
-            "SELECT *, status::text AS status_label FROM code2des WHERE id = $1",
-            &[&id],
-        )
-        .await
-        .unwrap()
+        c.query_one("SELECT *, status::text AS status_label FROM code2des WHERE id = $1", &[&id]).await.unwrap()
     }
 
     /// Sets created_at back so the job is past any short deadline.
     pub async fn age(&self, id: &str, secs: i64) {
-        self.sql(&format!("UPDATE code2des SET created_at = created_at - interval '{secs} seconds' WHERE id = '{id}'")).await;
+        self.sql(&format!("UPDATE code2des SET created_at = created_at - interval '{secs} seconds' WHERE id = '{id}'"))
+            .await;
     }
 
     // --- requests ----------------------------------------------------------------------------
@@ -299,8 +249,7 @@ impl TestApp {
     }
 
     pub async fn trigger(&self, t: &Tenant) -> Answer {
-        self.trigger_raw(trigger_event(t, Some(&t.sub), default_body(t), None))
-            .await
+        self.trigger_raw(trigger_event(t, Some(&t.sub), default_body(t), None)).await
     }
 
     /// Triggers and returns the new job id (asserting 202).
@@ -332,13 +281,7 @@ impl TestApp {
     }
 
     pub async fn place(&self, t: &Tenant, sub: Option<&str>, id: &str, node: &str) -> Answer {
-        let ev = user_event(
-            "placement.json",
-            t,
-            sub,
-            Some(id),
-            Some(json!({"nodeId": node}).to_string()),
-        );
+        let ev = user_event("placement.json", t, sub, Some(id), Some(json!({"nodeId": node}).to_string()));
         Answer::from(code2des_placement::handler::handle(&self.placement, to_request(&ev)).await)
     }
 
@@ -348,10 +291,7 @@ impl TestApp {
         match signature {
             Some(s) => ev["headers"]["code2des-signature"] = json!(s),
             None => {
-                ev["headers"]
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("code2des-signature");
+                ev["headers"].as_object_mut().unwrap().remove("code2des-signature");
             }
         }
         Answer::from(code2des_webhook::handler::handle(&self.webhook, to_request(&ev)).await)
@@ -366,35 +306,17 @@ impl TestApp {
     // --- worker side -------------------------------------------------------------------------
 
     pub async fn manifest(&self, id: &str) -> shared::protocol::Manifest {
-        let out = self
-            .s3
-            .get_object()
-            .bucket(BUCKET)
-            .key(format!("code2des/{id}/1/manifest.json"))
-            .send()
-            .await
-            .unwrap();
+        let out =
+            self.s3.get_object().bucket(BUCKET).key(format!("code2des/{id}/1/manifest.json")).send().await.unwrap();
         serde_json::from_slice(&out.body.collect().await.unwrap().into_bytes()).unwrap()
     }
 
     pub async fn put(&self, key: &str, bytes: Vec<u8>) {
-        self.s3
-            .put_object()
-            .bucket(BUCKET)
-            .key(key)
-            .body(bytes.into())
-            .send()
-            .await
-            .unwrap();
+        self.s3.put_object().bucket(BUCKET).key(key).body(bytes.into()).send().await.unwrap();
     }
 
     /// Worker: writes `artifact` (JSON) as result.json and the images, then the webhook.
-    pub async fn complete_with(
-        &self,
-        id: &str,
-        artifact: Value,
-        images: &[(&str, Vec<u8>)],
-    ) -> Answer {
+    pub async fn complete_with(&self, id: &str, artifact: Value, images: &[(&str, Vec<u8>)]) -> Answer {
         for (key, bytes) in images {
             self.put(key, bytes.clone()).await;
         }
@@ -412,19 +334,16 @@ impl TestApp {
     pub async fn complete(&self, id: &str) -> Answer {
         let m = self.manifest(id).await;
         let key = format!("code2des/{id}/1/images/hero.png");
-        let artifact = artifact(
-            id,
-            &m.nonce,
-            json!({"hero": {"key": key, "mime_type": "image/png"}}),
-            &["hero"],
-        );
+        let artifact = artifact(id, &m.nonce, json!({"hero": {"key": key, "mime_type": "image/png"}}), &["hero"]);
         self.complete_with(id, artifact, &[(&key, png(8, 8))]).await
     }
 
     pub async fn fail(&self, id: &str, message: &str) -> Answer {
         let m = self.manifest(id).await;
-        self.webhook(&json!({"code2des_id": id, "attempt": 1, "nonce": m.nonce, "status": "failed", "error_message": message}))
-            .await
+        self.webhook(
+            &json!({"code2des_id": id, "attempt": 1, "nonce": m.nonce, "status": "failed", "error_message": message}),
+        )
+        .await
     }
 
     /// Stops the S3 server: the next S3 call fails like an outage.
@@ -441,18 +360,11 @@ impl Drop for TestApp {
         // runtime may be shutting down.
         let name = self.db_name.clone();
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async move {
-                if let Ok((c, conn)) =
-                    tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await
-                {
+                if let Ok((c, conn)) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await {
                     tokio::spawn(conn);
-                    let _ = c
-                        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-                        .await;
+                    let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
                 }
             })
         })
@@ -461,10 +373,7 @@ impl Drop for TestApp {
 }
 
 pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
 }
 
 pub fn sign(raw: &[u8]) -> String {
@@ -479,22 +388,13 @@ fn set_identity(ev: &mut Value, sub: Option<&str>) {
     match sub {
         Some(s) => ev["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(s),
         None => {
-            ev["requestContext"]
-                .as_object_mut()
-                .unwrap()
-                .remove("authorizer");
+            ev["requestContext"].as_object_mut().unwrap().remove("authorizer");
         }
     }
 }
 
 /// A user-route event from its file with this tenant's path, identity and body.
-pub fn user_event(
-    file: &str,
-    t: &Tenant,
-    sub: Option<&str>,
-    id: Option<&str>,
-    body: Option<String>,
-) -> Value {
+pub fn user_event(file: &str, t: &Tenant, sub: Option<&str>, id: Option<&str>, body: Option<String>) -> Value {
     let mut ev = event(file);
     ev["pathParameters"]["organizationId"] = json!(t.org.to_string());
     ev["pathParameters"]["projectId"] = json!(t.project.to_string());
@@ -522,12 +422,7 @@ pub fn list_event(t: &Tenant, sub: Option<&str>, query: &[(&str, &str)]) -> Valu
     let mut ev = user_event("lifecycle-list.json", t, sub, None, None);
     let qs: Vec<String> = query
         .iter()
-        .map(|(k, v)| {
-            format!(
-                "{k}={}",
-                percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)
-            )
-        })
+        .map(|(k, v)| format!("{k}={}", percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)))
         .collect();
     ev["rawQueryString"] = json!(qs.join("&"));
     ev.as_object_mut().unwrap().remove("queryStringParameters");
@@ -557,11 +452,7 @@ pub fn png_with(w: u32, h: u32, noise: bool) -> Vec<u8> {
     for y in 0..h {
         raw.push(0);
         for x in 0..w * 3 {
-            raw.push(if noise {
-                rand::random()
-            } else {
-                ((x * 7 + y * 13) % 256) as u8
-            });
+            raw.push(if noise { rand::random() } else { ((x * 7 + y * 13) % 256) as u8 });
         }
     }
     // Stored (uncompressed) deflate blocks: valid zlib without a compressor dependency.
@@ -588,8 +479,7 @@ pub fn png_with(w: u32, h: u32, noise: bool) -> Vec<u8> {
         out.write_all(&(data.len() as u32).to_be_bytes()).unwrap();
         out.write_all(kind).unwrap();
         out.write_all(data).unwrap();
-        out.write_all(&crc32(&[kind, data].concat()).to_be_bytes())
-            .unwrap();
+        out.write_all(&crc32(&[kind, data].concat()).to_be_bytes()).unwrap();
     };
     let mut ihdr = Vec::new();
     ihdr.extend_from_slice(&w.to_be_bytes());
@@ -606,11 +496,7 @@ fn crc32(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
         }
     }
     !crc

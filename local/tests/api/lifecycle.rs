@@ -18,10 +18,7 @@ async fn lifecycle_get_returns_the_job_without_nonce_or_s3_location() {
     let text = a.json.to_string();
     let row = app.job_row(&id).await;
     assert!(!text.contains(&row.get::<_, String>("nonce")));
-    assert!(
-        !text.contains("s3://") && !text.contains("code2des/"),
-        "{text}"
-    );
+    assert!(!text.contains("s3://") && !text.contains("code2des/"), "{text}");
     assert!(a.json.get("nonce").is_none() && a.json.get("resultUrl").is_none());
 }
 
@@ -40,43 +37,23 @@ async fn lifecycle_get_outside_scope_is_404_without_existence_leak() {
     ];
     for a in cases {
         assert_eq!(a.status, 404);
-        assert_eq!(
-            a.json["error"], missing.json["error"],
-            "same body as a job that does not exist"
-        );
+        assert_eq!(a.json["error"], missing.json["error"], "same body as a job that does not exist");
     }
     let mut wrong_project = t.clone();
     wrong_project.project = other.project;
     assert_eq!(app.get(&wrong_project, Some(&t.sub), &id).await.status, 404);
-    app.sql(&format!(
-        "UPDATE code2des SET deleted_at = now(), deleted_by = 'x' WHERE id = '{id}'"
-    ))
-    .await;
-    assert_eq!(
-        app.get(&t, Some(&t.sub), &id).await.json["error"],
-        missing.json["error"]
-    );
+    app.sql(&format!("UPDATE code2des SET deleted_at = now(), deleted_by = 'x' WHERE id = '{id}'")).await;
+    assert_eq!(app.get(&t, Some(&t.sub), &id).await.json["error"], missing.json["error"]);
 }
 
 #[tokio::test]
 async fn lifecycle_get_with_malformed_ids_is_400() {
     let app = TestApp::new().await;
     let t = app.tenant().await;
-    for bad in [
-        "not-a-uuid",
-        "0192f1a47c3e7b2a9d415e6f7a8b9c0d",
-        "{0192f1a4-7c3e-7b2a-9d41-5e6f7a8b9c0d}",
-    ] {
-        app.get(&t, Some(&t.sub), bad)
-            .await
-            .assert_invalid("code2desId");
+    for bad in ["not-a-uuid", "0192f1a47c3e7b2a9d415e6f7a8b9c0d", "{0192f1a4-7c3e-7b2a-9d41-5e6f7a8b9c0d}"] {
+        app.get(&t, Some(&t.sub), bad).await.assert_invalid("code2desId");
     }
-    assert_eq!(
-        app.get(&t, None, &uuid::Uuid::now_v7().to_string())
-            .await
-            .status,
-        401
-    );
+    assert_eq!(app.get(&t, None, &uuid::Uuid::now_v7().to_string()).await.status, 401);
 }
 
 #[tokio::test]
@@ -99,11 +76,7 @@ async fn list_is_newest_first_and_pages_cover_every_job_once() {
         assert_eq!(a.status, 200, "{a:?}");
         let items = a.json["items"].as_array().unwrap();
         assert!(items.len() <= 3);
-        seen.extend(
-            items
-                .iter()
-                .map(|i| i["code2desId"].as_str().unwrap().to_owned()),
-        );
+        seen.extend(items.iter().map(|i| i["code2desId"].as_str().unwrap().to_owned()));
         match a.json["nextCursor"].as_str() {
             Some(c) => cursor = Some(c.to_owned()),
             None => {
@@ -115,11 +88,7 @@ async fn list_is_newest_first_and_pages_cover_every_job_once() {
     made.reverse();
     assert_eq!(seen, made, "newest first, each exactly once");
     let all = app.list(&t, Some(&t.sub), &[]).await;
-    assert_eq!(
-        all.json["items"].as_array().unwrap().len(),
-        7,
-        "default limit 50"
-    );
+    assert_eq!(all.json["items"].as_array().unwrap().len(), 7, "default limit 50");
     assert!(all.json["nextCursor"].is_null());
 }
 
@@ -131,48 +100,25 @@ async fn list_filters_by_figma_file_key_and_status() {
     let b = app.new_job(&t).await;
     let mut body = default_body(&t);
     body["figmaFileKey"] = json!("OTHERfile");
-    let c = app
-        .trigger_raw(trigger_event(&t, Some(&t.sub), body, None))
-        .await
-        .json["code2desId"]
+    let c = app.trigger_raw(trigger_event(&t, Some(&t.sub), body, None)).await.json["code2desId"]
         .as_str()
         .unwrap()
         .to_owned();
     app.complete(&a).await;
     app.fail(&b, "boom").await;
     let ids = |r: &Answer| -> HashSet<String> {
-        r.json["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["code2desId"].as_str().unwrap().to_owned())
-            .collect()
+        r.json["items"].as_array().unwrap().iter().map(|i| i["code2desId"].as_str().unwrap().to_owned()).collect()
     };
-    let by_file = app
-        .list(&t, Some(&t.sub), &[("figmaFileKey", "FILEkey123")])
-        .await;
+    let by_file = app.list(&t, Some(&t.sub), &[("figmaFileKey", "FILEkey123")]).await;
     assert_eq!(ids(&by_file), HashSet::from([a.clone(), b.clone()]));
-    let done = app
-        .list(
-            &t,
-            Some(&t.sub),
-            &[("figmaFileKey", "FILEkey123"), ("status", "completed")],
-        )
-        .await;
+    let done = app.list(&t, Some(&t.sub), &[("figmaFileKey", "FILEkey123"), ("status", "completed")]).await;
     assert_eq!(ids(&done), HashSet::from([a.clone()]));
     let failed = app.list(&t, Some(&t.sub), &[("status", "failed")]).await;
     assert_eq!(ids(&failed), HashSet::from([b.clone()]));
-    let processing = app
-        .list(&t, Some(&t.sub), &[("status", "processing")])
-        .await;
+    let processing = app.list(&t, Some(&t.sub), &[("status", "processing")]).await;
     assert_eq!(ids(&processing), HashSet::from([c]));
-    let none = app
-        .list(&t, Some(&t.sub), &[("figmaFileKey", "nothing-here")])
-        .await;
-    assert_eq!(
-        (none.status, none.json["items"].as_array().unwrap().len()),
-        (200, 0)
-    );
+    let none = app.list(&t, Some(&t.sub), &[("figmaFileKey", "nothing-here")]).await;
+    assert_eq!((none.status, none.json["items"].as_array().unwrap().len()), (200, 0));
 }
 
 #[tokio::test]
@@ -189,29 +135,15 @@ async fn list_parameters_are_validated() {
         ("figmaFileKey", ""),
         ("cursor", ""),
         ("cursor", "garbage"),
-        (
-            "cursor",
-            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-        ),
+        ("cursor", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
     ] {
-        app.list(&t, Some(&t.sub), &[(k, v)])
-            .await
-            .assert_invalid(k);
+        app.list(&t, Some(&t.sub), &[(k, v)]).await.assert_invalid(k);
     }
     let long = "f".repeat(256);
-    app.list(&t, Some(&t.sub), &[("figmaFileKey", &long)])
-        .await
-        .assert_invalid("figmaFileKey");
-    app.list(&t, Some(&t.sub), &[("figmaFileKey", "a\u{1}")])
-        .await
-        .assert_invalid("figmaFileKey");
-    app.list(&t, Some(&t.sub), &[("limit", "5"), ("limit", "6")])
-        .await
-        .assert_invalid("limit");
-    assert_eq!(
-        app.list(&t, Some(&t.sub), &[("limit", "100")]).await.status,
-        200
-    );
+    app.list(&t, Some(&t.sub), &[("figmaFileKey", &long)]).await.assert_invalid("figmaFileKey");
+    app.list(&t, Some(&t.sub), &[("figmaFileKey", "a\u{1}")]).await.assert_invalid("figmaFileKey");
+    app.list(&t, Some(&t.sub), &[("limit", "5"), ("limit", "6")]).await.assert_invalid("limit");
+    assert_eq!(app.list(&t, Some(&t.sub), &[("limit", "100")]).await.status, 200);
 }
 
 #[tokio::test]
@@ -224,40 +156,19 @@ async fn a_cursor_for_another_query_or_tampered_is_400() {
     let a = app.list(&t, Some(&t.sub), &[("limit", "1")]).await;
     let cursor = a.json["nextCursor"].as_str().unwrap().to_owned();
     // Bound to the filters it was issued for.
-    app.list(
-        &t,
-        Some(&t.sub),
-        &[("cursor", &cursor), ("status", "processing")],
-    )
-    .await
-    .assert_invalid("cursor");
-    app.list(
-        &t,
-        Some(&t.sub),
-        &[("cursor", &cursor), ("figmaFileKey", "FILEkey123")],
-    )
-    .await
-    .assert_invalid("cursor");
+    app.list(&t, Some(&t.sub), &[("cursor", &cursor), ("status", "processing")]).await.assert_invalid("cursor");
+    app.list(&t, Some(&t.sub), &[("cursor", &cursor), ("figmaFileKey", "FILEkey123")]).await.assert_invalid("cursor");
     // ...and to the project.
     let other = app.tenant().await;
-    app.list(&other, Some(&other.sub), &[("cursor", &cursor)])
-        .await
-        .assert_invalid("cursor");
+    app.list(&other, Some(&other.sub), &[("cursor", &cursor)]).await.assert_invalid("cursor");
     // One flipped character.
     let mut chars: Vec<char> = cursor.chars().collect();
     let i = chars.len() / 2;
     chars[i] = if chars[i] == 'A' { 'B' } else { 'A' };
     let tampered: String = chars.into_iter().collect();
-    app.list(&t, Some(&t.sub), &[("cursor", &tampered)])
-        .await
-        .assert_invalid("cursor");
+    app.list(&t, Some(&t.sub), &[("cursor", &tampered)]).await.assert_invalid("cursor");
     // A different limit with the same cursor is fine.
-    assert_eq!(
-        app.list(&t, Some(&t.sub), &[("cursor", &cursor), ("limit", "5")])
-            .await
-            .status,
-        200
-    );
+    assert_eq!(app.list(&t, Some(&t.sub), &[("cursor", &cursor), ("limit", "5")]).await.status, 200);
 }
 
 #[tokio::test]
@@ -266,27 +177,11 @@ async fn list_outside_scope_is_404() {
     let t = app.tenant().await;
     let other = app.tenant().await;
     app.new_job(&t).await;
-    assert_eq!(
-        app.list(&t, Some(&other.sub), &[]).await.status,
-        404,
-        "not a member"
-    );
+    assert_eq!(app.list(&t, Some(&other.sub), &[]).await.status, 404, "not a member");
     let mut mixed = t.clone();
     mixed.project = other.project;
-    assert_eq!(
-        app.list(&mixed, Some(&t.sub), &[]).await.status,
-        404,
-        "project of another organization"
-    );
+    assert_eq!(app.list(&mixed, Some(&t.sub), &[]).await.status, 404, "project of another organization");
     assert_eq!(app.list(&t, None, &[]).await.status, 401);
-    app.sql(&format!(
-        "UPDATE project SET deleted_at = now() WHERE id = {}",
-        t.project
-    ))
-    .await;
-    assert_eq!(
-        app.list(&t, Some(&t.sub), &[]).await.status,
-        404,
-        "soft-deleted project"
-    );
+    app.sql(&format!("UPDATE project SET deleted_at = now() WHERE id = {}", t.project)).await;
+    assert_eq!(app.list(&t, Some(&t.sub), &[]).await.status, 404, "soft-deleted project");
 }

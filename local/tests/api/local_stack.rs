@@ -21,18 +21,11 @@ impl Drop for Stack {
         let _ = self.child.wait();
         let db = self.db.clone();
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async move {
-                if let Ok((c, conn)) =
-                    tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await
-                {
+                if let Ok((c, conn)) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await {
                     tokio::spawn(conn);
-                    let _ = c
-                        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)"))
-                        .await;
+                    let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)")).await;
                 }
             })
         })
@@ -41,11 +34,7 @@ impl Drop for Stack {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 async fn start() -> Stack {
@@ -54,12 +43,7 @@ async fn start() -> Stack {
     let base_url = admin_url().rsplit_once('/').unwrap().0.to_owned();
     let (port, s3_port) = (free_port(), free_port());
     let child = Command::new(env!("CARGO_BIN_EXE_code2des-local"))
-        .args([
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-            "--s3-addr",
-            &format!("127.0.0.1:{s3_port}"),
-        ])
+        .args(["--addr", &format!("127.0.0.1:{port}"), "--s3-addr", &format!("127.0.0.1:{s3_port}")])
         .args(["--data-dir".as_ref(), dir.path().join("data").as_os_str()])
         .arg("--demo-worker")
         .env("DATABASE_URL", format!("{base_url}/{db}"))
@@ -70,18 +54,10 @@ async fn start() -> Stack {
         .stderr(Stdio::null())
         .spawn()
         .expect("the code2des-local binary runs");
-    let stack = Stack {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        db,
-        _dir: dir,
-    };
+    let stack = Stack { child, base: format!("http://127.0.0.1:{port}"), db, _dir: dir };
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "code2des-local did not open its port"
-        );
+        assert!(Instant::now() < deadline, "code2des-local did not open its port");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     stack
@@ -89,35 +65,23 @@ async fn start() -> Stack {
 
 async fn seed(stack: &Stack) -> (i32, i32, String) {
     let url = format!("{}/{}", admin_url().rsplit_once('/').unwrap().0, stack.db);
-    let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    let org: i32 = c.query_one("INSERT INTO organization (name) VALUES ('o') RETURNING id", &[]).await.unwrap().get(0);
+    let proj: i32 = c
+        .query_one("INSERT INTO project (organization_id, name) VALUES ($1, 'p') RETURNING id", &[&org])
+        .await
+        .unwrap()
+        .get(0);
+    c.execute("INSERT INTO organization_member (organization_id, subject) VALUES ($1, 'dev-user')", &[&org])
         .await
         .unwrap();
-    tokio::spawn(conn);
-    let org: i32 = c
-        .query_one(
-            "INSERT INTO organization (name) VALUES ('o') RETURNING id",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    let proj: i32 = c
-        .query_one(
-            "INSERT INTO project (organization_id, name) VALUES ($1, 'p') RETURNING id",
-            &[&org],
-        )
-        .await
-        .unwrap()
-        .get(0);
     c.execute(
-        "INSERT INTO organization_member (organization_id, subject) VALUES ($1, 'dev-user')",
-        &[&org],
+        "INSERT INTO page_import (id, organization_id, project_id, status) VALUES ('pi-1', $1, $2, '1')",
+        &[&org, &proj],
     )
     .await
     .unwrap();
-    c.execute("INSERT INTO page_import (id, organization_id, project_id, status) VALUES ('pi-1', $1, $2, '1')", &[&org, &proj])
-        .await
-        .unwrap();
     (org, proj, "pi-1".into())
 }
 
@@ -127,10 +91,7 @@ async fn call(
     url: &str,
     body: Option<Value>,
 ) -> (u16, reqwest::header::HeaderMap, Value) {
-    let mut r = http
-        .request(m, url)
-        .header("x-code2des-dev-sub", "dev-user")
-        .header("origin", "null");
+    let mut r = http.request(m, url).header("x-code2des-dev-sub", "dev-user").header("origin", "null");
     if let Some(b) = body {
         r = r.json(&b);
     }
@@ -145,10 +106,7 @@ async fn the_local_binary_runs_one_job_end_to_end() {
     let stack = start().await;
     let (org, proj, pi) = seed(&stack).await;
     let http = reqwest::Client::new();
-    let base = format!(
-        "{}/organizations/{org}/projects/{proj}/code2des",
-        stack.base
-    );
+    let base = format!("{}/organizations/{org}/projects/{proj}/code2des", stack.base);
 
     let (s, h, job) = call(
         &http,
@@ -158,10 +116,7 @@ async fn the_local_binary_runs_one_job_end_to_end() {
     )
     .await;
     assert_eq!(s, 202, "{job}");
-    assert_eq!(
-        h["access-control-allow-origin"], "*",
-        "CORS for Figma's null origin"
-    );
+    assert_eq!(h["access-control-allow-origin"], "*", "CORS for Figma's null origin");
     let id = job["code2desId"].as_str().unwrap().to_owned();
     assert!(h["location"].to_str().unwrap().ends_with(&id));
 
@@ -174,46 +129,20 @@ async fn the_local_binary_runs_one_job_end_to_end() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(
-        status, "completed",
-        "the demo worker completed the job through the signed webhook"
-    );
-    let (s, _, res) = call(
-        &http,
-        reqwest::Method::GET,
-        &format!("{base}/{id}/result"),
-        None,
-    )
-    .await;
+    assert_eq!(status, "completed", "the demo worker completed the job through the signed webhook");
+    let (s, _, res) = call(&http, reqwest::Method::GET, &format!("{base}/{id}/result"), None).await;
     assert_eq!(s, 200);
     use base64::Engine;
-    let hero = base64::engine::general_purpose::STANDARD
-        .decode(res["images"]["hero"]["data"].as_str().unwrap())
-        .unwrap();
+    let hero =
+        base64::engine::general_purpose::STANDARD.decode(res["images"]["hero"]["data"].as_str().unwrap()).unwrap();
     assert_eq!(hero, code2des_worker::HERO_PNG);
-    let (s, _, p) = call(
-        &http,
-        reqwest::Method::POST,
-        &format!("{base}/{id}/placement"),
-        Some(json!({"nodeId": "1:2"})),
-    )
-    .await;
+    let (s, _, p) =
+        call(&http, reqwest::Method::POST, &format!("{base}/{id}/placement"), Some(json!({"nodeId": "1:2"}))).await;
     assert_eq!((s, p["materializedNodeId"].as_str()), (200, Some("1:2")));
-    let (s, _, p) = call(
-        &http,
-        reqwest::Method::POST,
-        &format!("{base}/{id}/placement"),
-        Some(json!({"nodeId": "3:4"})),
-    )
-    .await;
+    let (s, _, p) =
+        call(&http, reqwest::Method::POST, &format!("{base}/{id}/placement"), Some(json!({"nodeId": "3:4"}))).await;
     assert_eq!((s, p["materializedNodeId"].as_str()), (200, Some("1:2")));
-    let (s, _, l) = call(
-        &http,
-        reqwest::Method::GET,
-        &format!("{base}?figmaFileKey=F"),
-        None,
-    )
-    .await;
+    let (s, _, l) = call(&http, reqwest::Method::GET, &format!("{base}?figmaFileKey=F"), None).await;
     assert_eq!((s, l["items"].as_array().unwrap().len()), (200, 1));
 }
 
@@ -226,10 +155,7 @@ async fn the_local_gateway_answers_preflight_unknown_routes_and_missing_identity
         .request(reqwest::Method::OPTIONS, &url)
         .header("origin", "null")
         .header("access-control-request-method", "POST")
-        .header(
-            "access-control-request-headers",
-            "authorization,content-type,idempotency-key",
-        )
+        .header("access-control-request-headers", "authorization,content-type,idempotency-key")
         .send()
         .await
         .unwrap();
@@ -242,18 +168,10 @@ async fn the_local_gateway_answers_preflight_unknown_routes_and_missing_identity
     for name in ["authorization", "content-type", "idempotency-key"] {
         assert!(allowed.contains(name), "{allowed}");
     }
-    let r = http
-        .get(format!("{}/nope", stack.base))
-        .send()
-        .await
-        .unwrap();
+    let r = http.get(format!("{}/nope", stack.base)).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 404);
     let r = http.get(&url).send().await.unwrap();
-    assert_eq!(
-        r.status().as_u16(),
-        401,
-        "no x-code2des-dev-sub, no identity"
-    );
+    assert_eq!(r.status().as_u16(), 401, "no x-code2des-dev-sub, no identity");
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unauthorized");
     assert!(body["requestId"].is_string());

@@ -19,10 +19,7 @@ async fn first_placement_wins_and_later_calls_return_it_unchanged() {
         assert_eq!(again.json["materializedNodeId"], "12:34");
         assert_eq!(again.json["materializedAt"], at.as_str());
     }
-    assert_eq!(
-        app.get(&t, Some(&t.sub), &id).await.json["materializedNodeId"],
-        "12:34"
-    );
+    assert_eq!(app.get(&t, Some(&t.sub), &id).await.json["materializedNodeId"], "12:34");
 }
 
 #[tokio::test]
@@ -36,9 +33,7 @@ async fn placement_needs_a_completed_job() {
         let a = app.place(&t, Some(&t.sub), id, "1:2").await;
         assert_eq!((a.status, a.code()), (409, "job_not_completed"), "{a:?}");
     }
-    let n = app
-        .scalar_i64("SELECT count(*) FROM code2des WHERE materialized_node_id IS NOT NULL")
-        .await;
+    let n = app.scalar_i64("SELECT count(*) FROM code2des WHERE materialized_node_id IS NOT NULL").await;
     assert_eq!(n, 0);
 }
 
@@ -55,8 +50,7 @@ async fn racing_placements_all_answer_the_same_stored_root() {
         let (app, t, id, barrier) = (app.clone(), t.clone(), id.clone(), barrier.clone());
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
-            app.place(&t, Some(&t.sub), &id, &format!("{i}:{}", i + 100))
-                .await
+            app.place(&t, Some(&t.sub), &id, &format!("{i}:{}", i + 100)).await
         }));
     }
     let mut roots = HashSet::new();
@@ -64,22 +58,13 @@ async fn racing_placements_all_answer_the_same_stored_root() {
     for task in tasks {
         let a = task.await.unwrap();
         assert_eq!(a.status, 200, "{a:?}");
-        roots.insert(
-            a.json["materializedNodeId"]
-                .as_str()
-                .expect("every answer names the root")
-                .to_owned(),
-        );
+        roots.insert(a.json["materializedNodeId"].as_str().expect("every answer names the root").to_owned());
         times.insert(a.json["materializedAt"].as_str().unwrap().to_owned());
     }
     assert_eq!(roots.len(), 1, "all answers name one root: {roots:?}");
     assert_eq!(times.len(), 1);
     let row = app.job_row(&id).await;
-    assert_eq!(
-        row.get::<_, Option<String>>("materialized_node_id")
-            .as_ref(),
-        roots.iter().next()
-    );
+    assert_eq!(row.get::<_, Option<String>>("materialized_node_id").as_ref(), roots.iter().next());
 }
 
 #[tokio::test]
@@ -89,37 +74,16 @@ async fn placement_input_is_validated_and_scoped() {
     let other = app.tenant().await;
     let id = app.new_job(&t).await;
     app.complete(&id).await;
-    for bad in [
-        "", "12", "abc", "1:2:3", "I1:2", "12:34;", " 12:34", "12:34\n",
-    ] {
-        app.place(&t, Some(&t.sub), &id, bad)
-            .await
-            .assert_invalid("nodeId");
+    for bad in ["", "12", "abc", "1:2:3", "I1:2", "12:34;", " 12:34", "12:34\n"] {
+        app.place(&t, Some(&t.sub), &id, bad).await.assert_invalid("nodeId");
     }
-    let ev = user_event(
-        "placement.json",
-        &t,
-        Some(&t.sub),
-        Some(&id),
-        Some("{}".into()),
-    );
-    let a =
-        Answer::from(code2des_placement::handler::handle(&app.placement, to_request(&ev)).await);
+    let ev = user_event("placement.json", &t, Some(&t.sub), Some(&id), Some("{}".into()));
+    let a = Answer::from(code2des_placement::handler::handle(&app.placement, to_request(&ev)).await);
     a.assert_invalid("nodeId");
-    assert_eq!(
-        app.place(&t, Some(&other.sub), &id, "1:2").await.status,
-        404
-    );
-    assert_eq!(
-        app.place(&other, Some(&other.sub), &id, "1:2").await.status,
-        404
-    );
+    assert_eq!(app.place(&t, Some(&other.sub), &id, "1:2").await.status, 404);
+    assert_eq!(app.place(&other, Some(&other.sub), &id, "1:2").await.status, 404);
     assert_eq!(app.place(&t, None, &id, "1:2").await.status, 401);
-    app.place(&t, Some(&t.sub), "nope", "1:2")
-        .await
-        .assert_invalid("code2desId");
-    let n = app
-        .scalar_i64("SELECT count(*) FROM code2des WHERE materialized_node_id IS NOT NULL")
-        .await;
+    app.place(&t, Some(&t.sub), "nope", "1:2").await.assert_invalid("code2desId");
+    let n = app.scalar_i64("SELECT count(*) FROM code2des WHERE materialized_node_id IS NOT NULL").await;
     assert_eq!(n, 0, "nothing written by refused calls");
 }

@@ -19,17 +19,14 @@ async fn result_hydrates_images_with_the_exact_uploaded_bytes() {
     let app = TestApp::new().await;
     let (t, id, nonce) = completed_job(&app).await;
     let hero = png(64, 48);
-    let logo = b"<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"4\" height=\"4\"/>".to_vec();
+    let logo =
+        b"<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"4\" height=\"4\"/>".to_vec();
     let gif = b"GIF89a\x02\x00\x02\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x00\x00\x00\x00\x00,\x00\x00\x00\x00\x02\x00\x02\x00\x00\x02\x02D\x01\x00;".to_vec();
     let jpeg = {
         // SOI, APP0, SOF0 (8x8), EOI: enough for the header check.
-        let mut j = vec![
-            0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0, 1, 1, 0, 0, 1, 0, 1, 0,
-            0,
-        ];
+        let mut j = vec![0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0, 1, 1, 0, 0, 1, 0, 1, 0, 0];
         j.extend_from_slice(&[
-            0xFF, 0xC0, 0x00, 0x11, 0x08, 0x00, 0x08, 0x00, 0x08, 0x03, 1, 0x22, 0, 2, 0x11, 1, 3,
-            0x11, 1,
+            0xFF, 0xC0, 0x00, 0x11, 0x08, 0x00, 0x08, 0x00, 0x08, 0x03, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1,
         ]);
         j.extend_from_slice(&[0xFF, 0xD9]);
         j
@@ -90,10 +87,7 @@ async fn result_of_a_failed_job_without_artifact_is_409_job_failed() {
     let (t, id, _) = completed_job(&app).await;
     app.fail(&id, "the capture was empty").await;
     let a = app.result(&t, Some(&t.sub), &id).await;
-    assert_eq!(
-        (a.status, a.code(), a.message()),
-        (409, "job_failed", "the capture was empty")
-    );
+    assert_eq!((a.status, a.code(), a.message()), (409, "job_failed", "the capture was empty"));
 }
 
 #[tokio::test]
@@ -111,12 +105,12 @@ async fn result_of_a_failed_job_serves_its_failure_artifact() {
     assert_eq!(a.status, 200);
     let r = app.result(&t, Some(&t.sub), &id).await;
     assert_eq!(r.status, 200, "{r:?}");
-    assert_eq!(
-        (r.json["kind"].as_str(), r.json["warningCount"].as_i64()),
-        (Some("failure"), Some(4))
-    );
+    assert_eq!((r.json["kind"].as_str(), r.json["warningCount"].as_i64()), (Some("failure"), Some(4)));
     assert!(r.json["document"].is_null());
 }
+
+/// Objects to upload: (key, bytes).
+type Files = Vec<(String, Vec<u8>)>;
 
 /// Uploads `artifact` (and images) for a fresh job, completes it, and asserts result → 502
 /// while the job row stays exactly as it was.
@@ -128,46 +122,22 @@ async fn assert_invalid_artifact(
     images: &[(&str, Vec<u8>)],
     why: &str,
 ) {
-    assert_eq!(
-        app.complete_with(id, artifact, images).await.status,
-        200,
-        "{why}"
-    );
+    assert_eq!(app.complete_with(id, artifact, images).await.status, 200, "{why}");
     let before = app.get(t, Some(&t.sub), id).await.json;
     let a = app.result(t, Some(&t.sub), id).await;
-    assert_eq!(
-        (a.status, a.code()),
-        (502, "artifact_invalid"),
-        "{why}: {a:?}"
-    );
-    assert_eq!(
-        a.message(),
-        "the result artifact failed validation",
-        "no detail leaks: {why}"
-    );
-    assert_eq!(
-        app.get(t, Some(&t.sub), id).await.json,
-        before,
-        "nothing changed: {why}"
-    );
+    assert_eq!((a.status, a.code()), (502, "artifact_invalid"), "{why}: {a:?}");
+    assert_eq!(a.message(), "the result artifact failed validation", "no detail leaks: {why}");
+    assert_eq!(app.get(t, Some(&t.sub), id).await.json, before, "nothing changed: {why}");
 }
 
 #[tokio::test]
 async fn tampered_artifacts_are_502_and_change_nothing() {
     let app = TestApp::new().await;
     let t = app.tenant().await;
-    let mut cases: Vec<(String, Value, Vec<(String, Vec<u8>)>)> = Vec::new();
+    let mut cases: Vec<(String, Value, Files)> = Vec::new();
     let mk = |id: &str, nonce: &str| {
         let key = format!("code2des/{id}/1/images/hero.png");
-        (
-            artifact(
-                id,
-                nonce,
-                json!({"hero": {"key": key, "mime_type": "image/png"}}),
-                &["hero"],
-            ),
-            key,
-        )
+        (artifact(id, nonce, json!({"hero": {"key": key, "mime_type": "image/png"}}), &["hero"]), key)
     };
     // Each case gets its own job.
     for why in [
@@ -201,7 +171,10 @@ async fn tampered_artifacts_are_502_and_change_nothing() {
                 art["images"]["hero"]["key"] = json!(other);
                 imgs = vec![(other, png(8, 8))];
             }
-            "webp labelled png" => imgs[0].1 = b"RIFF\x24\x00\x00\x00WEBPVP8 \x18\x00\x00\x00\x30\x01\x00\x9d\x01\x2a\x08\x00\x08\x00".to_vec(),
+            "webp labelled png" => {
+                imgs[0].1 =
+                    b"RIFF\x24\x00\x00\x00WEBPVP8 \x18\x00\x00\x00\x30\x01\x00\x9d\x01\x2a\x08\x00\x08\x00".to_vec()
+            }
             "5000 px png" => imgs[0].1 = png(5000, 1),
             "missing image" => art["images"] = json!({}),
             "100k nodes" => art["document"]["children"] = json!(vec![json!({"type": "TEXT"}); 100_000]),
@@ -227,8 +200,7 @@ async fn tampered_artifacts_are_502_and_change_nothing() {
         cases.push((id, art, imgs));
     }
     for (i, (id, art, imgs)) in cases.into_iter().enumerate() {
-        let refs: Vec<(&str, Vec<u8>)> =
-            imgs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        let refs: Vec<(&str, Vec<u8>)> = imgs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         assert_invalid_artifact(&app, &t, &id, art, &refs, &format!("case {i}")).await;
     }
 }
@@ -242,10 +214,7 @@ async fn a_missing_artifact_is_502() {
                          "result_url": format!("s3://{BUCKET}/code2des/{id}/1/never-written.json")}))
         .await;
     assert_eq!(a.status, 200);
-    assert_eq!(
-        app.result(&t, Some(&t.sub), &id).await.code(),
-        "artifact_invalid"
-    );
+    assert_eq!(app.result(&t, Some(&t.sub), &id).await.code(), "artifact_invalid");
 }
 
 #[tokio::test]
@@ -271,10 +240,7 @@ async fn images_past_the_response_budget_are_deferred_never_truncated() {
     let names: Vec<String> = (0..8).map(|i| format!("img{i}")).collect();
     for n in &names {
         let bytes = png_with(640, 640, true);
-        images.insert(
-            n.clone(),
-            json!({"key": format!("{p}{n}.png"), "mime_type": "image/png"}),
-        );
+        images.insert(n.clone(), json!({"key": format!("{p}{n}.png"), "mime_type": "image/png"}));
         files.push((format!("{p}{n}.png"), bytes));
     }
     let used: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -287,26 +253,11 @@ async fn images_past_the_response_budget_are_deferred_never_truncated() {
     let body_len = resp.body().as_ref().len();
     let a = Answer::from(resp);
     assert_eq!(a.status, 200);
-    assert!(
-        body_len < 6 * 1024 * 1024,
-        "body {body_len} fits the Lambda limit"
-    );
-    let inlined: Vec<String> = a.json["images"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .cloned()
-        .collect();
-    let deferred: Vec<String> = a.json["deferredImages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_owned())
-        .collect();
-    assert!(
-        !inlined.is_empty() && !deferred.is_empty(),
-        "{inlined:?} / {deferred:?}"
-    );
+    assert!(body_len < 6 * 1024 * 1024, "body {body_len} fits the Lambda limit");
+    let inlined: Vec<String> = a.json["images"].as_object().unwrap().keys().cloned().collect();
+    let deferred: Vec<String> =
+        a.json["deferredImages"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect();
+    assert!(!inlined.is_empty() && !deferred.is_empty(), "{inlined:?} / {deferred:?}");
     assert_eq!(inlined.len() + deferred.len(), 8);
     // Inlined in document order, deferred are the rest.
     assert_eq!(deferred, names[inlined.len()..].to_vec());
@@ -316,15 +267,8 @@ async fn images_past_the_response_budget_are_deferred_never_truncated() {
     assert!(more.json.get("document").is_none());
     for n in &deferred[..2] {
         let idx: usize = n[3..].parse().unwrap();
-        assert_eq!(
-            b64(more.json["images"][n]["data"].as_str().unwrap()),
-            files[idx].1
-        );
+        assert_eq!(b64(more.json["images"][n]["data"].as_str().unwrap()), files[idx].1);
     }
-    app.result_images(&t, &id, "nope")
-        .await
-        .assert_invalid("images");
-    app.result_images(&t, &id, "img0,,img1")
-        .await
-        .assert_invalid("images");
+    app.result_images(&t, &id, "nope").await.assert_invalid("images");
+    app.result_images(&t, &id, "img0,,img1").await.assert_invalid("images");
 }

@@ -7,18 +7,13 @@ async fn trigger_creates_a_processing_job_with_location_and_manifest() {
     let app = TestApp::new().await;
     let t = app.tenant().await;
     let body = json!({"pageImportId": t.page_import, "figmaFileKey": "FILEkey123", "screenId": "screen-1", "placementTarget": "page:1"});
-    let a = app
-        .trigger_raw(trigger_event(&t, Some(&t.sub), body, None))
-        .await;
+    let a = app.trigger_raw(trigger_event(&t, Some(&t.sub), body, None)).await;
     assert_eq!(a.status, 202, "{a:?}");
     let id = a.json["code2desId"].as_str().unwrap();
     assert_eq!(uuid::Uuid::parse_str(id).unwrap().get_version_num(), 7);
     assert_eq!(
         a.headers["location"].to_str().unwrap(),
-        format!(
-            "/organizations/{}/projects/{}/code2des/{id}",
-            t.org, t.project
-        )
+        format!("/organizations/{}/projects/{}/code2des/{id}", t.org, t.project)
     );
     let j = &a.json;
     assert_eq!(j["status"], "processing");
@@ -68,18 +63,12 @@ async fn trigger_creates_a_processing_job_with_location_and_manifest() {
     assert_eq!(m.nonce, nonce);
     assert_eq!((m.organization_id, m.project_id), (t.org, t.project));
     assert_eq!(m.page_import_id, t.page_import);
-    assert_eq!(
-        m.capture_url.as_deref(),
-        Some("s3://code2des-artifacts/captures/x.json")
-    );
+    assert_eq!(m.capture_url.as_deref(), Some("s3://code2des-artifacts/captures/x.json"));
     assert_eq!(m.figma_file_key, "FILEkey123");
     assert_eq!(m.placement_target.as_deref(), Some("page:1"));
     assert_eq!(m.callback_url, CALLBACK);
     assert_eq!(m.result_prefix, format!("s3://{BUCKET}/code2des/{id}/1/"));
-    assert!(
-        !a.json.to_string().contains(&nonce),
-        "the nonce never reaches the user API"
-    );
+    assert!(!a.json.to_string().contains(&nonce), "the nonce never reaches the user API");
 }
 
 #[tokio::test]
@@ -91,11 +80,7 @@ async fn retrigger_of_the_same_page_import_creates_a_new_row() {
     let b = app.new_job(&t).await;
     assert_ne!(a, b);
     assert_eq!(app.count_jobs().await, 2);
-    assert_eq!(
-        app.get(&t, Some(&t.sub), &a).await.json["status"],
-        "completed",
-        "earlier job is kept"
-    );
+    assert_eq!(app.get(&t, Some(&t.sub), &a).await.json["status"], "completed", "earlier job is kept");
 }
 
 #[tokio::test]
@@ -104,11 +89,7 @@ async fn page_import_not_completed_is_409_and_writes_nothing() {
     for status in ["0", "2"] {
         let t = app.tenant_with(status).await;
         let a = app.trigger(&t).await;
-        assert_eq!(
-            (a.status, a.code()),
-            (409, "page_import_not_completed"),
-            "{a:?}"
-        );
+        assert_eq!((a.status, a.code()), (409, "page_import_not_completed"), "{a:?}");
     }
     assert_eq!(app.count_jobs().await, 0);
 }
@@ -117,14 +98,10 @@ async fn page_import_not_completed_is_409_and_writes_nothing() {
 async fn trigger_without_identity_is_401() {
     let app = TestApp::new().await;
     let t = app.tenant().await;
-    let a = app
-        .trigger_raw(trigger_event(&t, None, default_body(&t), None))
-        .await;
+    let a = app.trigger_raw(trigger_event(&t, None, default_body(&t), None)).await;
     assert_eq!((a.status, a.code()), (401, "unauthorized"));
     let long = "x".repeat(51);
-    let a = app
-        .trigger_raw(trigger_event(&t, Some(&long), default_body(&t), None))
-        .await;
+    let a = app.trigger_raw(trigger_event(&t, Some(&long), default_body(&t), None)).await;
     assert_eq!(a.status, 401);
     assert_eq!(app.count_jobs().await, 0);
 }
@@ -135,21 +112,15 @@ async fn trigger_outside_the_callers_scope_is_404() {
     let t = app.tenant().await;
     let other = app.tenant().await;
     // Not a member.
-    let a = app
-        .trigger_raw(trigger_event(&t, Some(&other.sub), default_body(&t), None))
-        .await;
+    let a = app.trigger_raw(trigger_event(&t, Some(&other.sub), default_body(&t), None)).await;
     assert_eq!(a.status, 404, "{a:?}");
     // Member, but the page import belongs to another tenant.
-    let a = app
-        .trigger_raw(trigger_event(&t, Some(&t.sub), default_body(&other), None))
-        .await;
+    let a = app.trigger_raw(trigger_event(&t, Some(&t.sub), default_body(&other), None)).await;
     assert_eq!(a.status, 404);
     // Project of another organization under this organization's path.
     let mut mixed = t.clone();
     mixed.project = other.project;
-    let a = app
-        .trigger_raw(trigger_event(&mixed, Some(&t.sub), default_body(&t), None))
-        .await;
+    let a = app.trigger_raw(trigger_event(&mixed, Some(&t.sub), default_body(&t), None)).await;
     assert_eq!(a.status, 404);
     // Unknown page import.
     let a = app
@@ -174,10 +145,7 @@ async fn soft_deleted_organization_project_or_page_import_count_as_absent() {
             "project" => t.project.to_string(),
             _ => format!("'{}'", t.page_import),
         };
-        app.sql(&format!(
-            "UPDATE {table} SET deleted_at = now() WHERE id = {id}"
-        ))
-        .await;
+        app.sql(&format!("UPDATE {table} SET deleted_at = now() WHERE id = {id}")).await;
         let a = app.trigger(&t).await;
         assert_eq!(a.status, 404, "{table}: {a:?}");
     }
@@ -188,20 +156,11 @@ async fn soft_deleted_organization_project_or_page_import_count_as_absent() {
 async fn idempotency_key_replays_the_first_job_and_refuses_another_body() {
     let app = TestApp::new().await;
     let t = app.tenant().await;
-    let first = app
-        .trigger_raw(trigger_event(
-            &t,
-            Some(&t.sub),
-            default_body(&t),
-            Some("k-1"),
-        ))
-        .await;
+    let first = app.trigger_raw(trigger_event(&t, Some(&t.sub), default_body(&t), Some("k-1"))).await;
     assert_eq!(first.status, 202);
     // Same body, other key order and spacing: the same request.
-    let raw = format!(
-        r#"{{ "screenId":"screen-1", "figmaFileKey":"FILEkey123", "pageImportId":"{}" }}"#,
-        t.page_import
-    );
+    let raw =
+        format!(r#"{{ "screenId":"screen-1", "figmaFileKey":"FILEkey123", "pageImportId":"{}" }}"#, t.page_import);
     let mut ev = trigger_event(&t, Some(&t.sub), Value::Null, Some("k-1"));
     ev["body"] = json!(raw);
     let again = app.trigger_raw(ev).await;
@@ -212,23 +171,14 @@ async fn idempotency_key_replays_the_first_job_and_refuses_another_body() {
 
     let mut other = default_body(&t);
     other["screenId"] = json!("screen-2");
-    let a = app
-        .trigger_raw(trigger_event(&t, Some(&t.sub), other, Some("k-1")))
-        .await;
+    let a = app.trigger_raw(trigger_event(&t, Some(&t.sub), other, Some("k-1"))).await;
     assert_eq!((a.status, a.code()), (422, "idempotency_key_reused"));
     assert_eq!(app.count_jobs().await, 1);
 
     // Another caller's identical key is their own.
     let colleague = "colleague-sub";
     app.add_member(t.org, colleague).await;
-    let a = app
-        .trigger_raw(trigger_event(
-            &t,
-            Some(colleague),
-            default_body(&t),
-            Some("k-1"),
-        ))
-        .await;
+    let a = app.trigger_raw(trigger_event(&t, Some(colleague), default_body(&t), Some("k-1"))).await;
     assert_eq!(a.status, 202);
     assert_ne!(a.json["code2desId"], first.json["code2desId"]);
     // No key: always a new job.
@@ -244,13 +194,7 @@ async fn racing_triggers_with_one_idempotency_key_create_one_job() {
     for _ in 0..16 {
         let (app, t) = (app.clone(), t.clone());
         tasks.push(tokio::spawn(async move {
-            app.trigger_raw(trigger_event(
-                &t,
-                Some(&t.sub),
-                default_body(&t),
-                Some("race-key"),
-            ))
-            .await
+            app.trigger_raw(trigger_event(&t, Some(&t.sub), default_body(&t), Some("race-key"))).await
         }));
     }
     let mut ids = std::collections::HashSet::new();
@@ -270,15 +214,8 @@ async fn bad_input_on_every_field_is_400_naming_it_and_writes_nothing() {
     let long = "x".repeat(256);
     let mut cases: Vec<(Value, &str)> = Vec::new();
     for field in ["pageImportId", "figmaFileKey", "screenId"] {
-        for bad in [
-            Value::Null,
-            json!(""),
-            json!(long),
-            json!("a\u{0}b"),
-            json!("tab\there"),
-            json!(12),
-            json!(["x"]),
-        ] {
+        for bad in [Value::Null, json!(""), json!(long), json!("a\u{0}b"), json!("tab\there"), json!(12), json!(["x"])]
+        {
             let mut b = default_body(&t);
             if bad.is_null() {
                 b.as_object_mut().unwrap().remove(field);
@@ -288,21 +225,13 @@ async fn bad_input_on_every_field_is_400_naming_it_and_writes_nothing() {
             cases.push((b, field));
         }
     }
-    for bad in [
-        json!(""),
-        json!(long),
-        json!("\u{1b}[31m"),
-        json!(1),
-        json!({}),
-    ] {
+    for bad in [json!(""), json!(long), json!("\u{1b}[31m"), json!(1), json!({})] {
         let mut b = default_body(&t);
         b["placementTarget"] = bad;
         cases.push((b, "placementTarget"));
     }
     for (body, field) in cases {
-        app.trigger_raw(trigger_event(&t, Some(&t.sub), body, None))
-            .await
-            .assert_invalid(field);
+        app.trigger_raw(trigger_event(&t, Some(&t.sub), body, None)).await.assert_invalid(field);
     }
     for raw in ["", "not json", "[1,2]", "\"str\"", "{\"pageImportId\":"] {
         let mut ev = trigger_event(&t, Some(&t.sub), Value::Null, None);
@@ -327,13 +256,7 @@ async fn bad_input_on_every_field_is_400_naming_it_and_writes_nothing() {
         app.trigger_raw(ev).await.assert_invalid("Idempotency-Key");
     }
     assert_eq!(app.count_jobs().await, 0);
-    let listed = app
-        .s3
-        .list_objects_v2()
-        .bucket(BUCKET)
-        .send()
-        .await
-        .unwrap();
+    let listed = app.s3.list_objects_v2().bucket(BUCKET).send().await.unwrap();
     assert_eq!(listed.key_count(), Some(0), "no manifest written");
 }
 
@@ -347,8 +270,6 @@ async fn body_over_64_kib_is_413_before_parsing() {
     assert_eq!((a.status, a.code()), (413, "payload_too_large"));
     let mut body = default_body(&t);
     body["padding"] = json!("y".repeat(64 * 1024 - 200));
-    let a = app
-        .trigger_raw(trigger_event(&t, Some(&t.sub), body, None))
-        .await;
+    let a = app.trigger_raw(trigger_event(&t, Some(&t.sub), body, None)).await;
     assert_eq!(a.status, 202, "just under the limit is fine: {a:?}");
 }

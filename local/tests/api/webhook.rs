@@ -36,11 +36,7 @@ async fn a_signed_webhook_finishes_the_job_once() {
     assert_eq!(row.get::<_, Option<i32>>("warning_count"), Some(3));
     let j = app.get(&t, Some(&t.sub), &id).await.json;
     assert_eq!(
-        (
-            j["status"].as_str(),
-            j["warningCount"].as_i64(),
-            j["hasResult"].as_bool()
-        ),
+        (j["status"].as_str(), j["warningCount"].as_i64(), j["hasResult"].as_bool()),
         (Some("completed"), Some(3), Some(true))
     );
 }
@@ -69,15 +65,9 @@ async fn webhook_signature_is_required_fresh_and_exact() {
     // A body changed after signing.
     let mut tampered = raw.clone();
     tampered.extend_from_slice(b" ");
-    let a = app
-        .webhook_raw(&tampered, Some(sig(SECRET.as_bytes(), now(), &raw)))
-        .await;
+    let a = app.webhook_raw(&tampered, Some(sig(SECRET.as_bytes(), now(), &raw))).await;
     assert_eq!(a.status, 401);
-    assert_eq!(
-        app.job_row(&id).await.get::<_, String>("status_label"),
-        "0",
-        "nothing changed"
-    );
+    assert_eq!(app.job_row(&id).await.get::<_, String>("status_label"), "0", "nothing changed");
     // Within the window both ways, and with a rotation's second v1 entry.
     let a = app
         .webhook_raw(
@@ -96,9 +86,7 @@ async fn webhook_signature_is_required_fresh_and_exact() {
 async fn webhook_body_over_64_kib_is_413() {
     let app = TestApp::new().await;
     let (_, id, nonce) = job_and_nonce(&app).await;
-    let a = app
-        .webhook(&failed(&id, &nonce, &"x".repeat(70 * 1024)))
-        .await;
+    let a = app.webhook(&failed(&id, &nonce, &"x".repeat(70 * 1024))).await;
     assert_eq!((a.status, a.code()), (413, "payload_too_large"));
     assert_eq!(app.job_row(&id).await.get::<_, String>("status_label"), "0");
 }
@@ -113,13 +101,9 @@ async fn completed_needs_a_result_url_under_the_jobs_own_prefix() {
         json!(format!("s3://other-bucket/code2des/{id}/1/result.json")),
         json!(format!("s3://{BUCKET}/code2des/{other}/1/result.json")),
         json!(format!("s3://{BUCKET}/code2des/{id}/2/result.json")),
-        json!(format!(
-            "s3://{BUCKET}/code2des/{id}/1/../../{other}/1/result.json"
-        )),
+        json!(format!("s3://{BUCKET}/code2des/{id}/1/../../{other}/1/result.json")),
         json!(format!("s3://{BUCKET}/code2des/{id}/1/")),
-        json!(format!(
-            "https://{BUCKET}.s3.amazonaws.com/code2des/{id}/1/result.json"
-        )),
+        json!(format!("https://{BUCKET}.s3.amazonaws.com/code2des/{id}/1/result.json")),
         json!(12),
     ] {
         let mut b = completed(&id, &nonce);
@@ -179,20 +163,14 @@ async fn webhook_with_stale_attempt_or_wrong_nonce_is_fenced() {
     assert_eq!(app.job_row(&id).await.get::<_, String>("status_label"), "0");
     // After the real outcome, a wrong nonce is still fenced (not "already terminal").
     app.webhook(&completed(&id, &nonce)).await;
-    assert_eq!(
-        app.webhook(&failed(&id, "wrong", "x")).await.code(),
-        "fenced"
-    );
+    assert_eq!(app.webhook(&failed(&id, "wrong", "x")).await.code(), "fenced");
 }
 
 #[tokio::test]
 async fn webhook_for_a_soft_deleted_job_is_410() {
     let app = TestApp::new().await;
     let (_, id, nonce) = job_and_nonce(&app).await;
-    app.sql(&format!(
-        "UPDATE code2des SET deleted_at = now(), deleted_by = 'ops' WHERE id = '{id}'"
-    ))
-    .await;
+    app.sql(&format!("UPDATE code2des SET deleted_at = now(), deleted_by = 'ops' WHERE id = '{id}'")).await;
     let a = app.webhook(&completed(&id, &nonce)).await;
     assert_eq!((a.status, a.code()), (410, "gone"));
     assert_eq!(app.job_row(&id).await.get::<_, String>("status_label"), "0");
@@ -208,9 +186,7 @@ async fn replay_of_the_same_outcome_is_200_and_another_outcome_is_409() {
     let replay = app.webhook(&body).await;
     assert_eq!(replay.status, 200, "{replay:?}");
     assert_eq!(
-        app.job_row(&id)
-            .await
-            .get::<_, chrono::DateTime<chrono::Utc>>("updated_at"),
+        app.job_row(&id).await.get::<_, chrono::DateTime<chrono::Utc>>("updated_at"),
         updated_at,
         "a replay writes nothing"
     );
@@ -221,10 +197,7 @@ async fn replay_of_the_same_outcome_is_200_and_another_outcome_is_409() {
     assert_eq!(app.webhook(&other).await.code(), "already_terminal");
     let row = app.job_row(&id).await;
     assert_eq!(
-        (
-            row.get::<_, String>("status_label"),
-            row.get::<_, Option<i32>>("warning_count")
-        ),
+        (row.get::<_, String>("status_label"), row.get::<_, Option<i32>>("warning_count")),
         ("1".into(), Some(3))
     );
 }
@@ -235,11 +208,7 @@ async fn failure_message_is_stripped_of_control_characters_and_capped() {
     let (t, id, nonce) = job_and_nonce(&app).await;
     let msg = format!("line1\nline2\u{0}\u{1b}[31m{}", "é".repeat(3000));
     assert_eq!(app.webhook(&failed(&id, &nonce, &msg)).await.status, 200);
-    let stored: String = app
-        .job_row(&id)
-        .await
-        .get::<_, Option<String>>("error_message")
-        .unwrap();
+    let stored: String = app.job_row(&id).await.get::<_, Option<String>>("error_message").unwrap();
     assert!(stored.starts_with("line1line2[31m"), "{stored:.40}");
     assert_eq!(stored.chars().count(), 2000);
     assert!(!stored.chars().any(char::is_control));
@@ -303,26 +272,16 @@ async fn racing_webhooks_make_exactly_one_transition() {
             continue;
         }
         let same = match b["status"].as_str().unwrap() {
-            "completed" => {
-                final_status == "1" && b["warning_count"].as_i64() == final_warnings.map(i64::from)
-            }
+            "completed" => final_status == "1" && b["warning_count"].as_i64() == final_warnings.map(i64::from),
             _ => final_status == "2" && final_message.as_deref() == b["error_message"].as_str(),
         };
         if same {
             assert_eq!(a.status, 200, "the winner and its replays: {a:?}");
             applied += 1;
         } else {
-            assert_eq!(
-                (a.status, a.code()),
-                (409, "already_terminal"),
-                "{b} → {a:?}"
-            );
+            assert_eq!((a.status, a.code()), (409, "already_terminal"), "{b} → {a:?}");
         }
     }
     assert!(applied >= 1);
-    assert_eq!(
-        app.scalar_i64("SELECT count(*) FROM transitions").await,
-        1,
-        "exactly one transition"
-    );
+    assert_eq!(app.scalar_i64("SELECT count(*) FROM transitions").await, 1, "exactly one transition");
 }

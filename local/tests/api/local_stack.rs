@@ -38,6 +38,10 @@ fn free_port() -> u16 {
 }
 
 async fn start() -> Stack {
+    start_with(&[]).await
+}
+
+async fn start_with(env: &[(&str, &str)]) -> Stack {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("c2d_stack_{}", uuid::Uuid::new_v4().simple());
     let base_url = admin_url().rsplit_once('/').unwrap().0.to_owned();
@@ -50,6 +54,7 @@ async fn start() -> Stack {
         .env_remove("S3_ENDPOINT")
         .env_remove("WEBHOOK_SECRET")
         .env_remove("CALLBACK_URL")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -175,4 +180,92 @@ async fn the_local_gateway_answers_preflight_unknown_routes_and_missing_identity
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unauthorized");
     assert!(body["requestId"].is_string());
+}
+
+#[tokio::test]
+async fn an_unreachable_database_gives_a_clear_message_not_a_stack_trace() {
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = Command::new(env!("CARGO_BIN_EXE_code2des-local"))
+        .args(["--addr", &format!("127.0.0.1:{}", free_port()), "--s3-addr", &format!("127.0.0.1:{}", free_port())])
+        .env("DATABASE_URL", format!("postgres://postgres@127.0.0.1:{dead}/code2des"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot reach PostgreSQL") && stderr.contains("DATABASE_URL"), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
+}
+
+#[tokio::test]
+async fn ctrl_c_shuts_the_stack_down_cleanly() {
+    let mut stack = start().await;
+    let pid = stack.child.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = stack.child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "did not stop after Ctrl-C");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn s3_endpoint_points_the_stack_at_an_external_server() {
+    // An independent S3-compatible server, with no bucket yet: the stack creates it.
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let external = code2des_local::s3server::serve(listener, dir.path(), "unused-bucket").unwrap();
+    let endpoint = external.endpoint();
+    let stack = start_with(&[("S3_ENDPOINT", endpoint.as_str()), ("ARTIFACT_BUCKET", "external-artifacts")]).await;
+    let (org, proj, pi) = seed(&stack).await;
+    let http = reqwest::Client::new();
+    let base = format!("{}/organizations/{org}/projects/{proj}/code2des", stack.base);
+    let (s, _, job) = call(
+        &http,
+        reqwest::Method::POST,
+        &base,
+        Some(json!({"pageImportId": pi, "figmaFileKey": "F", "screenId": "s"})),
+    )
+    .await;
+    assert_eq!(s, 202, "{job}");
+    let id = job["code2desId"].as_str().unwrap();
+    let s3 = code2des_local::s3server::client(&endpoint, "local", "local-secret");
+    let m = s3.get_object().bucket("external-artifacts").key(format!("code2des/{id}/1/manifest.json")).send().await;
+    assert!(m.is_ok(), "the manifest is on the external server");
+    drop(stack);
+    external.stop().await;
+}
+
+#[tokio::test]
+async fn demo_runs_one_job_end_to_end_and_prints_each_step() {
+    let db = format!("c2d_demo_{}", uuid::Uuid::new_v4().simple());
+    let base_url = admin_url().rsplit_once('/').unwrap().0.to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_code2des-local"))
+        .arg("demo")
+        .args(["--data-dir".as_ref(), dir.path().as_os_str()])
+        .env("DATABASE_URL", format!("{base_url}/{db}"))
+        .env_remove("S3_ENDPOINT")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Clean up the demo database.
+    if let Ok((c, conn)) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await {
+        tokio::spawn(conn);
+        let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)")).await;
+    }
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for step in [
+        "1. plugin triggers",
+        "3. plugin polls",
+        "4. plugin fetches",
+        "5. plugin records",
+        "6. a second placement",
+        "Done",
+    ] {
+        assert!(stdout.contains(step), "missing {step:?} in:\n{stdout}");
+    }
 }

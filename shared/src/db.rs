@@ -52,6 +52,15 @@ impl std::fmt::Debug for DbConfig {
     }
 }
 
+/// Where to connect when the database secret does not say (or says the cluster, not the
+/// proxy): `DB_HOST`, `DB_PORT`, `DB_NAME`. Each field given wins over the secret's.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct DbEndpoint {
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub dbname: Option<String>,
+}
+
 fn is_loopback(host: &Host) -> bool {
     match host {
         Host::Tcp(h) => h == "localhost" || h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()),
@@ -77,11 +86,19 @@ impl DbConfig {
         Ok(Self::finish(pg, tls))
     }
 
-    /// From the RDS-managed secret `{host,port,username,password,dbname}`: always verified TLS.
+    /// From the RDS-format secret `{host,port,username,password,dbname}`: always verified TLS.
     pub fn from_rds_secret(json: &str) -> Result<Self, DbSetupError> {
+        Self::from_rds_secret_via(json, &DbEndpoint::default())
+    }
+
+    /// From an RDS-format secret, with the endpoint's fields taking precedence over the
+    /// secret's. A secret that RDS manages for the master user holds only `username` and
+    /// `password`, and the functions must reach the database through RDS Proxy anyway, so the
+    /// deployment names the proxy endpoint (`DB_HOST`, `DB_PORT`, `DB_NAME`). Always verified TLS.
+    pub fn from_rds_secret_via(json: &str, endpoint: &DbEndpoint) -> Result<Self, DbSetupError> {
         #[derive(serde::Deserialize)]
         struct RdsSecret {
-            host: String,
+            host: Option<String>,
             port: Option<serde_json::Value>,
             username: String,
             password: String,
@@ -89,18 +106,24 @@ impl DbConfig {
         }
         let s: RdsSecret = serde_json::from_str(json)
             .map_err(|_| DbSetupError::Url("the database secret is not RDS-format JSON".into()))?;
-        let port = match s.port {
+        let host = endpoint
+            .host
+            .clone()
+            .or(s.host)
+            .ok_or_else(|| DbSetupError::Url("the database secret has no host and DB_HOST is not set".into()))?;
+        let port = endpoint.port.unwrap_or(match s.port {
             None => 5432,
             Some(serde_json::Value::Number(n)) => n.as_u64().and_then(|p| u16::try_from(p).ok()).unwrap_or(5432),
             Some(serde_json::Value::String(p)) => p.parse().unwrap_or(5432),
             Some(_) => 5432,
-        };
+        });
+        let dbname = endpoint.dbname.clone().or(s.dbname).unwrap_or_else(|| "postgres".into());
         let mut pg = tokio_postgres::Config::new();
-        pg.host(&s.host)
+        pg.host(&host)
             .port(port)
             .user(&s.username)
             .password(s.password.as_bytes())
-            .dbname(s.dbname.as_deref().unwrap_or("postgres"))
+            .dbname(&dbname)
             .ssl_mode(SslMode::Require);
         Ok(Self::finish(pg, true))
     }
@@ -232,5 +255,43 @@ pub async fn ensure_database(
         // Someone else created it between our check and our CREATE: just as good.
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) => Ok(false),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rds_managed_secret_without_host_connects_through_the_named_proxy() {
+        let managed = r#"{"username":"code2des","password":"p@ss w0rd"}"#;
+        let missing = DbConfig::from_rds_secret(managed).unwrap_err();
+        assert!(missing.to_string().contains("DB_HOST"), "{missing}");
+
+        let proxy = DbEndpoint {
+            host: Some("code2des.proxy-abc.eu-west-1.rds.amazonaws.com".into()),
+            port: None,
+            dbname: Some("code2des".into()),
+        };
+        let cfg = DbConfig::from_rds_secret_via(managed, &proxy).unwrap();
+        assert_eq!(cfg.pg.get_hosts(), &[Host::Tcp("code2des.proxy-abc.eu-west-1.rds.amazonaws.com".into())]);
+        assert_eq!(cfg.pg.get_ports(), &[5432]);
+        assert_eq!(cfg.pg.get_dbname(), Some("code2des"));
+        assert_eq!(cfg.pg.get_user(), Some("code2des"));
+        assert!(cfg.tls, "a database secret always means verified TLS");
+    }
+
+    #[test]
+    fn endpoint_fields_win_over_the_secrets_own() {
+        let full = r#"{"host":"cluster.example","port":"5433","username":"u","password":"p","dbname":"other"}"#;
+        let cfg = DbConfig::from_rds_secret(full).unwrap();
+        assert_eq!(cfg.pg.get_hosts(), &[Host::Tcp("cluster.example".into())]);
+        assert_eq!(cfg.pg.get_ports(), &[5433]);
+
+        let proxy = DbEndpoint { host: Some("proxy.example".into()), port: Some(6432), dbname: None };
+        let cfg = DbConfig::from_rds_secret_via(full, &proxy).unwrap();
+        assert_eq!(cfg.pg.get_hosts(), &[Host::Tcp("proxy.example".into())]);
+        assert_eq!(cfg.pg.get_ports(), &[6432]);
+        assert_eq!(cfg.pg.get_dbname(), Some("other"), "an absent field keeps the secret's");
     }
 }

@@ -10,6 +10,7 @@
 //! | `JOB_DEADLINE_SECONDS` | processing deadline, default 900 (15 minutes) |
 //! | `DB_CA_BUNDLE` | extra PEM roots for PostgreSQL TLS |
 //! | `DB_POOL_SIZE` | connections per instance, default 2 |
+//! | `DB_HOST` / `DB_PORT` / `DB_NAME` | with `DB_SECRET_ARN`: the endpoint (RDS Proxy), over the secret's |
 
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use secrecy::SecretString;
 use tokio::sync::OnceCell;
 
-use crate::db::{DbConfig, DbSetupError};
+use crate::db::{DbConfig, DbEndpoint, DbSetupError};
 
 pub type SetupError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -126,12 +127,18 @@ pub async fn webhook_secret() -> Result<SecretString, SetupError> {
         .ok_or_else(|| "WEBHOOK_SECRET_ARN or WEBHOOK_SECRET must be set".into())
 }
 
-/// Database settings: the RDS secret when `DB_SECRET_ARN` is set, else `DATABASE_URL`.
+/// Database settings: the RDS secret when `DB_SECRET_ARN` is set (its endpoint overridden by
+/// `DB_HOST` / `DB_PORT` / `DB_NAME` where given), else `DATABASE_URL`.
 pub async fn db_config() -> Result<DbConfig, SetupError> {
     if let Some(arn) = var("DB_SECRET_ARN") {
         use secrecy::ExposeSecret;
+        let port = match var("DB_PORT") {
+            None => None,
+            Some(v) => Some(v.parse().map_err(|_| -> SetupError { "DB_PORT must be a port number".into() })?),
+        };
+        let endpoint = DbEndpoint { host: var("DB_HOST"), port, dbname: var("DB_NAME") };
         let json = secret(&arn).await?;
-        return Ok(DbConfig::from_rds_secret(json.expose_secret())?);
+        return Ok(DbConfig::from_rds_secret_via(json.expose_secret(), &endpoint)?);
     }
     let url =
         var("DATABASE_URL").ok_or_else(|| -> SetupError { "DB_SECRET_ARN or DATABASE_URL must be set".into() })?;

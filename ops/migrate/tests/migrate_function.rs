@@ -1,0 +1,70 @@
+//! The migrate function against a fresh PostgreSQL database on 127.0.0.1:5432: the first
+//! invocation creates the `code2des` table with its three named indexes, the second applies
+//! nothing.
+
+use code2des_migrate::{handle, Deps};
+use lambda_runtime::{Context, LambdaEvent};
+use serde_json::{json, Value};
+use shared::db::DbConfig;
+
+const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+fn admin_url() -> String {
+    std::env::var("C2D_TEST_ADMIN_URL").unwrap_or_else(|_| ADMIN_URL.to_owned())
+}
+
+async fn admin() -> tokio_postgres::Client {
+    let cfg = DbConfig::from_url(&admin_url()).expect("admin URL");
+    shared::db::connect(&cfg, None).await.expect("PostgreSQL on 127.0.0.1:5432 (scripts/ensure-postgres)")
+}
+
+fn invocation() -> LambdaEvent<Value> {
+    LambdaEvent::new(json!({}), Context::default())
+}
+
+#[tokio::test]
+async fn migrate_function_applies_every_version_once() {
+    let name = format!("c2d_migrate_{:016x}", rand::random::<u64>());
+    let admin = admin().await;
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+
+    let mut cfg = DbConfig::from_url(&admin_url()).unwrap();
+    cfg.pg.dbname(&name);
+    let deps = Deps { db: cfg.clone(), ca_bundle: None };
+    let outcome = async {
+        let first = handle(&deps, invocation()).await.expect("first run");
+        let second = handle(&deps, invocation()).await.expect("second run");
+        let db = shared::db::connect(&cfg, None).await.unwrap();
+        let table = db
+            .query_one("SELECT count(*) FROM information_schema.tables WHERE table_name = 'code2des'", &[])
+            .await
+            .unwrap()
+            .get::<_, i64>(0);
+        let mut indexes: Vec<String> = db
+            .query(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'code2des' AND indexname LIKE 'code2des_%_idx'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        indexes.sort();
+        (first, second, table, indexes)
+    }
+    .await;
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+
+    let (first, second, table, indexes) = outcome;
+    assert_eq!(first["database"], json!(name));
+    let applied = first["applied"].as_array().expect("applied is a list");
+    assert!(!applied.is_empty(), "a fresh database gets every migration: {first}");
+    assert!(applied[0].as_str().is_some_and(|v| v.starts_with("V1__")), "{first}");
+    assert_eq!(second["applied"], json!([]), "a second run applies nothing: {second}");
+    assert_eq!(table, 1, "the code2des table exists");
+    assert_eq!(
+        indexes,
+        ["code2des_org_project_file_status_idx", "code2des_page_import_idx", "code2des_project_status_idx"]
+    );
+}

@@ -1,0 +1,319 @@
+//! Keeps `openapi.yaml` and the code in step: the operations are exactly the gateway's routes,
+//! the Job schema is exactly what `JobView` serialises (names, nullability, types), and every
+//! error code the code can emit is in the spec's `ErrorCode` enum (and nothing else is).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use chrono::{TimeZone, Utc};
+use code2des_local::gateway::{self, Route};
+use http::Method;
+use serde_json::Value;
+use shared::model::{Job, Nonce};
+use shared::types::Status;
+use shared::ApiError;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn spec() -> Value {
+    let text = std::fs::read_to_string(root().join("openapi.yaml")).expect("openapi.yaml at the repo root");
+    serde_norway::from_str(&text).expect("openapi.yaml is YAML")
+}
+
+/// Follows a local `$ref` (`#/components/...`).
+fn resolve<'a>(spec: &'a Value, v: &'a Value) -> &'a Value {
+    match v.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            let ptr = r.strip_prefix('#').expect("local refs only");
+            resolve(spec, spec.pointer(ptr).unwrap_or_else(|| panic!("dangling $ref {r}")))
+        }
+        None => v,
+    }
+}
+
+/// Every route variant; the match fails to compile when a variant is added and not listed.
+fn all_routes() -> Vec<Route> {
+    let all = [Route::Trigger, Route::List, Route::Get, Route::Result, Route::Placement, Route::Webhook];
+    for r in all {
+        match r {
+            Route::Trigger | Route::List | Route::Get | Route::Result | Route::Placement | Route::Webhook => {}
+        }
+    }
+    all.to_vec()
+}
+
+const METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+fn operations(spec: &Value) -> Vec<(String, String, Value)> {
+    let mut out = Vec::new();
+    for (path, item) in spec["paths"].as_object().expect("paths") {
+        for (k, op) in item.as_object().unwrap() {
+            if METHODS.contains(&k.as_str()) {
+                out.push((k.to_uppercase(), path.clone(), op.clone()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn operations_are_exactly_the_gateway_routes() {
+    let spec = spec();
+    assert_eq!(spec["openapi"].as_str().unwrap_or("").get(..3), Some("3.1"));
+    let documented: BTreeSet<String> = operations(&spec).iter().map(|(m, p, _)| format!("{m} {p}")).collect();
+    let served: BTreeSet<String> = all_routes().into_iter().map(|r| r.key().to_owned()).collect();
+    assert_eq!(documented, served);
+
+    // And the gateway routes each documented path (with sample parameters) to that operation.
+    for r in all_routes() {
+        let (m, p) = r.key().split_once(' ').unwrap();
+        let concrete = p
+            .replace("{organizationId}", "7")
+            .replace("{projectId}", "8")
+            .replace("{code2desId}", "01890a5d-ac96-774b-bcce-b302099a8057");
+        let (got, _) = gateway::route(&Method::from_bytes(m.as_bytes()).unwrap(), &concrete)
+            .unwrap_or_else(|| panic!("{}", r.key()));
+        assert_eq!(got, r);
+    }
+}
+
+#[test]
+fn path_parameters_are_declared_as_the_routes_name_them() {
+    let spec = spec();
+    for (m, path, op) in operations(&spec) {
+        let item = &spec["paths"][&path];
+        let mut declared = BTreeSet::new();
+        for p in
+            item["parameters"].as_array().into_iter().flatten().chain(op["parameters"].as_array().into_iter().flatten())
+        {
+            let p = resolve(&spec, p);
+            if p["in"] == "path" {
+                assert_eq!(p["required"], Value::Bool(true), "{m} {path}");
+                declared.insert(p["name"].as_str().unwrap().to_owned());
+            }
+        }
+        let in_path: BTreeSet<String> =
+            path.split('/').filter_map(|s| s.strip_prefix('{')?.strip_suffix('}').map(str::to_owned)).collect();
+        assert_eq!(declared, in_path, "{m} {path}");
+    }
+}
+
+fn job(with_options: bool) -> Job {
+    let t = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+    let some = |s: &str| with_options.then(|| s.to_owned());
+    Job {
+        id: "01890a5d-ac96-774b-bcce-b302099a8057".into(),
+        organization_id: 1,
+        project_id: 2,
+        page_import_id: "pi".into(),
+        figma_file_key: "F".into(),
+        screen_id: "s".into(),
+        placement_target: some("target"),
+        status: if with_options { Status::Completed } else { Status::Processing },
+        attempt: 1,
+        nonce: Nonce::from_db("secret-nonce".into()),
+        result_url: some("s3://b/code2des/x/1/result.json"),
+        warning_count: with_options.then_some(3),
+        error_message: some("boom"),
+        materialized_at: with_options.then_some(t),
+        materialized_node_id: some("1:2"),
+        created_at: t,
+        updated_at: t,
+        created_by: "sub".into(),
+        updated_by: "worker".into(),
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn schema_types(spec: &Value, schema: &Value) -> BTreeSet<String> {
+    let s = resolve(spec, schema);
+    match &s["type"] {
+        Value::String(t) => [t.clone()].into(),
+        Value::Array(ts) => ts.iter().map(|t| t.as_str().unwrap().to_owned()).collect(),
+        _ => panic!("schema without a type: {s}"),
+    }
+}
+
+#[test]
+fn job_schema_is_what_job_view_serialises() {
+    let spec = spec();
+    let schema = &spec["components"]["schemas"]["Job"];
+    let props = schema["properties"].as_object().expect("Job.properties");
+    let documented: BTreeSet<&str> = props.keys().map(String::as_str).collect();
+    let required: BTreeSet<&str> = schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(schema["additionalProperties"], Value::Bool(false));
+
+    let full = serde_json::to_value(job(true).view()).unwrap();
+    let empty = serde_json::to_value(job(false).view()).unwrap();
+    let fields: BTreeSet<&str> = full.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(documented, fields, "Job.properties vs JobView");
+    assert_eq!(required, fields, "every Job field is always present");
+    assert!(!full.to_string().contains("secret-nonce") && !full.to_string().contains("s3://"));
+
+    for name in fields {
+        let types = schema_types(&spec, &props[name]);
+        for sample in [&full[name], &empty[name]] {
+            assert!(types.contains(json_type(sample)), "{name}: {sample} is not of type {types:?}");
+        }
+        // Nullable in the spec exactly when the code can send null.
+        assert_eq!(types.contains("null"), empty[name].is_null(), "{name}: nullability");
+    }
+    let statuses: BTreeSet<&str> =
+        resolve(&spec, &props["status"])["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let names: BTreeSet<&str> = [Status::Processing, Status::Completed, Status::Failed].map(Status::api_name).into();
+    assert_eq!(statuses, names);
+}
+
+/// Error codes the code can emit: the fixed ones of `ApiError::code`, plus the free ones given
+/// to `conflict(..)` / `Conflict { code }` / `Unprocessable { code }` anywhere in the service,
+/// plus the gateway's own (unknown route, unreadable request).
+fn emitted_codes() -> BTreeSet<String> {
+    let mut codes: BTreeSet<String> = [
+        ApiError::invalid("f", "m"),
+        ApiError::Unauthorized("m"),
+        ApiError::NotFound("m"),
+        ApiError::Gone("m"),
+        ApiError::PayloadTooLarge { limit: 1 },
+        ApiError::ArtifactInvalid,
+        ApiError::Unavailable("m"),
+    ]
+    .iter()
+    .map(|e| e.code().to_owned())
+    .collect();
+    let mut files = vec![root().join("local/src/gateway.rs")];
+    for dir in [
+        "shared/src",
+        "functions/trigger/src",
+        "functions/lifecycle/src",
+        "functions/result/src",
+        "functions/webhook/src",
+        "functions/placement/src",
+    ] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            files.push(entry.unwrap().path());
+        }
+    }
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for marker in ["conflict(", "Conflict {", "Unprocessable {", "error(StatusCode::"] {
+            for (i, _) in text.match_indices(marker) {
+                let rest = &text[i + marker.len()..];
+                // The first string literal after the marker is the code; skip declarations.
+                let Some(open) = rest.find('"') else { continue };
+                if rest[..open].contains(';') || rest[..open].contains("=>") || rest[..open].contains("code,") {
+                    continue;
+                }
+                let lit = &rest[open + 1..];
+                let end = lit.find('"').unwrap();
+                let code = &lit[..end];
+                if code.chars().all(|c| c.is_ascii_lowercase() || c == '_') && !code.is_empty() {
+                    codes.insert(code.to_owned());
+                }
+            }
+        }
+    }
+    codes
+}
+
+#[test]
+fn every_error_code_is_documented() {
+    let spec = spec();
+    let documented: BTreeSet<String> = spec["components"]["schemas"]["ErrorCode"]["enum"]
+        .as_array()
+        .expect("ErrorCode enum")
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    let emitted = emitted_codes();
+    // The codes the brief and SPEC name must all be found by the scan, or it is scanning nothing.
+    for known in [
+        "invalid_request",
+        "unauthorized",
+        "not_found",
+        "page_import_not_completed",
+        "not_ready",
+        "job_failed",
+        "job_not_completed",
+        "fenced",
+        "already_terminal",
+        "gone",
+        "payload_too_large",
+        "idempotency_key_reused",
+        "artifact_invalid",
+        "service_unavailable",
+    ] {
+        assert!(emitted.contains(known), "the scan missed {known}");
+    }
+    assert_eq!(documented, emitted, "ErrorCode enum vs codes in the source");
+
+    let error = &spec["components"]["schemas"]["Error"];
+    assert_eq!(error["required"], serde_json::json!(["error", "requestId"]));
+    assert_eq!(error["properties"]["error"]["required"], serde_json::json!(["code", "message"]));
+}
+
+#[test]
+fn statuses_headers_and_security_are_documented() {
+    let spec = spec();
+    let expected: &[(&str, &[&str])] = &[
+        (
+            "POST /organizations/{organizationId}/projects/{projectId}/code2des",
+            &["202", "400", "401", "404", "409", "413", "422", "503"],
+        ),
+        ("GET /organizations/{organizationId}/projects/{projectId}/code2des", &["200", "400", "401", "404", "503"]),
+        (
+            "GET /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}",
+            &["200", "400", "401", "404", "503"],
+        ),
+        (
+            "GET /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/result",
+            &["200", "400", "401", "404", "409", "502", "503"],
+        ),
+        (
+            "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/placement",
+            &["200", "400", "401", "404", "409", "413", "503"],
+        ),
+        ("POST /code2des/webhook", &["200", "400", "401", "404", "409", "410", "413", "503"]),
+    ];
+    let ops = operations(&spec);
+    for (key, statuses) in expected {
+        let (_, _, op) = ops.iter().find(|(m, p, _)| format!("{m} {p}") == *key).expect(key);
+        let got: BTreeSet<&str> = op["responses"].as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(got, statuses.iter().copied().collect::<BTreeSet<_>>(), "{key}");
+        for (status, resp) in op["responses"].as_object().unwrap() {
+            let resp = resolve(&spec, resp);
+            if status.starts_with('4') || status.starts_with('5') {
+                let schema = &resp["content"]["application/json"]["schema"];
+                assert_eq!(schema["$ref"], "#/components/schemas/Error", "{key} {status}");
+            }
+            if status == "503" {
+                assert_eq!(resp["headers"]["Retry-After"]["required"], Value::Bool(true), "{key}");
+            }
+        }
+        if key.starts_with("POST /code2des/webhook") {
+            assert_eq!(op["security"], serde_json::json!([]));
+            let sig = op["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "Code2des-Signature");
+            assert!(sig, "the webhook documents Code2des-Signature");
+        }
+    }
+    let trigger = &ops.iter().find(|(m, p, _)| m == "POST" && p.ends_with("/code2des")).unwrap().2;
+    assert_eq!(trigger["responses"]["202"]["headers"]["Location"]["required"], Value::Bool(true));
+    assert!(trigger["parameters"].as_array().unwrap().iter().any(|p| resolve(&spec, p)["name"] == "Idempotency-Key"));
+
+    let schemes = &spec["components"]["securitySchemes"];
+    assert_eq!(schemes["cognitoJwt"]["scheme"], "bearer");
+    assert_eq!(schemes["localDevSub"]["name"], gateway::DEV_SUB_HEADER);
+    assert!(schemes["localDevSub"]["description"].as_str().unwrap().contains("LOCAL"));
+}

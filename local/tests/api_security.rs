@@ -1,0 +1,405 @@
+//! Security: no existence leak across tenants, and no secret in any answer or log line.
+//!
+//! - Every user route × every foreign scope (non-member, other organization, other project in
+//!   another organization, other project of the same organization, soft-deleted organization,
+//!   project, page import, job) answers 404 with exactly the body of a row that never existed
+//!   (only `requestId` differs).
+//! - A full job lifecycle, with its error paths, runs in-process while every tracing line is
+//!   captured: no nonce, webhook secret, S3 location or SQL text in any response; no nonce or
+//!   secret in any log line.
+//! - Hostile query parameters on the list route: only `limit` 1..=100 in digits is accepted.
+
+#[path = "api/helpers.rs"]
+mod helpers;
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use helpers::{default_body, trigger_event, Answer, Tenant, TestApp, SECRET};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::TestRunner;
+use serde_json::{json, Value};
+
+// --- log capture -------------------------------------------------------------------------------
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+/// Every tracing line of this test binary, at debug level for all crates (stricter than the
+/// `info` the service runs with).
+fn logs() -> &'static Captured {
+    static LOGS: OnceLock<Captured> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let c = Captured::default();
+        let _ = tracing_subscriber::fmt()
+            .with_writer(c.clone())
+            .with_env_filter(tracing_subscriber::EnvFilter::new("debug"))
+            .with_ansi(false)
+            .try_init();
+        c
+    })
+}
+
+fn log_text() -> String {
+    String::from_utf8_lossy(&logs().0.lock().unwrap()).into_owned()
+}
+
+// --- the matrix ----------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Trigger,
+    List,
+    Get,
+    Result,
+    Placement,
+}
+
+const OPS: [Op; 5] = [Op::Trigger, Op::List, Op::Get, Op::Result, Op::Placement];
+
+/// One request as a caller sees it: identity, path scope, job id, page import in the body.
+#[derive(Debug, Clone)]
+struct Call {
+    sub: String,
+    org: i32,
+    project: i32,
+    job: String,
+    page_import: String,
+}
+
+impl Call {
+    fn own(t: &Tenant, job: &str) -> Self {
+        Self {
+            sub: t.sub.clone(),
+            org: t.org,
+            project: t.project,
+            job: job.to_owned(),
+            page_import: t.page_import.clone(),
+        }
+    }
+
+    fn tenant(&self) -> Tenant {
+        Tenant { org: self.org, project: self.project, sub: self.sub.clone(), page_import: self.page_import.clone() }
+    }
+}
+
+async fn send(app: &TestApp, op: Op, c: &Call) -> Answer {
+    let t = c.tenant();
+    match op {
+        Op::Trigger => app.trigger_raw(trigger_event(&t, Some(&c.sub), default_body(&t), None)).await,
+        Op::List => app.list(&t, Some(&c.sub), &[]).await,
+        Op::Get => app.get(&t, Some(&c.sub), &c.job).await,
+        Op::Result => app.result(&t, Some(&c.sub), &c.job).await,
+        Op::Placement => app.place(&t, Some(&c.sub), &c.job, "1:2").await,
+    }
+}
+
+enum Cell {
+    /// 404 with the never-existed body.
+    NotFound,
+    /// The project is the caller's own and alive: the list answers 200 without the job.
+    ListedWithout,
+    /// The cell is not foreign at all (e.g. triggering from a live page import of one's own).
+    Skip,
+}
+
+fn cell(op: Op, scope: &str) -> Cell {
+    match (op, scope) {
+        // A member may list every live project of the organization.
+        (Op::List, "soft-deleted job" | "soft-deleted page import" | "other project of the same organization") => {
+            Cell::ListedWithout
+        }
+        (Op::List, "own organization path, job and page import of another") => Cell::Skip,
+        (Op::Trigger, "soft-deleted job") => Cell::Skip,
+        _ => Cell::NotFound,
+    }
+}
+
+/// A tenant with one completed job (artifact and image in S3).
+async fn tenant_with_job(app: &TestApp) -> (Tenant, String) {
+    let t = app.tenant().await;
+    let id = app.new_job(&t).await;
+    assert_eq!(app.complete(&id).await.status, 200);
+    (t, id)
+}
+
+#[tokio::test]
+async fn every_user_route_answers_404_alike_for_every_foreign_scope() {
+    let app = TestApp::new().await;
+    let (a, job_a) = tenant_with_job(&app).await;
+    let (b, _job_b) = tenant_with_job(&app).await;
+    let own = Call::own(&a, &job_a);
+
+    // A second project in A's organization, with nothing in it.
+    let a2: i32 =
+        app.sql(&format!("INSERT INTO project (organization_id, name) VALUES ({}, 'p2') RETURNING id", a.org)).await[0]
+            .get(0);
+
+    // Tenants whose org / project / page import / job is then soft-deleted.
+    let (del_org, del_org_job) = tenant_with_job(&app).await;
+    let (del_project, del_project_job) = tenant_with_job(&app).await;
+    let (del_pi, del_pi_job) = tenant_with_job(&app).await;
+    let (del_job, del_job_job) = tenant_with_job(&app).await;
+    app.sql(&format!("UPDATE organization SET deleted_at = now() WHERE id = {}", del_org.org)).await;
+    app.sql(&format!("UPDATE project SET deleted_at = now() WHERE id = {}", del_project.project)).await;
+    app.sql(&format!("UPDATE page_import SET deleted_at = now() WHERE id = '{}'", del_pi.page_import)).await;
+    app.sql(&format!("UPDATE code2des SET deleted_at = now(), deleted_by = 'test' WHERE id = '{del_job_job}'")).await;
+
+    // Never existed: the reference body per route, in the caller's own valid scope.
+    let never = Call {
+        project: i32::MAX,
+        job: uuid::Uuid::now_v7().to_string(),
+        page_import: "pi-never-existed".into(),
+        ..own.clone()
+    };
+    let never_job =
+        Call { job: uuid::Uuid::now_v7().to_string(), page_import: "pi-never-existed".into(), ..own.clone() };
+
+    let stranger = format!("stranger-{}", uuid::Uuid::new_v4());
+    let scopes: Vec<(&str, Call)> = vec![
+        ("non-member", Call { sub: stranger, ..own.clone() }),
+        ("member of another organization", Call { sub: b.sub.clone(), ..own.clone() }),
+        (
+            "own organization path, job and page import of another",
+            Call { org: b.org, project: b.project, sub: b.sub.clone(), ..own.clone() },
+        ),
+        ("other project in another organization", Call { project: b.project, ..own.clone() }),
+        ("other organization with its project", Call { org: b.org, project: b.project, ..own.clone() }),
+        ("other project of the same organization", Call { project: a2, ..own.clone() }),
+        ("soft-deleted organization", Call::own(&del_org, &del_org_job)),
+        ("soft-deleted project", Call::own(&del_project, &del_project_job)),
+        ("soft-deleted page import", Call::own(&del_pi, &del_pi_job)),
+        ("soft-deleted job", Call::own(&del_job, &del_job_job)),
+    ];
+
+    // The owner gets through on every route: the 404s below are about scope, nothing else.
+    for op in OPS {
+        let a = send(&app, op, &own).await;
+        assert!(a.status == 200 || a.status == 202, "{op:?} own scope: {a:?}");
+    }
+
+    let mut checked = 0;
+    for op in OPS {
+        let reference =
+            if matches!(op, Op::List) { send(&app, op, &never).await } else { send(&app, op, &never_job).await };
+        assert_eq!(reference.status, 404, "{op:?} never existed: {reference:?}");
+        assert!(reference.json["requestId"].is_string());
+        for (name, call) in &scopes {
+            let a = send(&app, op, call).await;
+            match cell(op, name) {
+                Cell::Skip => continue,
+                Cell::ListedWithout => {
+                    assert_eq!(a.status, 200, "{name}: {a:?}");
+                    let items = a.json["items"].as_array().unwrap();
+                    assert!(
+                        !items.iter().any(|j| j["code2desId"] == call.job.as_str()),
+                        "{name}: a hidden job is listed"
+                    );
+                    continue;
+                }
+                Cell::NotFound => {}
+            }
+            assert_eq!(a.status, 404, "{op:?} × {name}: {a:?}");
+            assert_eq!(
+                a.json["error"], reference.json["error"],
+                "{op:?} × {name}: the body differs from never-existed"
+            );
+            let keys: Vec<&String> = a.json.as_object().unwrap().keys().collect();
+            assert_eq!(keys, ["error", "requestId"], "{op:?} × {name}");
+            checked += 1;
+        }
+    }
+    // 5 routes × 10 scopes, less the cells where the project is the caller's own and alive.
+    let expected = OPS
+        .iter()
+        .flat_map(|op| scopes.iter().map(move |(n, _)| cell(*op, n)))
+        .filter(|c| matches!(c, Cell::NotFound))
+        .count();
+    assert_eq!(checked, expected);
+    assert!(checked >= 45, "{checked}");
+
+    // Nothing of A changed through any of those calls.
+    let row = app.job_row(&job_a).await;
+    assert_eq!(row.get::<_, Option<String>>("materialized_node_id").as_deref(), Some("1:2"));
+}
+
+// --- responses and logs --------------------------------------------------------------------------
+
+const SQL_WORDS: &[&str] = &[
+    "SELECT ",
+    "UPDATE code2des",
+    "INSERT INTO",
+    "DELETE FROM",
+    " WHERE ",
+    "RETURNING",
+    "tokio_postgres",
+    "syntax error",
+];
+
+fn scan_answer(a: &Answer, secrets: &[String], seen: &mut Vec<String>) {
+    let mut text = a.json.to_string();
+    for (k, v) in &a.headers {
+        text.push_str(&format!("\n{k}: {}", String::from_utf8_lossy(v.as_bytes())));
+    }
+    for s in secrets {
+        assert!(!text.contains(s.as_str()), "a response contains a secret: {text}");
+    }
+    assert!(!text.contains("s3://"), "a response contains an S3 location: {text}");
+    assert!(!text.contains("AKIA") && !text.contains("local-secret"), "a response contains S3 credentials: {text}");
+    for w in SQL_WORDS {
+        assert!(!text.contains(w), "a response contains SQL text {w:?}: {text}");
+    }
+    seen.push(format!("{} {}", a.status, a.json["error"]["code"].as_str().unwrap_or("")));
+}
+
+#[tokio::test]
+async fn no_secret_in_any_response_or_log_line() {
+    logs();
+    let mut app = TestApp::new().await;
+    let t = app.tenant().await;
+    let mut answers: Vec<Answer> = Vec::new();
+
+    // Trigger (with an Idempotency-Key, then its retry and its misuse), list with a cursor.
+    let first = app.trigger_raw(trigger_event(&t, Some(&t.sub), default_body(&t), Some("k-1"))).await;
+    let id = first.json["code2desId"].as_str().unwrap().to_owned();
+    answers.push(first);
+    answers.push(app.trigger_raw(trigger_event(&t, Some(&t.sub), default_body(&t), Some("k-1"))).await);
+    let mut other = default_body(&t);
+    other["screenId"] = json!("another");
+    answers.push(app.trigger_raw(trigger_event(&t, Some(&t.sub), other, Some("k-1"))).await);
+    let second = app.new_job(&t).await;
+    let page = app.list(&t, Some(&t.sub), &[("limit", "1")]).await;
+    let cursor = page.json["nextCursor"].as_str().unwrap().to_owned();
+    answers.push(page);
+    answers.push(app.list(&t, Some(&t.sub), &[("limit", "1"), ("cursor", &cursor)]).await);
+    answers.push(app.list(&t, Some(&t.sub), &[("cursor", "forged")]).await);
+
+    // Before completion: result not ready, placement refused.
+    answers.push(app.result(&t, Some(&t.sub), &id).await);
+    answers.push(app.place(&t, Some(&t.sub), &id, "1:2").await);
+
+    // Webhooks: bad signature, wrong nonce, completion, replay, conflicting outcome.
+    let m = app.manifest(&id).await;
+    let nonces = vec![m.nonce.clone(), app.manifest(&second).await.nonce];
+    let wrong = json!({"code2des_id": id, "attempt": 1, "nonce": "not-the-nonce", "status": "failed"});
+    answers.push(app.webhook_raw(wrong.to_string().as_bytes(), Some("t=1,v1=00".into())).await);
+    answers.push(app.webhook(&wrong).await);
+    answers.push(app.complete(&id).await);
+    let key = format!("code2des/{id}/1/result.json");
+    let replay = json!({"code2des_id": id, "attempt": 1, "nonce": m.nonce, "status": "completed",
+                        "result_url": format!("s3://{}/{key}", helpers::BUCKET), "warning_count": 2});
+    answers.push(app.webhook(&replay).await);
+    answers.push(app.webhook(&json!({"code2des_id": id, "attempt": 1, "nonce": m.nonce, "status": "failed"})).await);
+
+    // Completed: get, result, placement twice.
+    answers.push(app.get(&t, Some(&t.sub), &id).await);
+    answers.push(app.result(&t, Some(&t.sub), &id).await);
+    answers.push(app.place(&t, Some(&t.sub), &id, "1:2").await);
+    answers.push(app.place(&t, Some(&t.sub), &id, "3:4").await);
+
+    // A failed job, and an artifact whose nonce is wrong (502, reason only in the log).
+    answers.push(app.fail(&second, "conversion blew up").await);
+    answers.push(app.result(&t, Some(&t.sub), &second).await);
+    let third = app.new_job(&t).await;
+    let m3 = app.manifest(&third).await;
+    let bad = helpers::artifact(&third, "a-forged-nonce", json!({}), &[]);
+    answers.push(app.complete_with(&third, bad, &[]).await);
+    answers.push(app.result(&t, Some(&t.sub), &third).await);
+
+    // Dependency faults: S3 gone at trigger and at result.
+    app.stop_s3().await;
+    answers.push(app.trigger(&t).await);
+    answers.push(app.result(&t, Some(&t.sub), &id).await);
+
+    let mut secrets: Vec<String> = nonces;
+    secrets.push(m3.nonce.clone());
+    secrets.push(SECRET.to_owned());
+    let mut seen = Vec::new();
+    for a in &answers {
+        scan_answer(a, &secrets, &mut seen);
+    }
+    // The run went through the paths it claims to (so the scan scanned something).
+    for expected in [
+        "202 ",
+        "422 idempotency_key_reused",
+        "400 invalid_request",
+        "409 not_ready",
+        "409 job_not_completed",
+        "401 unauthorized",
+        "409 fenced",
+        "409 already_terminal",
+        "409 job_failed",
+        "502 artifact_invalid",
+        "503 service_unavailable",
+    ] {
+        assert!(
+            seen.iter().any(|s| s == expected || (expected.ends_with(' ') && s.starts_with(expected))),
+            "{expected} not seen: {seen:?}"
+        );
+    }
+
+    // Every nonce of the run also went through the handlers (manifest, webhook, artifact).
+    let log = log_text();
+    assert!(log.contains("job finished") && log.contains("artifact failed validation"), "the log was captured");
+    for line in log.lines() {
+        for s in &secrets {
+            assert!(!line.contains(s.as_str()), "a log line contains a secret: {line}");
+        }
+    }
+}
+
+// --- hostile list parameters ---------------------------------------------------------------------
+
+#[tokio::test]
+async fn list_limit_accepts_exactly_1_to_100() {
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let mut runner = TestRunner::deterministic();
+    let strategy = proptest::prop_oneof![
+        "[0-9]{1,4}",
+        "[-+ 0-9a-z.]{0,6}",
+        proptest::string::string_regex(".{0,8}").unwrap(),
+        (0i64..=200).prop_map(|n| n.to_string()),
+    ];
+    let cases: usize = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    for _ in 0..cases {
+        let raw = strategy.new_tree(&mut runner).unwrap().current();
+        let a = app.list(&t, Some(&t.sub), &[("limit", &raw)]).await;
+        let valid = !raw.is_empty()
+            && raw.len() <= 3
+            && raw.bytes().all(|b| b.is_ascii_digit())
+            && (1..=100).contains(&raw.parse::<i64>().unwrap_or(0));
+        if valid {
+            assert_eq!(a.status, 200, "limit={raw:?}: {a:?}");
+        } else {
+            a.assert_invalid("limit");
+        }
+        let status = a.status;
+        assert!(status == 200 || status == 400, "limit={raw:?}: {a:?}");
+    }
+    // Other parameters: repeated, empty, or not a status.
+    for q in ["status=done", "status=", "figmaFileKey=", "figmaFileKey=a&figmaFileKey=b", "cursor=", "limit=5&limit=6"]
+    {
+        let mut ev = helpers::list_event(&t, Some(&t.sub), &[]);
+        ev["rawQueryString"] = Value::String(q.to_owned());
+        let a = Answer::from(code2des_lifecycle::handler::handle(&app.lifecycle, helpers::to_request(&ev)).await);
+        assert_eq!(a.status, 400, "{q}: {a:?}");
+        assert!(a.message().starts_with(q.split('=').next().unwrap()), "{q}: {a:?}");
+    }
+}

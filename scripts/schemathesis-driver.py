@@ -52,7 +52,8 @@ def run(name, s, spec_path, extra, config=None):
             "--generation-database", "none", "--report", "ndjson", "--report-ndjson-path", report,
             "--no-color"] + extra
     print(f"== schemathesis ({name}):", " ".join(cmd[1:]), flush=True)
-    rc = subprocess.run(cmd).returncode
+    # Run from the stack's scratch dir: Schemathesis leaves a .schemathesis/ cache in its cwd.
+    rc = subprocess.run(cmd, cwd=s.dir).returncode
     return rc, figures(report)
 
 

@@ -126,8 +126,8 @@ impl Code2desId {
     }
 
     pub fn parse_field(field: &'static str, raw: &str) -> Result<Self, ApiError> {
-        // Only the hyphenated 36-character form: braces, URNs and simple forms are other
-        // spellings of the same id and would make two URLs for one job.
+        // Only the hyphenated 36-character form: braces, URNs and simple forms are refused.
+        // Hex case is not significant (RFC 9562); the id is stored and answered lowercase.
         if raw.len() != 36 {
             return Err(ApiError::invalid(field, "must be a UUID"));
         }
@@ -383,10 +383,11 @@ mod tests {
     }
 
     #[test]
-    fn uuids_have_one_spelling() {
+    fn uuids_are_hyphenated_and_case_insensitive() {
         let id = Code2desId::new_v7();
         assert_eq!(Code2desId::parse(&id.to_string()).unwrap(), id);
         assert!(Code2desId::parse(&id.uuid().simple().to_string()).is_err());
         assert!(Code2desId::parse("not-a-uuid").is_err());
+        assert_eq!(Code2desId::parse(&id.to_string().to_uppercase()).unwrap().to_db(), id.to_db());
     }
 }

@@ -108,7 +108,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
 
     let id = Code2desId::new_v7();
     let nonce = Nonce::generate();
-    let client = shared::db::conn(&deps.pool).await?;
+    let mut client = shared::db::conn(&deps.pool).await?;
     let new = NewJob {
         id,
         scope: &scope,
@@ -119,7 +119,12 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         nonce: nonce.expose(),
         idempotency: key.as_ref().map(|k| (k.as_str(), fingerprint.as_str())),
     };
-    let (job, capture_url) = match store::insert_job(&**client, &new).await? {
+    // The insert runs in an explicit transaction, committed only once its answer is in hand.
+    // Auto-committed, an INSERT that timed out here (a hung database) could still commit
+    // later, after the client was told 503: a processing row that no manifest ever dispatched.
+    // A dropped, uncommitted transaction is rolled back instead.
+    let tx = shared::db::timed(client.transaction()).await?;
+    let (job, capture_url) = match store::insert_job(&*tx, &new).await? {
         Inserted::Created { job, capture_url } => (job, capture_url),
         Inserted::NotFound => return Err(ApiError::NotFound("page import not found")),
         Inserted::PageImportNotCompleted => {
@@ -129,7 +134,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
             // The key was claimed before (possibly by a request racing this one, which the
             // insert waited for): answer what that request created.
             let key = key.as_ref().map(IdempotencyKey::as_str).unwrap_or_default();
-            return match store::find_by_idempotency_key(&**client, &scope, key).await? {
+            return match store::find_by_idempotency_key(&*tx, &scope, key).await? {
                 Some((hash, job)) if hash == fingerprint => Ok(accepted(&job, request_id)),
                 Some(_) => Err(ApiError::Unprocessable {
                     code: "idempotency_key_reused",
@@ -140,6 +145,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         }
     };
 
+    let committed = shared::db::timed(tx.commit()).await;
     let manifest = Manifest {
         version: PROTOCOL_VERSION,
         code2des_id: job.id.clone(),
@@ -155,6 +161,15 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         callback_url: deps.callback_url.clone(),
         result_prefix: format!("s3://{}/{}", deps.bucket, job_prefix(id, job.attempt)),
     };
+    if let Err(e) = committed {
+        // The COMMIT's outcome is unknown: the row may exist. Dispatch it anyway, so that a row
+        // that did commit is worked on (a manifest whose row did not is refused by the webhook
+        // with 404), and answer 503: a retry with the same Idempotency-Key finds this job.
+        if let Err(reason) = put_manifest(deps, &manifest).await {
+            tracing::error!(code2des_id = %job.id, error = %reason, "manifest write after an uncertain commit failed");
+        }
+        return Err(e);
+    }
     if let Err(reason) = put_manifest(deps, &manifest).await {
         tracing::error!(code2des_id = %job.id, error = %reason, "manifest write failed; failing the job");
         // The row must not stay processing with no worker ever told about it.

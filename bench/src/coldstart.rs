@@ -1,0 +1,274 @@
+//! Cold start: each function binary (and a hello-world `lambda_http` binary built with the
+//! same profile) is spawned against a local stand-in for the Lambda Runtime API; init is the
+//! time from just before `spawn` to the first `GET /2018-06-01/runtime/invocation/next`, i.e.
+//! settings read, clients built, runtime ready. Binaries are interleaved round by round, the
+//! starting one rotating, so a noisy neighbour hits them all alike.
+//!
+//! `DATABASE_URL` and `S3_ENDPOINT` point at loopback sentinel listeners that only count
+//! connections: a function that touched the database or S3 during init would show it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::stats::{f1, f2, median, ms, pct, Table};
+
+pub const FUNCTIONS: [&str; 5] = ["trigger", "lifecycle", "result", "webhook", "placement"];
+
+enum Poll {
+    Next(Instant),
+    InitError(String),
+}
+
+/// The Runtime API stand-in: records `/next` polls (and never answers them: the process is
+/// killed once its init is measured) and init errors.
+fn runtime_api() -> (u16, mpsc::Receiver<Poll>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the runtime API");
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let tx = tx.clone();
+            std::thread::spawn(move || serve(stream, tx));
+        }
+    });
+    (port, rx)
+}
+
+fn serve(stream: TcpStream, tx: mpsc::Sender<Poll>) {
+    let _ = stream.set_nodelay(true);
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let at = Instant::now();
+        let mut content_length = 0usize;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            if h == "\r\n" || h == "\n" {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    content_length = v.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0; content_length];
+        let _ = reader.read_exact(&mut body);
+        if line.starts_with("GET /2018-06-01/runtime/invocation/next") {
+            let _ = tx.send(Poll::Next(at));
+            // Hold the long poll until the process goes away.
+            let mut sink = Vec::new();
+            let _ = reader.read_to_end(&mut sink);
+            return;
+        }
+        if line.contains("/init/error") || line.contains("/error") {
+            let _ = tx.send(Poll::InitError(String::from_utf8_lossy(&body).into_owned()));
+        }
+        let mut w = &stream;
+        let _ = w.write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 16\r\n\r\n{\"status\":\"OK\"}\n");
+    }
+}
+
+/// A listener that only counts connections (and keeps them open).
+fn sentinel() -> (u16, Arc<AtomicU64>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let n = Arc::new(AtomicU64::new(0));
+    let n2 = n.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            n2.fetch_add(1, Ordering::Relaxed);
+            held.push(s);
+        }
+    });
+    (port, n)
+}
+
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Size of `path` zipped as `bootstrap`, the way a provided.al2023 function is deployed.
+fn zip_size(path: &PathBuf) -> Option<u64> {
+    let dir = tempfile::tempdir().ok()?;
+    std::fs::copy(path, dir.path().join("bootstrap")).ok()?;
+    let ok = Command::new("zip")
+        .current_dir(dir.path())
+        .args(["-q", "-9", "-X", "f.zip", "bootstrap"])
+        .stderr(Stdio::null())
+        .status()
+        .ok()?
+        .success();
+    if !ok {
+        return None;
+    }
+    std::fs::metadata(dir.path().join("f.zip")).ok().map(|m| m.len())
+}
+
+struct Target {
+    name: String,
+    path: PathBuf,
+    inits: Vec<f64>,
+    hwm: Vec<u64>,
+    db_conns: u64,
+    s3_conns: u64,
+}
+
+pub fn release_dir() -> PathBuf {
+    std::env::current_exe().unwrap().parent().unwrap().to_path_buf()
+}
+
+pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
+    let dir = release_dir();
+    let mut targets: Vec<Target> = std::iter::once("hello")
+        .chain(FUNCTIONS)
+        .map(|n| (n.to_owned(), dir.join(n)))
+        .chain(extra.iter().cloned())
+        .map(|(name, path)| Target { name, path, inits: vec![], hwm: vec![], db_conns: 0, s3_conns: 0 })
+        .collect();
+    for t in &targets {
+        if !t.path.exists() {
+            return Err(format!(
+                "{} not found: build first (scripts/bench does `cargo build --release --workspace --bins`)",
+                t.path.display()
+            ));
+        }
+    }
+    let (port, polls) = runtime_api();
+    let (db_port, db_hits) = sentinel();
+    let (s3_port, s3_hits) = sentinel();
+    let task_root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let env: Vec<(String, String)> = [
+        ("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{port}")),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512".into()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".into()),
+        ("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand".into()),
+        ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/bench".into()),
+        ("AWS_LAMBDA_LOG_STREAM_NAME", "2026/01/01/[$LATEST]bench".into()),
+        ("AWS_EXECUTION_ENV", "AWS_Lambda_provided.al2023".into()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("AWS_DEFAULT_REGION", "us-east-1".into()),
+        ("AWS_ACCESS_KEY_ID", "AKIDBENCHDUMMY".into()),
+        ("AWS_SECRET_ACCESS_KEY", "bench-dummy-secret".into()),
+        ("AWS_SESSION_TOKEN", "bench-dummy-token".into()),
+        ("LAMBDA_TASK_ROOT", task_root.path().display().to_string()),
+        ("LANG", "en_US.UTF-8".into()),
+        ("TZ", ":UTC".into()),
+        ("PATH", "/usr/local/bin:/usr/bin:/bin".into()),
+        ("DATABASE_URL", format!("postgres://postgres@127.0.0.1:{db_port}/code2des")),
+        ("WEBHOOK_SECRET", "bench-webhook-secret".into()),
+        ("ARTIFACT_BUCKET", "code2des-artifacts".into()),
+        ("S3_ENDPOINT", format!("http://127.0.0.1:{s3_port}")),
+        ("CALLBACK_URL", "https://api.example.test/code2des/webhook".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+
+    let n = targets.len();
+    // Round 0 warms the page cache and is not counted.
+    for round in 0..=rounds {
+        for k in 0..n {
+            let t = &mut targets[(round + k) % n];
+            let (db0, s30) = (db_hits.load(Ordering::Relaxed), s3_hits.load(Ordering::Relaxed));
+            let (init, hwm) = spawn_once(&t.path, &t.name, &env, &polls)?;
+            // Connections may still be in flight right after the poll: count them at the end.
+            std::thread::sleep(Duration::from_millis(2));
+            if round > 0 {
+                t.inits.push(init);
+                t.hwm.push(hwm);
+                t.db_conns += db_hits.load(Ordering::Relaxed) - db0;
+                t.s3_conns += s3_hits.load(Ordering::Relaxed) - s30;
+            }
+        }
+    }
+
+    println!("## Cold start: process start -> first /next poll ({rounds} interleaved rounds)\n");
+    let hello = median(&targets[0].inits);
+    let mut table = Table::new(&[
+        "binary",
+        "size KiB",
+        "zip KiB",
+        "init median ms",
+        "init p90 ms",
+        "min ms",
+        "ratio to hello (median)",
+        "VmHWM at init KiB",
+        "DB/S3 conns at init",
+    ]);
+    for t in &targets {
+        let size = std::fs::metadata(&t.path).map(|m| m.len()).unwrap_or(0);
+        let zip = zip_size(&t.path).map_or("n/a".to_owned(), |z| (z / 1024).to_string());
+        let med = median(&t.inits);
+        table.row(vec![
+            t.name.clone(),
+            (size / 1024).to_string(),
+            zip,
+            f2(med),
+            f2(pct(&t.inits, 90.0)),
+            f2(pct(&t.inits, 0.0)),
+            f2(med / hello),
+            f1(median(&t.hwm.iter().map(|&x| x as f64).collect::<Vec<_>>())),
+            format!("{}/{}", t.db_conns, t.s3_conns),
+        ]);
+    }
+    table.print();
+    Ok(())
+}
+
+fn spawn_once(
+    path: &PathBuf,
+    name: &str,
+    env: &[(String, String)],
+    polls: &mpsc::Receiver<Poll>,
+) -> Result<(f64, u64), String> {
+    while polls.try_recv().is_ok() {}
+    let stderr = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let mut child = Command::new(path)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env("AWS_LAMBDA_FUNCTION_NAME", name)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr.reopen().map_err(|e| e.to_string())?)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let deadline = start + Duration::from_secs(15);
+    let outcome = loop {
+        match polls.recv_timeout(Duration::from_millis(5)) {
+            Ok(Poll::Next(at)) => {
+                let hwm = vm_hwm_kib(child.id()).unwrap_or(0);
+                break Ok((ms(at - start), hwm));
+            }
+            Ok(Poll::InitError(body)) => break Err(format!("{name}: init error reported: {body}")),
+            Err(_) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let err = std::fs::read_to_string(stderr.path()).unwrap_or_default();
+                    break Err(format!("{name} exited ({status}) before polling: {err}"));
+                }
+                if Instant::now() > deadline {
+                    break Err(format!("{name}: no /next poll within 15 s"));
+                }
+            }
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    outcome
+}

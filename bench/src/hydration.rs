@@ -1,0 +1,182 @@
+//! Hydration: result GET of a job with 32 images of ~100 KB against one with a single image
+//! (latency, in-process, interleaved), with the image fetch concurrency at 1, the default
+//! (`Limits::fetch_concurrency`) and 32; and the peak memory of one result call, measured in a
+//! fresh child process per case (VmHWM from /proc/self/status before and after the call).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use code2des_local::s3server;
+use shared::artifact::Limits;
+
+use crate::fixture::{self, answer, request, App, Tenant, BUCKET};
+use crate::stats::{f1, f2, median, ms, pct, Table};
+
+/// Side of the noise PNGs: 3·184² ≈ 101 KB each.
+const SIDE: u32 = 184;
+
+pub async fn run(app: Arc<App>, quick: bool) {
+    let t = app.tenant().await;
+    let mut jobs = Vec::new();
+    for n in [1usize, 32, 64] {
+        let id = app.insert_jobs(&t, 1).await.remove(0);
+        app.complete(&id, n, SIDE).await;
+        jobs.push((n, id));
+    }
+    let image_bytes = fixture::png(SIDE, SIDE).len();
+    let rounds = if quick { 2 } else { 30 };
+    let default_conc = Limits::default().fetch_concurrency;
+
+    println!(
+        "## Hydration: result GET, images of {image_bytes} bytes each ({rounds} interleaved rounds, fetch concurrency = Limits::fetch_concurrency)\n"
+    );
+    let mut table = Table::new(&[
+        "images",
+        "fetch concurrency",
+        "p50 ms",
+        "p90 ms",
+        "ratio to 1 image (p50)",
+        "S3 requests/call (GET/HEAD)",
+        "inlined/deferred",
+        "body bytes",
+    ]);
+    let concs = [1usize, default_conc, 32];
+    let deps: Vec<_> = concs
+        .iter()
+        .map(|&c| {
+            let mut d = app.result(&app.pool);
+            d.limits.fetch_concurrency = c;
+            d
+        })
+        .collect();
+    // cases: (images, deps index)
+    let cases: Vec<(usize, usize)> = vec![(1, 1), (32, 0), (32, 1), (32, 2), (64, 1)];
+    let mut lat: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    let mut info: Vec<(String, String, usize)> = vec![Default::default(); cases.len()];
+    for round in 0..=rounds {
+        for (k, &(n, d)) in cases.iter().enumerate() {
+            let id = &jobs.iter().find(|j| j.0 == n).unwrap().1;
+            let ev = fixture::result_event(&t, id);
+            let before = app.s3_calls.snapshot();
+            let t0 = Instant::now();
+            let resp = code2des_result::handler::handle(&deps[d], request(&ev)).await;
+            let el = ms(t0.elapsed());
+            let after = app.s3_calls.snapshot();
+            let body: serde_json::Value = serde_json::from_slice(resp.body().as_ref()).unwrap_or_default();
+            let (status, len) = answer(resp);
+            assert_eq!(status, 200, "result with {n} images");
+            if round > 0 {
+                lat[k].push(el);
+            }
+            let inl = body["images"].as_object().map_or(0, |m| m.len());
+            let def = body["deferredImages"].as_array().map_or(0, |a| a.len());
+            info[k] = (format!("{}/{}", after[0] - before[0], after[1] - before[1]), format!("{inl}/{def}"), len);
+        }
+    }
+    let base = median(&lat[0]);
+    for (k, &(n, d)) in cases.iter().enumerate() {
+        table.row(vec![
+            n.to_string(),
+            concs[d].to_string(),
+            f2(median(&lat[k])),
+            f2(pct(&lat[k], 90.0)),
+            f2(median(&lat[k]) / base),
+            info[k].0.clone(),
+            info[k].1.clone(),
+            info[k].2.to_string(),
+        ]);
+    }
+    table.print();
+
+    // Peak memory, one child process per case and repetition.
+    let reps = if quick { 1 } else { 3 };
+    let mut mem = Table::new(&[
+        "images",
+        "body bytes",
+        "VmHWM before call KiB",
+        "VmHWM after call KiB",
+        "peak growth KiB (median)",
+        "growth / body",
+    ]);
+    for (n, id) in &jobs {
+        let mut growth = Vec::new();
+        let mut last = (0u64, 0u64, 0u64);
+        for _ in 0..reps {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["hydration-child", &app.url, &app.s3_server.endpoint(), &tenant_arg(&t), id])
+                .output()
+                .expect("spawn the hydration child");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let v: Vec<u64> = text.split_whitespace().filter_map(|s| s.parse().ok()).collect();
+            if !out.status.success() || v.len() != 3 {
+                eprintln!("hydration child failed: {text} {}", String::from_utf8_lossy(&out.stderr));
+                continue;
+            }
+            growth.push((v[1] - v[0]) as f64);
+            last = (v[0], v[1], v[2]);
+        }
+        let g = median(&growth);
+        mem.row(vec![
+            n.to_string(),
+            last.2.to_string(),
+            last.0.to_string(),
+            last.1.to_string(),
+            f1(g),
+            f2(g * 1024.0 / last.2.max(1) as f64),
+        ]);
+    }
+    println!("Peak memory of ONE result call in a fresh process ({reps} processes per case):\n");
+    mem.print();
+}
+
+fn tenant_arg(t: &Tenant) -> String {
+    format!("{},{},{}", t.org, t.project, t.sub)
+}
+
+fn vm_hwm_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0)
+}
+
+/// The child: builds the result handler's Deps like the Lambda does (multi-thread runtime,
+/// lazily connecting pool, S3 client), opens its connections, then makes ONE result call
+/// and prints `VmHWM-before VmHWM-after body-bytes`.
+pub fn child(args: &[String]) -> Result<(), String> {
+    let [url, endpoint, tenant, id] = args else {
+        return Err("hydration-child URL S3_ENDPOINT ORG,PROJECT,SUB JOB_ID".into());
+    };
+    let mut parts = tenant.splitn(3, ',');
+    let (org, project, sub) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+    let t = Tenant {
+        org: org.parse().unwrap(),
+        project: project.parse().unwrap(),
+        sub: sub.to_owned(),
+        page_import: String::new(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async move {
+        shared::db::install_crypto_provider();
+        let db = shared::db::DbConfig::from_url(url).unwrap();
+        let pool = shared::db::pool(&db, None, 2).unwrap();
+        let s3 = s3server::client(endpoint, s3server::ACCESS_KEY, s3server::SECRET_KEY);
+        drop(pool.get().await.map_err(|e| e.to_string())?);
+        s3.head_bucket().bucket(BUCKET).send().await.map_err(|e| e.to_string())?;
+        let deps = code2des_result::handler::Deps {
+            pool,
+            s3,
+            bucket: BUCKET.into(),
+            deadline: shared::setup::DEFAULT_DEADLINE,
+            limits: Limits::default(),
+        };
+        let ev = fixture::result_event(&t, id);
+        let before = vm_hwm_kib();
+        let resp = code2des_result::handler::handle(&deps, request(&ev)).await;
+        let (status, len) = answer(resp);
+        let after = vm_hwm_kib();
+        if status != 200 {
+            return Err(format!("status {status}"));
+        }
+        println!("{before} {after} {len}");
+        Ok(())
+    })
+}

@@ -1,0 +1,161 @@
+//! Round trips per happy-path request: every handler runs against a pool that connects
+//! through the counting proxy ([`crate::pgproxy`]), so the frontend protocol messages per call
+//! are counted exactly; `pg_stat_statements` (track = all, so statements run by triggers or
+//! functions would count too) gives the statements the server executed; an SDK interceptor
+//! counts S3 requests. Each route runs once to warm its connection, then `calls` times.
+
+use std::net::SocketAddr;
+
+use crate::fixture::{self, answer, request, App};
+use crate::pgproxy::{self, Counts};
+use crate::stats::{f1, Table};
+
+struct Row {
+    route: &'static str,
+    calls: u64,
+    wire: Counts,
+    statements: (i64, i64),
+    s3: [u64; 4],
+    texts: Vec<String>,
+    ok: bool,
+}
+
+pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_name: &str, calls: usize) {
+    let upstream: SocketAddr = format!("127.0.0.1:{pg_port}").parse().unwrap();
+    let (proxy, wire) = pgproxy::start(upstream).await;
+    let pool = app.pool_to(&format!("postgres://postgres@{proxy}/{db_name}"), 2);
+    admin.batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements").await.expect("pg_stat_statements");
+
+    let t = app.tenant().await;
+    // Jobs: one completed (get, result), `calls + 1` completed for first placements, and
+    // `calls + 1` processing for webhook transitions.
+    let done = app.insert_jobs(&t, 1).await.remove(0);
+    app.complete(&done, 1, 8).await;
+    let to_place = app.insert_jobs(&t, calls + 1).await;
+    for id in &to_place {
+        app.complete(id, 0, 8).await;
+    }
+    let to_finish = app.insert_jobs(&t, calls + 1).await;
+
+    let trigger = app.trigger(&pool);
+    let lifecycle = app.lifecycle(&pool);
+    let result = app.result(&pool);
+    let webhook = app.webhook(&pool);
+    let placement = app.placement(&pool);
+
+    let mut rows = Vec::new();
+    let routes: [&'static str; 7] =
+        ["trigger", "lifecycle.get", "lifecycle.list", "result", "placement (first)", "placement (later)", "webhook"];
+    for route in routes {
+        // The first call opens the connection (its startup messages are not the request's).
+        let mut statuses = Vec::new();
+        for i in 0..=calls {
+            if i == 1 {
+                admin.execute("SELECT pg_stat_statements_reset()", &[]).await.unwrap();
+            }
+            let before = (wire.snapshot(), app.s3_calls.snapshot());
+            let resp = match route {
+                "trigger" => code2des_trigger::handler::handle(&trigger, request(&fixture::trigger_event(&t))).await,
+                "lifecycle.get" => {
+                    code2des_lifecycle::handler::handle(&lifecycle, request(&fixture::get_event(&t, &done))).await
+                }
+                "lifecycle.list" => {
+                    code2des_lifecycle::handler::handle(&lifecycle, request(&fixture::list_event(&t))).await
+                }
+                "result" => code2des_result::handler::handle(&result, request(&fixture::result_event(&t, &done))).await,
+                "placement (first)" => {
+                    let ev = fixture::placement_event(&t, &to_place[i]);
+                    code2des_placement::handler::handle(&placement, request(&ev)).await
+                }
+                "placement (later)" => {
+                    let ev = fixture::placement_event(&t, &to_place[0]);
+                    code2des_placement::handler::handle(&placement, request(&ev)).await
+                }
+                _ => code2des_webhook::handler::handle(&webhook, request(&fixture::webhook_event(&to_finish[i]))).await,
+            };
+            statuses.push(answer(resp).0);
+            if i >= 1 {
+                let after = (wire.snapshot(), app.s3_calls.snapshot());
+                let w = pgproxy::diff(&before.0, &after.0);
+                let s3: [u64; 4] = std::array::from_fn(|k| after.1[k] - before.1[k]);
+                if i == 1 {
+                    rows.push(Row {
+                        route,
+                        calls: 0,
+                        wire: [0; 8],
+                        statements: (0, 0),
+                        s3: [0; 4],
+                        texts: vec![],
+                        ok: true,
+                    });
+                }
+                let r = rows.last_mut().unwrap();
+                r.calls += 1;
+                for k in 0..8 {
+                    r.wire[k] += w[k];
+                }
+                for k in 0..4 {
+                    r.s3[k] += s3[k];
+                }
+            }
+        }
+        let r = rows.last_mut().unwrap();
+        r.ok = statuses.iter().all(|s| (200..300).contains(s));
+        let stats = admin
+            .query_one(
+                "SELECT coalesce(sum(calls), 0)::int8, coalesce(sum(calls) FILTER (WHERE toplevel), 0)::int8 \
+                 FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)",
+                &[&db_name],
+            )
+            .await
+            .unwrap();
+        r.statements = (stats.get(0), stats.get(1));
+        r.texts = admin
+            .query(
+                "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) FROM pg_stat_statements \
+                 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY calls DESC",
+                &[&db_name],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| format!("{}x {}", row.get::<_, i64>(0), row.get::<_, String>(1)))
+            .collect();
+        if !r.ok {
+            eprintln!("warning: {route} answered {statuses:?}");
+        }
+    }
+
+    println!("## Round trips per happy-path request ({calls} calls each, after one warm-up call)\n");
+    let mut table = Table::new(&[
+        "route",
+        "SQL statements (pg_stat_statements, all / top-level)",
+        "round trips (Sync+Query)",
+        "Parse",
+        "Bind",
+        "Execute",
+        "new connections",
+        "S3 GET/HEAD/PUT",
+        "2xx",
+    ]);
+    for r in &rows {
+        let per = |x: f64| f1(x / r.calls as f64);
+        table.row(vec![
+            r.route.to_owned(),
+            format!("{} / {}", per(r.statements.0 as f64), per(r.statements.1 as f64)),
+            per((r.wire[5] + r.wire[6]) as f64),
+            per(r.wire[1] as f64),
+            per(r.wire[2] as f64),
+            per(r.wire[4] as f64),
+            r.wire[0].to_string(),
+            format!("{}/{}/{}", per(r.s3[0] as f64), per(r.s3[1] as f64), per(r.s3[2] as f64)),
+            if r.ok { "yes".into() } else { "NO".into() },
+        ]);
+    }
+    table.print();
+    println!("Statements seen by the server (normalised text, first 70 characters):\n");
+    for r in &rows {
+        println!("- {}: {}", r.route, r.texts.join(" · "));
+    }
+    println!();
+}

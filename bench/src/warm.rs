@@ -1,0 +1,408 @@
+//! Warm path: each route's handler in-process (event JSON -> `Request` -> handler ->
+//! response, as the runtime drives it minus its HTTP hop) beside the same SQL statement run
+//! directly through tokio-postgres on plain connections (the public `shared::store` function,
+//! which is exactly one `query_typed` plus row decoding), at concurrency 1, 8 and 32.
+//! Handler and raw runs alternate within each round; the ratio is taken per round (paired),
+//! then its median across rounds.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use shared::store::{self, ListQuery, NewJob, Outcome, Scope};
+use shared::types::{Code2desId, Status};
+
+use crate::fixture::{self, request, App, Tenant, BUCKET, NONCE};
+use crate::stats::{f2, median, ms, pct, Table};
+
+type Op = Arc<dyn Fn(usize, usize) -> BoxFuture<'static, bool> + Send + Sync>;
+
+struct Sample {
+    lat_ms: Vec<f64>,
+    tput: f64,
+    failures: usize,
+}
+
+async fn drive(conc: usize, total: usize, op: Op) -> Sample {
+    let next = Arc::new(AtomicUsize::new(0));
+    let lats = Arc::new(Mutex::new(Vec::with_capacity(total)));
+    let fails = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..conc)
+        .map(|w| {
+            let (next, lats, fails, op) = (next.clone(), lats.clone(), fails.clone(), op.clone());
+            tokio::spawn(async move {
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        break;
+                    }
+                    let t0 = Instant::now();
+                    if !op(w, i).await {
+                        fails.fetch_add(1, Ordering::Relaxed);
+                    }
+                    mine.push(ms(t0.elapsed()));
+                }
+                lats.lock().unwrap().extend(mine);
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let elapsed = start.elapsed();
+    let lat_ms = std::mem::take(&mut *lats.lock().unwrap());
+    Sample { lat_ms, tput: total as f64 / elapsed.as_secs_f64(), failures: fails.load(Ordering::Relaxed) }
+}
+
+fn scope(t: &Tenant) -> Scope {
+    Scope { organization_id: t.org, project_id: t.project, subject: t.sub.clone() }
+}
+
+const DEADLINE: Duration = shared::setup::DEFAULT_DEADLINE;
+
+/// One route: how to build (per case) the handler op and the raw op.
+struct Route {
+    name: &'static str,
+    /// Handler op, raw op, and (trigger, result) a raw op that adds the handler's S3 calls.
+    make: Box<dyn Fn(usize) -> BoxFuture<'static, (Op, Op, Option<Op>)> + Send + Sync>,
+}
+
+fn ok_status(resp: lambda_http::Response<lambda_http::Body>) -> bool {
+    resp.status().is_success()
+}
+
+pub async fn run(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, quick: bool, rounds: usize) {
+    let t = fixture_tenant(&app).await;
+    let routes = routes(app.clone(), raw.clone(), t).await;
+    let concs = [1usize, 8, 32];
+    let total_for = |c: usize| {
+        if quick {
+            8 * c.max(4)
+        } else if c == 1 {
+            500
+        } else {
+            2000
+        }
+    };
+
+    println!(
+        "## Warm path: handler in-process vs the same statement through tokio-postgres ({rounds} rounds, handler/raw alternating)\n"
+    );
+    let mut table = Table::new(&[
+        "route",
+        "conc",
+        "handler p50 ms",
+        "handler p99 ms",
+        "handler req/s",
+        "raw p50 ms",
+        "raw p99 ms",
+        "raw req/s",
+        "handler/raw throughput",
+        "raw SQL+S3 req/s",
+        "handler/(SQL+S3)",
+    ]);
+    for route in &routes {
+        for &c in &concs {
+            let total = total_for(c);
+            let (mut h, mut r, mut r2) = (Vec::new(), Vec::new(), Vec::new());
+            let mut ratios = Vec::new();
+            let mut ratios2 = Vec::new();
+            for round in 0..rounds {
+                let (hop, rop, r2op) = (route.make)(total).await;
+                // Alternate which side goes first.
+                let (hs, rs) = if round % 2 == 0 {
+                    let rs = drive(c, total, rop).await;
+                    (drive(c, total, hop).await, rs)
+                } else {
+                    let hs = drive(c, total, hop).await;
+                    (hs, drive(c, total, rop).await)
+                };
+                ratios.push(hs.tput / rs.tput);
+                if let Some(op) = r2op {
+                    let s = drive(c, total, op).await;
+                    ratios2.push(hs.tput / s.tput);
+                    r2.push(s);
+                }
+                h.push(hs);
+                r.push(rs);
+            }
+            let fails: usize = h.iter().chain(&r).chain(&r2).map(|s| s.failures).sum();
+            if fails > 0 {
+                eprintln!("warning: {} c={c}: {fails} calls failed", route.name);
+            }
+            let lat = |v: &[Sample]| v.iter().flat_map(|s| s.lat_ms.iter().copied()).collect::<Vec<f64>>();
+            let tput = |v: &[Sample]| median(&v.iter().map(|s| s.tput).collect::<Vec<_>>());
+            let (hl, rl) = (lat(&h), lat(&r));
+            table.row(vec![
+                route.name.to_owned(),
+                c.to_string(),
+                f2(median(&hl)),
+                f2(pct(&hl, 99.0)),
+                format!("{:.0}", tput(&h)),
+                f2(median(&rl)),
+                f2(pct(&rl, 99.0)),
+                format!("{:.0}", tput(&r)),
+                f2(median(&ratios)),
+                if r2.is_empty() { "".into() } else { format!("{:.0}", tput(&r2)) },
+                if ratios2.is_empty() { "".into() } else { f2(median(&ratios2)) },
+            ]);
+        }
+    }
+    table.print();
+}
+
+async fn fixture_tenant(app: &App) -> Tenant {
+    app.tenant().await
+}
+
+async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant) -> Vec<Route> {
+    let t = Arc::new(t);
+    // lifecycle.get / result: one completed job with one small image.
+    let done = app.insert_jobs(&t, 1).await.remove(0);
+    app.complete(&done, 1, 8).await;
+    // lifecycle.list: a tenant of its own with 20 completed jobs (one page).
+    let lt = Arc::new(app.tenant().await);
+    for id in app.insert_jobs(&lt, 20).await {
+        app.complete(&id, 0, 8).await;
+    }
+    // placement: one placed job per worker and side (the steady "later call" path: the
+    // statement is the same; per-worker jobs keep row locks out of the picture).
+    let mut place_h = Vec::new();
+    let mut place_r = Vec::new();
+    for v in [&mut place_h, &mut place_r] {
+        for id in app.insert_jobs(&t, 32).await {
+            app.complete(&id, 0, 8).await;
+            v.push(id);
+        }
+    }
+    let place_h = Arc::new(place_h);
+    let place_r = Arc::new(place_r);
+    let pool = app.pool.clone();
+
+    let mut routes = Vec::new();
+
+    {
+        let (app2, raw, t) = (app.clone(), raw.clone(), t.clone());
+        let deps = Arc::new(app.trigger(&pool));
+        routes.push(Route {
+            name: "trigger",
+            make: Box::new(move |_| {
+                let (deps, raw, t, app) = (deps.clone(), raw.clone(), t.clone(), app2.clone());
+                Box::pin(async move {
+                    let ev = Arc::new(fixture::trigger_event(&t));
+                    let hop: Op = Arc::new(move |_, _| {
+                        let (deps, ev) = (deps.clone(), ev.clone());
+                        Box::pin(async move { ok_status(code2des_trigger::handler::handle(&deps, request(&ev)).await) })
+                    });
+                    let insert = |raw: Arc<Vec<tokio_postgres::Client>>, t: Arc<Tenant>, w: usize| async move {
+                        let scope = scope(&t);
+                        let nonce = shared::model::Nonce::generate();
+                        let new = NewJob {
+                            id: Code2desId::new_v7(),
+                            scope: &scope,
+                            page_import_id: &t.page_import,
+                            figma_file_key: "FILEkey123",
+                            screen_id: "screen-1",
+                            placement_target: None,
+                            nonce: nonce.expose(),
+                            idempotency: None,
+                        };
+                        match store::insert_job(&raw[w], &new).await {
+                            Ok(store::Inserted::Created { job, .. }) => Some(job.id),
+                            _ => None,
+                        }
+                    };
+                    let (raw1, t1) = (raw.clone(), t.clone());
+                    let rop: Op = Arc::new(move |w, _| {
+                        let (raw, t) = (raw1.clone(), t1.clone());
+                        Box::pin(async move { insert(raw, t, w).await.is_some() })
+                    });
+                    let r2op: Op = Arc::new(move |w, _| {
+                        let (raw, t, app) = (raw.clone(), t.clone(), app.clone());
+                        Box::pin(async move {
+                            let Some(id) = insert(raw, t, w).await else { return false };
+                            let key = format!("code2des/{id}/1/manifest.json");
+                            app.s3
+                                .put_object()
+                                .bucket(BUCKET)
+                                .key(key)
+                                .body(vec![b'x'; 600].into())
+                                .send()
+                                .await
+                                .is_ok()
+                        })
+                    });
+                    (hop, rop, Some(r2op))
+                })
+            }),
+        });
+    }
+    {
+        let (raw, t, done) = (raw.clone(), t.clone(), done.clone());
+        let deps = Arc::new(app.lifecycle(&pool));
+        routes.push(Route {
+            name: "lifecycle.get",
+            make: Box::new(move |_| {
+                let (deps, raw, t, done) = (deps.clone(), raw.clone(), t.clone(), done.clone());
+                Box::pin(async move {
+                    let ev = Arc::new(fixture::get_event(&t, &done));
+                    let hop: Op = Arc::new(move |_, _| {
+                        let (deps, ev) = (deps.clone(), ev.clone());
+                        Box::pin(
+                            async move { ok_status(code2des_lifecycle::handler::handle(&deps, request(&ev)).await) },
+                        )
+                    });
+                    let id = Code2desId::parse(&done).unwrap();
+                    let rop: Op = Arc::new(move |w, _| {
+                        let (raw, t) = (raw.clone(), t.clone());
+                        Box::pin(async move {
+                            matches!(store::get_job(&raw[w], &scope(&t), id, DEADLINE).await, Ok(Some(_)))
+                        })
+                    });
+                    (hop, rop, None)
+                })
+            }),
+        });
+    }
+    {
+        let (raw, lt) = (raw.clone(), lt.clone());
+        let deps = Arc::new(app.lifecycle(&pool));
+        routes.push(Route {
+            name: "lifecycle.list (20 items)",
+            make: Box::new(move |_| {
+                let (deps, raw, lt) = (deps.clone(), raw.clone(), lt.clone());
+                Box::pin(async move {
+                    let ev = Arc::new(fixture::list_event(&lt));
+                    let hop: Op = Arc::new(move |_, _| {
+                        let (deps, ev) = (deps.clone(), ev.clone());
+                        Box::pin(async move { ok_status(code2des_lifecycle::handler::handle(&deps, request(&ev)).await) })
+                    });
+                    let rop: Op = Arc::new(move |w, _| {
+                        let (raw, lt) = (raw.clone(), lt.clone());
+                        Box::pin(async move {
+                            let q = ListQuery { figma_file_key: None, status: None, after: None, limit: 51 };
+                            matches!(store::list_jobs(&raw[w], &scope(&lt), &q, DEADLINE).await, Ok(Some(v)) if v.len() == 20)
+                        })
+                    });
+                    (hop, rop, None)
+                })
+            }),
+        });
+    }
+    {
+        let (app2, raw, t, done) = (app.clone(), raw.clone(), t.clone(), done.clone());
+        let deps = Arc::new(app.result(&pool));
+        routes.push(Route {
+            name: "result (1 small image)",
+            make: Box::new(move |_| {
+                let (deps, raw, t, done, app) = (deps.clone(), raw.clone(), t.clone(), done.clone(), app2.clone());
+                Box::pin(async move {
+                    let ev = Arc::new(fixture::result_event(&t, &done));
+                    let hop: Op = Arc::new(move |_, _| {
+                        let (deps, ev) = (deps.clone(), ev.clone());
+                        Box::pin(async move { ok_status(code2des_result::handler::handle(&deps, request(&ev)).await) })
+                    });
+                    let id = Code2desId::parse(&done).unwrap();
+                    let (raw1, t1) = (raw.clone(), t.clone());
+                    let rop: Op = Arc::new(move |w, _| {
+                        let (raw, t) = (raw1.clone(), t1.clone());
+                        Box::pin(async move {
+                            matches!(store::get_job(&raw[w], &scope(&t), id, DEADLINE).await, Ok(Some(_)))
+                        })
+                    });
+                    let prefix = format!("code2des/{done}/1/");
+                    let r2op: Op = Arc::new(move |w, _| {
+                        let (raw, t, app, prefix) = (raw.clone(), t.clone(), app.clone(), prefix.clone());
+                        Box::pin(async move {
+                            if !matches!(store::get_job(&raw[w], &scope(&t), id, DEADLINE).await, Ok(Some(_))) {
+                                return false;
+                            }
+                            for key in [format!("{prefix}result.json"), format!("{prefix}images/img0.png")] {
+                                if app.s3.head_object().bucket(BUCKET).key(&key).send().await.is_err() {
+                                    return false;
+                                }
+                                let Ok(o) = app.s3.get_object().bucket(BUCKET).key(&key).send().await else {
+                                    return false;
+                                };
+                                if o.body.collect().await.is_err() {
+                                    return false;
+                                }
+                            }
+                            true
+                        })
+                    });
+                    (hop, rop, Some(r2op))
+                })
+            }),
+        });
+    }
+    {
+        let (raw, t) = (raw.clone(), t.clone());
+        let deps = Arc::new(app.placement(&pool));
+        routes.push(Route {
+            name: "placement (later call)",
+            make: Box::new(move |_| {
+                let (deps, raw, t, place_h, place_r) =
+                    (deps.clone(), raw.clone(), t.clone(), place_h.clone(), place_r.clone());
+                Box::pin(async move {
+                    let evs: Arc<Vec<String>> =
+                        Arc::new(place_h.iter().map(|id| fixture::placement_event(&t, id)).collect());
+                    let hop: Op = Arc::new(move |w, _| {
+                        let (deps, evs) = (deps.clone(), evs.clone());
+                        Box::pin(async move {
+                            ok_status(code2des_placement::handler::handle(&deps, request(&evs[w])).await)
+                        })
+                    });
+                    let rop: Op = Arc::new(move |w, _| {
+                        let (raw, t, place_r) = (raw.clone(), t.clone(), place_r.clone());
+                        Box::pin(async move {
+                            let id = Code2desId::parse(&place_r[w]).unwrap();
+                            matches!(store::place(&raw[w], &scope(&t), id, "12:34").await, Ok(store::Placed::Done(_)))
+                        })
+                    });
+                    (hop, rop, None)
+                })
+            }),
+        });
+    }
+    {
+        let (app2, raw, t) = (app.clone(), raw.clone(), t.clone());
+        let deps = Arc::new(app.webhook(&pool));
+        routes.push(Route {
+            name: "webhook (fresh transition)",
+            make: Box::new(move |total| {
+                let (deps, raw, t, app) = (deps.clone(), raw.clone(), t.clone(), app2.clone());
+                Box::pin(async move {
+                    let hids = app.insert_jobs(&t, total).await;
+                    let rids = Arc::new(app.insert_jobs(&t, total).await);
+                    let evs: Arc<Vec<String>> = Arc::new(hids.iter().map(|id| fixture::webhook_event(id)).collect());
+                    let hop: Op = Arc::new(move |_, i| {
+                        let (deps, evs) = (deps.clone(), evs.clone());
+                        Box::pin(
+                            async move { ok_status(code2des_webhook::handler::handle(&deps, request(&evs[i])).await) },
+                        )
+                    });
+                    let rop: Op = Arc::new(move |w, i| {
+                        let (raw, rids) = (raw.clone(), rids.clone());
+                        Box::pin(async move {
+                            let id = Code2desId::parse(&rids[i]).unwrap();
+                            let url = format!("s3://{BUCKET}/code2des/{id}/1/result.json");
+                            let outcome = Outcome {
+                                status: Status::Completed,
+                                result_url: Some(&url),
+                                warning_count: Some(0),
+                                error_message: None,
+                            };
+                            matches!(store::finish(&raw[w], id, 1, NONCE, &outcome, DEADLINE).await, Ok(true))
+                        })
+                    });
+                    (hop, rop, None)
+                })
+            }),
+        });
+    }
+    routes
+}

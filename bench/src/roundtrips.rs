@@ -91,11 +91,11 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
                 }
                 let r = rows.last_mut().unwrap();
                 r.calls += 1;
-                for k in 0..8 {
-                    r.wire[k] += w[k];
+                for (acc, x) in r.wire.iter_mut().zip(w) {
+                    *acc += x;
                 }
-                for k in 0..4 {
-                    r.s3[k] += s3[k];
+                for (acc, x) in r.s3.iter_mut().zip(s3) {
+                    *acc += x;
                 }
             }
         }

@@ -17,6 +17,8 @@ use crate::fixture::{self, request, App, Tenant, BUCKET, NONCE};
 use crate::stats::{f2, median, ms, pct, Table};
 
 type Op = Arc<dyn Fn(usize, usize) -> BoxFuture<'static, bool> + Send + Sync>;
+/// Builds, per case of `total` calls: the handler op, the raw op, and optionally raw SQL + S3.
+type MakeOps = Box<dyn Fn(usize) -> BoxFuture<'static, (Op, Op, Option<Op>)> + Send + Sync>;
 
 struct Sample {
     lat_ms: Vec<f64>,
@@ -67,7 +69,7 @@ const DEADLINE: Duration = shared::setup::DEFAULT_DEADLINE;
 struct Route {
     name: &'static str,
     /// Handler op, raw op, and (trigger, result) a raw op that adds the handler's S3 calls.
-    make: Box<dyn Fn(usize) -> BoxFuture<'static, (Op, Op, Option<Op>)> + Send + Sync>,
+    make: MakeOps,
 }
 
 fn ok_status(resp: lambda_http::Response<lambda_http::Body>) -> bool {

@@ -108,7 +108,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
 
     let id = Code2desId::new_v7();
     let nonce = Nonce::generate();
-    let mut client = shared::db::conn(&deps.pool).await?;
+    let client = shared::db::conn(&deps.pool).await?;
     let new = NewJob {
         id,
         scope: &scope,
@@ -122,19 +122,35 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     // The insert runs in an explicit transaction, committed only once its answer is in hand.
     // Auto-committed, an INSERT that timed out here (a hung database) could still commit
     // later, after the client was told 503: a processing row that no manifest ever dispatched.
-    // A dropped, uncommitted transaction is rolled back instead.
-    let tx = shared::db::timed(client.transaction()).await?;
-    let (job, capture_url) = match store::insert_job(&*tx, &new).await? {
+    // BEGIN is pipelined with the INSERT (one round trip); COMMIT follows as the second. A
+    // connection whose transaction is left in doubt is discarded, never returned to the pool:
+    // the server then rolls the transaction back.
+    let (begun, inserted) =
+        tokio::join!(shared::db::timed(client.batch_execute("BEGIN")), store::insert_job(&**client, &new));
+    let inserted = match begun.and(inserted) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            discard(client);
+            return Err(e);
+        }
+    };
+    let (job, capture_url) = match inserted {
         Inserted::Created { job, capture_url } => (job, capture_url),
-        Inserted::NotFound => return Err(ApiError::NotFound("page import not found")),
+        Inserted::NotFound => {
+            rollback(client).await;
+            return Err(ApiError::NotFound("page import not found"));
+        }
         Inserted::PageImportNotCompleted => {
-            return Err(ApiError::conflict("page_import_not_completed", "the page import is not completed"))
+            rollback(client).await;
+            return Err(ApiError::conflict("page_import_not_completed", "the page import is not completed"));
         }
         Inserted::KeyTaken => {
             // The key was claimed before (possibly by a request racing this one, which the
             // insert waited for): answer what that request created.
             let key = key.as_ref().map(IdempotencyKey::as_str).unwrap_or_default();
-            return match store::find_by_idempotency_key(&*tx, &scope, key).await? {
+            let found = store::find_by_idempotency_key(&**client, &scope, key).await;
+            rollback(client).await;
+            return match found? {
                 Some((hash, job)) if hash == fingerprint => Ok(accepted(&job, request_id)),
                 Some(_) => Err(ApiError::Unprocessable {
                     code: "idempotency_key_reused",
@@ -145,7 +161,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         }
     };
 
-    let committed = shared::db::timed(tx.commit()).await;
+    let committed = shared::db::timed(client.batch_execute("COMMIT")).await;
     let manifest = Manifest {
         version: PROTOCOL_VERSION,
         code2des_id: job.id.clone(),
@@ -162,6 +178,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         result_prefix: format!("s3://{}/{}", deps.bucket, job_prefix(id, job.attempt)),
     };
     if let Err(e) = committed {
+        discard(client);
         // The COMMIT's outcome is unknown: the row may exist. Dispatch it anyway, so that a row
         // that did commit is worked on (a manifest whose row did not is refused by the webhook
         // with 404), and answer 503: a retry with the same Idempotency-Key finds this job.
@@ -180,6 +197,18 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     }
     tracing::info!(code2des_id = %job.id, organization_id = job.organization_id, project_id = job.project_id, "job created");
     Ok(accepted(&job, request_id))
+}
+
+/// Ends a transaction that wrote nothing worth keeping; a connection that cannot is discarded.
+async fn rollback(client: deadpool_postgres::Object) {
+    if shared::db::timed(client.batch_execute("ROLLBACK")).await.is_err() {
+        discard(client);
+    }
+}
+
+/// Takes a connection out of the pool and closes it: its transaction state is unknown.
+fn discard(client: deadpool_postgres::Object) {
+    drop(deadpool_postgres::Object::take(client));
 }
 
 async fn put_manifest(deps: &Deps, manifest: &Manifest) -> Result<(), String> {

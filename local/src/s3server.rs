@@ -51,6 +51,8 @@ pub fn serve(listener: TcpListener, root: &Path, bucket: &str) -> std::io::Resul
             tokio::select! {
                 accepted = listener.accept() => {
                     let Ok((socket, _)) = accepted else { continue };
+                    // Without it, a small response waits on the client's delayed ACK (~40 ms).
+                    let _ = socket.set_nodelay(true);
                     let conn = http.serve_connection(TokioIo::new(socket), service.clone());
                     let conn = graceful.watch(conn.into_owned());
                     tokio::spawn(async move { let _ = conn.await; });

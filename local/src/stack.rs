@@ -230,6 +230,8 @@ async fn serve_http(listener: TcpListener, handlers: Arc<Handlers>, mut stopped:
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((socket, _)) = accepted else { continue };
+                // Without it, a small response waits on the client's delayed ACK (~40 ms).
+                let _ = socket.set_nodelay(true);
                 let h = handlers.clone();
                 let svc = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
                     let h = h.clone();

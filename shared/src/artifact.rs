@@ -42,7 +42,9 @@ impl Default for Limits {
             max_image_side: 4096,
             // Lambda's synchronous response limit is 6 MiB for the whole envelope.
             response_budget: 6 * 1024 * 1024 - 256 * 1024,
-            fetch_concurrency: 8,
+            // Memory is bounded by response_budget, not by this: every image is sized with
+            // HeadObject and planned against the budget before any download starts.
+            fetch_concurrency: 32,
         }
     }
 }

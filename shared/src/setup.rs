@@ -65,7 +65,8 @@ pub async fn sdk_config() -> &'static SdkConfig {
             .operation_attempt_timeout(Duration::from_secs(5))
             .operation_timeout(Duration::from_secs(12))
             .build();
-        let mut loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts);
+        let mut loader =
+            aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts).http_client(https_client());
         if var("AWS_REGION").is_none() && var("AWS_DEFAULT_REGION").is_none() {
             loader = loader.region(aws_config::Region::from_static("us-east-1"));
         }
@@ -83,6 +84,33 @@ pub async fn sdk_config() -> &'static SdkConfig {
         loader.load().await
     })
     .await
+}
+
+/// The SDK's HTTPS client with the Mozilla roots compiled in (as the PostgreSQL TLS uses).
+/// The default client reads the system store when a client is built: every file of the
+/// certificate directory, measurably slowing cold starts (docs/PERFORMANCE.md).
+fn https_client() -> aws_sdk_s3::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode, TlsContext, TrustStore};
+    use base64::Engine;
+    let mut pem = String::with_capacity(256 * 1024);
+    for cert in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
+        pem.push_str("-----BEGIN CERTIFICATE-----\n");
+        let b64 = base64::engine::general_purpose::STANDARD.encode(cert.as_ref());
+        for line in b64.as_bytes().chunks(64) {
+            pem.push_str(std::str::from_utf8(line).unwrap_or_default());
+            pem.push('\n');
+        }
+        pem.push_str("-----END CERTIFICATE-----\n");
+    }
+    let builder = aws_smithy_http_client::Builder::new().tls_provider(tls::Provider::Rustls(CryptoMode::AwsLc));
+    match TlsContext::builder()
+        .with_trust_store(TrustStore::empty().with_native_roots(false).with_pem_certificate(pem))
+        .build()
+    {
+        Ok(ctx) => builder.tls_context(ctx).build_https(),
+        // Cannot happen with well-formed roots; the default trust store is the safe fallback.
+        Err(_) => builder.build_https(),
+    }
 }
 
 /// An S3 client; path-style against `S3_ENDPOINT` when given.

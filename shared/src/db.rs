@@ -8,9 +8,12 @@
 //! man-in-the-middle could otherwise downgrade the connection to plaintext.
 
 use std::net::IpAddr;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Connect, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use futures::future::BoxFuture;
+use tokio::task::JoinHandle;
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -180,13 +183,94 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
 }
 
+/// Re-reads the database settings, e.g. after the secret rotated.
+pub type Refresh = Arc<dyn Fn() -> BoxFuture<'static, Result<DbConfig, String>> + Send + Sync>;
+
+/// Least time between two refreshes: a wrong password must not turn every connection attempt
+/// into a Secrets Manager call.
+const REFRESH_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Connects with the current settings; when the server refuses the credentials (RDS rotates
+/// the master password, by default every 7 days, under a warm instance), re-reads them once
+/// through `refresh` and retries, so the instance heals instead of answering 503 until Lambda
+/// retires it.
+struct RotatingConnect {
+    current: Mutex<tokio_postgres::Config>,
+    last_refresh: Mutex<Option<Instant>>,
+    tls: MakeRustlsConnect,
+    refresh: Option<Refresh>,
+}
+
+fn is_auth_failure(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    matches!(e.code(), Some(c) if *c == SqlState::INVALID_PASSWORD || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION)
+}
+
+async fn open(
+    cfg: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
+) -> Result<(tokio_postgres::Client, JoinHandle<()>), tokio_postgres::Error> {
+    let (client, connection) = cfg.connect(tls).await?;
+    let task = tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "database connection closed");
+        }
+    });
+    Ok((client, task))
+}
+
+impl Connect for RotatingConnect {
+    fn connect(
+        &self,
+        _: &tokio_postgres::Config,
+    ) -> BoxFuture<'_, Result<(tokio_postgres::Client, JoinHandle<()>), tokio_postgres::Error>> {
+        Box::pin(async move {
+            let cfg = self.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let err = match open(cfg, self.tls.clone()).await {
+                Err(e) if is_auth_failure(&e) => e,
+                other => return other,
+            };
+            let Some(refresh) = &self.refresh else { return Err(err) };
+            {
+                let mut last = self.last_refresh.lock().unwrap_or_else(|p| p.into_inner());
+                if last.is_some_and(|t| t.elapsed() < REFRESH_INTERVAL) {
+                    return Err(err);
+                }
+                *last = Some(Instant::now());
+            }
+            match refresh().await {
+                Ok(fresh) => {
+                    tracing::warn!("the database refused the credentials; re-read them, retrying once");
+                    *self.current.lock().unwrap_or_else(|p| p.into_inner()) = fresh.pg.clone();
+                    open(fresh.pg, self.tls.clone()).await
+                }
+                Err(reason) => {
+                    tracing::error!(error = %reason, "cannot re-read the database credentials");
+                    Err(err)
+                }
+            }
+        })
+    }
+}
+
 /// A pool that connects lazily: building it does no I/O, so a cold start never waits on the
 /// database and an outage at init does not kill the instance.
 pub fn pool(cfg: &DbConfig, ca_bundle: Option<&str>, max_size: usize) -> Result<Pool, DbSetupError> {
+    pool_with_refresh(cfg, ca_bundle, max_size, None)
+}
+
+/// [`pool`], re-reading the settings through `refresh` when the server refuses them.
+pub fn pool_with_refresh(
+    cfg: &DbConfig,
+    ca_bundle: Option<&str>,
+    max_size: usize,
+    refresh: Option<Refresh>,
+) -> Result<Pool, DbSetupError> {
     let tls = tls_connector(ca_bundle)?;
+    let connect = RotatingConnect { current: Mutex::new(cfg.pg.clone()), last_refresh: Mutex::new(None), tls, refresh };
     // Fast recycling: no health-check round trip per checkout. A connection the server closed
     // is detected by tokio-postgres and dropped by the pool on return.
-    let mgr = Manager::from_config(cfg.pg.clone(), tls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    let mgr = Manager::from_connect(cfg.pg.clone(), connect, ManagerConfig { recycling_method: RecyclingMethod::Fast });
     Pool::builder(mgr)
         .max_size(max_size.max(1))
         .runtime(Runtime::Tokio1)

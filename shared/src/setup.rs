@@ -86,14 +86,28 @@ pub async fn sdk_config() -> &'static SdkConfig {
     .await
 }
 
-/// The SDK's HTTPS client with the Mozilla roots compiled in (as the PostgreSQL TLS uses).
-/// The default client reads the system store when a client is built: every file of the
-/// certificate directory, measurably slowing cold starts (docs/PERFORMANCE.md).
+/// Whether a root certificate belongs to Amazon Trust Services, the CAs of every AWS endpoint
+/// (S3, Secrets Manager, STS): Amazon Root CA 1–4 and Starfield Services Root CA G2. Roots are
+/// self-signed, so the name can only appear in an Amazon root's own subject.
+fn is_amazon_root(der: &[u8]) -> bool {
+    let has = |needle: &[u8]| der.windows(needle.len()).any(|w| w == needle);
+    has(b"Amazon Root CA") || has(b"Starfield Services Root Certificate Authority")
+}
+
+/// The SDK's HTTPS client with its trust store compiled in, as PostgreSQL's TLS has: Amazon
+/// Trust Services' roots for AWS endpoints, all Mozilla roots when `S3_ENDPOINT` is some other
+/// HTTPS server. The SDK's default client reads the system store instead, every file of the
+/// certificate directory, whenever a client is built: measurably slower cold starts
+/// (docs/PERFORMANCE.md), and a trust store that depends on the image.
 fn https_client() -> aws_sdk_s3::config::SharedHttpClient {
     use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode, TlsContext, TrustStore};
     use base64::Engine;
-    let mut pem = String::with_capacity(256 * 1024);
+    let all_roots = var("S3_ENDPOINT").is_some_and(|e| e.starts_with("https://"));
+    let mut pem = String::new();
     for cert in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
+        if !all_roots && !is_amazon_root(cert.as_ref()) {
+            continue;
+        }
         pem.push_str("-----BEGIN CERTIFICATE-----\n");
         let b64 = base64::engine::general_purpose::STANDARD.encode(cert.as_ref());
         for line in b64.as_bytes().chunks(64) {
@@ -113,6 +127,15 @@ fn https_client() -> aws_sdk_s3::config::SharedHttpClient {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn amazon_trust_services_roots_are_found_among_the_mozilla_roots() {
+        let n = webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().filter(|c| super::is_amazon_root(c.as_ref())).count();
+        assert_eq!(n, 5, "Amazon Root CA 1-4 and Starfield Services Root CA G2");
+    }
+}
+
 /// An S3 client; path-style against `S3_ENDPOINT` when given.
 pub async fn s3_client() -> aws_sdk_s3::Client {
     let sdk = sdk_config().await;
@@ -124,9 +147,10 @@ pub async fn s3_client() -> aws_sdk_s3::Client {
 }
 
 /// Fetches a secret string once per process (Lambda instance) and keeps it.
+static SECRETS: OnceCell<tokio::sync::Mutex<std::collections::HashMap<String, SecretString>>> = OnceCell::const_new();
+
 pub async fn secret(arn: &str) -> Result<SecretString, SetupError> {
-    static CACHE: OnceCell<tokio::sync::Mutex<std::collections::HashMap<String, SecretString>>> = OnceCell::const_new();
-    let cache = CACHE.get_or_init(|| async { Default::default() }).await;
+    let cache = SECRETS.get_or_init(|| async { Default::default() }).await;
     let mut cache = cache.lock().await;
     if let Some(s) = cache.get(arn) {
         return Ok(s.clone());
@@ -143,6 +167,13 @@ pub async fn secret(arn: &str) -> Result<SecretString, SetupError> {
     let s = SecretString::from(value.to_owned());
     cache.insert(arn.to_owned(), s.clone());
     Ok(s)
+}
+
+/// Drops a cached secret so the next read fetches it again (after a rotation).
+pub async fn forget_secret(arn: &str) {
+    if let Some(cache) = SECRETS.get() {
+        cache.lock().await.remove(arn);
+    }
 }
 
 /// The webhook HMAC secret.
@@ -181,7 +212,17 @@ pub async fn db_pool() -> Result<(deadpool_postgres::Pool, DbConfig), SetupError
         None => 2,
         Some(v) => v.parse().map_err(|_| -> SetupError { "DB_POOL_SIZE must be a positive integer".into() })?,
     };
-    let pool = crate::db::pool(&cfg, var("DB_CA_BUNDLE").as_deref(), size)
+    // With a Secrets Manager secret, a refused login re-reads it: RDS rotates it under us.
+    let refresh: Option<crate::db::Refresh> = var("DB_SECRET_ARN").map(|arn| -> crate::db::Refresh {
+        std::sync::Arc::new(move || {
+            let arn = arn.clone();
+            Box::pin(async move {
+                forget_secret(&arn).await;
+                db_config().await.map_err(|e| e.to_string())
+            })
+        })
+    });
+    let pool = crate::db::pool_with_refresh(&cfg, var("DB_CA_BUNDLE").as_deref(), size, refresh)
         .map_err(|e: DbSetupError| -> SetupError { e.into() })?;
     Ok((pool, cfg))
 }

@@ -14,6 +14,8 @@ use crate::stats::{f1, f2, median, ms, pct, Table};
 
 /// Side of the noise PNGs: 3·184² ≈ 101 KB each.
 const SIDE: u32 = 184;
+/// Injected per-request latency of the second table.
+const S3_LATENCY_MS: u64 = 20;
 
 pub async fn run(app: Arc<App>, quick: bool) {
     let t = app.tenant().await;
@@ -87,6 +89,57 @@ pub async fn run(app: Arc<App>, quick: bool) {
         ]);
     }
     table.print();
+
+    // The same with S3's in-region first-byte latency injected before every request: the
+    // waits, not loopback bandwidth, dominate, as they do against S3 itself.
+    let delay = std::time::Duration::from_millis(S3_LATENCY_MS);
+    let slow = crate::latency::s3_with_latency(&app.s3, delay);
+    let mut slow_deps = app.result(&app.pool);
+    slow_deps.s3 = slow;
+    println!(
+        "With {S3_LATENCY_MS} ms injected before every S3 request (S3's typical in-region first-byte latency; fetch concurrency {default_conc}):\n"
+    );
+    let mut slow_table = Table::new(&[
+        "images",
+        "p50 ms",
+        "p90 ms",
+        "ratio to 1 image (p50)",
+        "S3 requests/call",
+        "floor: sequential S3 waits ms",
+    ]);
+    let slow_cases = [1usize, 32, 64];
+    let mut slow_lat: Vec<Vec<f64>> = vec![Vec::new(); slow_cases.len()];
+    let mut slow_calls = vec![0u64; slow_cases.len()];
+    for round in 0..=rounds {
+        for (k, n) in slow_cases.iter().enumerate() {
+            let id = &jobs.iter().find(|j| j.0 == *n).unwrap().1;
+            let ev = fixture::result_event(&t, id);
+            let before = app.s3_calls.snapshot();
+            let t0 = Instant::now();
+            let resp = code2des_result::handler::handle(&slow_deps, request(&ev)).await;
+            let el = ms(t0.elapsed());
+            let after = app.s3_calls.snapshot();
+            let (status, _) = answer(resp);
+            assert_eq!(status, 200, "result with {n} images, injected latency");
+            if round > 0 {
+                slow_lat[k].push(el);
+            }
+            slow_calls[k] = (after[0] - before[0]) + (after[1] - before[1]);
+        }
+    }
+    let slow_base = median(&slow_lat[0]);
+    for (k, n) in slow_cases.iter().enumerate() {
+        slow_table.row(vec![
+            n.to_string(),
+            f2(median(&slow_lat[k])),
+            f2(pct(&slow_lat[k], 90.0)),
+            f2(median(&slow_lat[k]) / slow_base),
+            slow_calls[k].to_string(),
+            // Artifact HEAD + GET, then one wave of image HEADs and one of GETs.
+            (4 * S3_LATENCY_MS).to_string(),
+        ]);
+    }
+    slow_table.print();
 
     // Peak memory, one child process per case and repetition.
     let reps = if quick { 1 } else { 3 };

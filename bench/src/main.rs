@@ -11,6 +11,7 @@
 mod coldstart;
 mod fixture;
 mod hydration;
+mod latency;
 mod pg;
 mod pgproxy;
 mod roundtrips;

@@ -1,8 +1,9 @@
-//! A loopback TCP proxy in front of PostgreSQL that reads the frontend side of the wire
-//! protocol and counts its messages: Parse, Bind, Execute, Sync, simple Query... Each Sync (or
-//! simple Query) is one round trip: the client then waits for ReadyForQuery. A `query_typed`
-//! call is Parse+Bind+Describe+Execute+Sync in ONE flight; a prepare-then-execute would show
-//! two Syncs and two Parses.
+//! A loopback TCP proxy in front of PostgreSQL that reads both sides of the wire protocol and
+//! counts the frontend's messages: Parse, Bind, Execute, Sync, simple Query... Each Sync (or
+//! simple Query) is one request, answered by one ReadyForQuery. A *flight* is what the client
+//! sends while nothing is outstanding: the client then waits, so flights are the round trips.
+//! A `query_typed` call is Parse+Bind+Describe+Execute+Sync in ONE flight; a prepare-then-execute
+//! shows two flights; requests pipelined together (BEGIN with an INSERT) share one flight.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,10 +22,11 @@ pub struct Wire {
     pub sync: AtomicU64,
     pub query: AtomicU64,
     pub other: AtomicU64,
+    pub flights: AtomicU64,
 }
 
-/// Counts at one moment: connections, Parse, Bind, Describe, Execute, Sync, Query, other.
-pub type Counts = [u64; 8];
+/// Counts at one moment: connections, Parse, Bind, Describe, Execute, Sync, Query, other, flights.
+pub type Counts = [u64; 9];
 
 impl Wire {
     pub fn snapshot(&self) -> Counts {
@@ -37,6 +39,7 @@ impl Wire {
             &self.sync,
             &self.query,
             &self.other,
+            &self.flights,
         ]
         .map(|c| c.load(Ordering::Relaxed))
     }
@@ -84,7 +87,33 @@ async fn relay(client: TcpStream, server: TcpStream, wire: Arc<Wire>) -> std::io
     let _ = server.set_nodelay(true);
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
-    let down = tokio::spawn(async move { tokio::io::copy(&mut sr, &mut cw).await });
+    // Requests sent and not yet answered by ReadyForQuery ('Z'), shared by both directions.
+    let outstanding = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let out_down = outstanding.clone();
+    let down = tokio::spawn(async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut pending: Vec<u8> = Vec::new();
+        loop {
+            let n = sr.read(&mut buf).await?;
+            if n == 0 {
+                return Ok::<_, std::io::Error>(());
+            }
+            cw.write_all(&buf[..n]).await?;
+            pending.extend_from_slice(&buf[..n]);
+            // Server messages are all typed (the bench connects without an SSLRequest).
+            while pending.len() >= 5 {
+                let len = u32::from_be_bytes(pending[1..5].try_into().unwrap()) as usize + 1;
+                if pending.len() < len {
+                    break;
+                }
+                if pending[0] == b'Z' {
+                    // The 'Z' ending the startup phase answers no request: never go below 0.
+                    let _ = out_down.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| (v > 0).then(|| v - 1));
+                }
+                pending.drain(..len);
+            }
+        }
+    });
     let mut buf = vec![0u8; 64 * 1024];
     let mut pending: Vec<u8> = Vec::new();
     let mut started = false;
@@ -93,7 +122,7 @@ async fn relay(client: TcpStream, server: TcpStream, wire: Arc<Wire>) -> std::io
         if n == 0 {
             break;
         }
-        sw.write_all(&buf[..n]).await?;
+        // Count before forwarding, so no answer can arrive before its request is counted.
         pending.extend_from_slice(&buf[..n]);
         // Consume every complete message in `pending`.
         loop {
@@ -119,9 +148,14 @@ async fn relay(client: TcpStream, server: TcpStream, wire: Arc<Wire>) -> std::io
                     break;
                 }
                 wire.count(pending[0]);
+                if matches!(pending[0], b'S' | b'Q') && outstanding.fetch_add(1, Ordering::SeqCst) == 0 {
+                    // Nothing was outstanding: the client starts a new flight.
+                    wire.flights.fetch_add(1, Ordering::Relaxed);
+                }
                 pending.drain(..len);
             }
         }
+        sw.write_all(&buf[..n]).await?;
     }
     let _ = sw.shutdown().await;
     let _ = down.await;

@@ -82,7 +82,7 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
                     rows.push(Row {
                         route,
                         calls: 0,
-                        wire: [0; 8],
+                        wire: [0; 9],
                         statements: (0, 0),
                         s3: [0; 4],
                         texts: vec![],
@@ -130,7 +130,8 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
     let mut table = Table::new(&[
         "route",
         "SQL statements (pg_stat_statements, all / top-level)",
-        "round trips (Sync+Query)",
+        "requests (Sync+Query)",
+        "round trips (flights)",
         "Parse",
         "Bind",
         "Execute",
@@ -144,6 +145,7 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
             r.route.to_owned(),
             format!("{} / {}", per(r.statements.0 as f64), per(r.statements.1 as f64)),
             per((r.wire[5] + r.wire[6]) as f64),
+            per(r.wire[8] as f64),
             per(r.wire[1] as f64),
             per(r.wire[2] as f64),
             per(r.wire[4] as f64),

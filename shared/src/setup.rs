@@ -127,15 +127,6 @@ fn https_client() -> aws_sdk_s3::config::SharedHttpClient {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn amazon_trust_services_roots_are_found_among_the_mozilla_roots() {
-        let n = webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().filter(|c| super::is_amazon_root(c.as_ref())).count();
-        assert_eq!(n, 5, "Amazon Root CA 1-4 and Starfield Services Root CA G2");
-    }
-}
-
 /// An S3 client; path-style against `S3_ENDPOINT` when given.
 pub async fn s3_client() -> aws_sdk_s3::Client {
     let sdk = sdk_config().await;
@@ -225,4 +216,13 @@ pub async fn db_pool() -> Result<(deadpool_postgres::Pool, DbConfig), SetupError
     let pool = crate::db::pool_with_refresh(&cfg, var("DB_CA_BUNDLE").as_deref(), size, refresh)
         .map_err(|e: DbSetupError| -> SetupError { e.into() })?;
     Ok((pool, cfg))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn amazon_trust_services_roots_are_found_among_the_mozilla_roots() {
+        let n = webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().filter(|c| super::is_amazon_root(c.as_ref())).count();
+        assert_eq!(n, 5, "Amazon Root CA 1-4 and Starfield Services Root CA G2");
+    }
 }

@@ -9,6 +9,6 @@ mod faults;
 mod lifecycle;
 mod local_stack;
 mod placement;
-mod result;
+mod result_get;
 mod trigger;
 mod webhook;

@@ -29,13 +29,7 @@ pub struct App {
     _s3_dir: tempfile::TempDir,
 }
 
-#[derive(Debug, Clone)]
-pub struct Tenant {
-    pub org: i32,
-    pub project: i32,
-    pub sub: String,
-    pub page_import: String,
-}
+pub use code2des_local::seed::Tenant;
 
 impl App {
     /// Creates (if needed) and migrates `db_name` in the cluster at `admin_url`'s server.
@@ -111,28 +105,10 @@ impl App {
     /// An organization with one project, a member and a completed page import.
     pub async fn tenant(&self) -> Tenant {
         let c = self.pool.get().await.unwrap();
-        let org: i32 =
-            c.query_one("INSERT INTO organization (name) VALUES ('org') RETURNING id", &[]).await.unwrap().get(0);
-        let project: i32 = c
-            .query_one("INSERT INTO project (organization_id, name) VALUES ($1, 'p') RETURNING id", &[&org])
-            .await
-            .unwrap()
-            .get(0);
         let sub = format!("sub-{}", uuid::Uuid::new_v4());
-        c.execute("INSERT INTO organization_member (organization_id, subject) VALUES ($1, $2)", &[&org, &sub])
-            .await
-            .unwrap();
         let pi = format!("pi-{}", uuid::Uuid::new_v4().simple());
-        c.execute(
-            &format!(
-                "INSERT INTO page_import (id, organization_id, project_id, status, capture_url) \
-                 VALUES ($1, $2, $3, '1', 's3://{BUCKET}/captures/x.json')"
-            ),
-            &[&pi, &org, &project],
-        )
-        .await
-        .unwrap();
-        Tenant { org, project, sub, page_import: pi }
+        let capture = format!("s3://{BUCKET}/captures/x.json");
+        code2des_local::seed::tenant(&c, "org", &sub, &pi, "1", Some(&capture)).await.unwrap()
     }
 
     /// `n` processing jobs (nonce [`NONCE`]) inserted directly; their ids.

@@ -11,30 +11,12 @@ pub const DEMO_SUB: &str = "demo-user";
 
 async fn seed(pool: &deadpool_postgres::Pool) -> Result<(i32, i32, String), String> {
     let client = pool.get().await.map_err(|e| e.to_string())?;
-    let err = |e: tokio_postgres::Error| e.to_string();
-    let org: i32 = client
-        .query_one("INSERT INTO organization (name) VALUES ('Demo organization') RETURNING id", &[])
-        .await
-        .map_err(err)?
-        .get(0);
-    let project: i32 = client
-        .query_one("INSERT INTO project (organization_id, name) VALUES ($1, 'Demo project') RETURNING id", &[&org])
-        .await
-        .map_err(err)?
-        .get(0);
-    client
-        .execute("INSERT INTO organization_member (organization_id, subject) VALUES ($1, $2)", &[&org, &DEMO_SUB])
-        .await
-        .map_err(err)?;
     let page_import = format!("demo-{}", uuid::Uuid::now_v7());
-    client
-        .execute(
-            "INSERT INTO page_import (id, organization_id, project_id, status, capture_url) VALUES ($1, $2, $3, '1', $4)",
-            &[&page_import, &org, &project, &format!("s3://code2des-artifacts/captures/{page_import}.json")],
-        )
+    let capture = format!("s3://code2des-artifacts/captures/{page_import}.json");
+    let t = crate::seed::tenant(&client, "Demo organization", DEMO_SUB, &page_import, "1", Some(&capture))
         .await
-        .map_err(err)?;
-    Ok((org, project, page_import))
+        .map_err(|e| e.to_string())?;
+    Ok((t.org, t.project, t.page_import))
 }
 
 fn show(step: &str, status: u16, body: &Value) {

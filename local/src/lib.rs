@@ -3,4 +3,5 @@
 pub mod demo;
 pub mod gateway;
 pub mod s3server;
+pub mod seed;
 pub mod stack;

@@ -79,14 +79,7 @@ impl Answer {
     }
 }
 
-/// An organization with one project, members, and a page import.
-#[derive(Debug, Clone)]
-pub struct Tenant {
-    pub org: i32,
-    pub project: i32,
-    pub sub: String,
-    pub page_import: String,
-}
+pub use code2des_local::seed::Tenant;
 
 pub struct TestApp {
     pub db_name: String,
@@ -192,28 +185,10 @@ impl TestApp {
     /// A tenant whose page import has `page_status` ('0', '1', '2').
     pub async fn tenant_with(&self, page_status: &str) -> Tenant {
         let c = self.pool.get().await.unwrap();
-        let org: i32 =
-            c.query_one("INSERT INTO organization (name) VALUES ('org') RETURNING id", &[]).await.unwrap().get(0);
-        let project: i32 = c
-            .query_one("INSERT INTO project (organization_id, name) VALUES ($1, 'p') RETURNING id", &[&org])
-            .await
-            .unwrap()
-            .get(0);
         let sub = format!("sub-{}", uuid::Uuid::new_v4());
-        c.execute("INSERT INTO organization_member (organization_id, subject) VALUES ($1, $2)", &[&org, &sub])
-            .await
-            .unwrap();
         let pi = format!("pi-{}", uuid::Uuid::new_v4().simple());
-        c.execute(
-            &format!(
-                "INSERT INTO page_import (id, organization_id, project_id, status, capture_url) \
-                 VALUES ($1, $2, $3, '{page_status}', 's3://{BUCKET}/captures/x.json')"
-            ),
-            &[&pi, &org, &project],
-        )
-        .await
-        .unwrap();
-        Tenant { org, project, sub, page_import: pi }
+        let capture = format!("s3://{BUCKET}/captures/x.json");
+        code2des_local::seed::tenant(&c, "org", &sub, &pi, page_status, Some(&capture)).await.unwrap()
     }
 
     /// Another page import in the same project.
@@ -356,20 +331,24 @@ impl TestApp {
 
 impl Drop for TestApp {
     fn drop(&mut self) {
-        // Drop the database from a thread of its own: Drop cannot await, and the test's
-        // runtime may be shutting down.
-        let name = self.db_name.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async move {
-                if let Ok((c, conn)) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await {
-                    tokio::spawn(conn);
-                    let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
-                }
-            })
-        })
-        .join();
+        drop_database(&self.db_name);
     }
+}
+
+/// Drops a test database from a thread of its own: Drop cannot await, and the test's runtime
+/// may be shutting down.
+pub fn drop_database(name: &str) {
+    let name = name.to_owned();
+    let _ = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            if let Ok((c, conn)) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await {
+                tokio::spawn(conn);
+                let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
+            }
+        })
+    })
+    .join();
 }
 
 pub fn now() -> i64 {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::admin_url;
+use crate::helpers::{admin_url, drop_database};
 
 struct Stack {
     child: Child,
@@ -19,17 +19,7 @@ impl Drop for Stack {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let db = self.db.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async move {
-                if let Ok((c, conn)) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await {
-                    tokio::spawn(conn);
-                    let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)")).await;
-                }
-            })
-        })
-        .join();
+        drop_database(&self.db);
     }
 }
 
@@ -252,11 +242,7 @@ async fn demo_runs_one_job_end_to_end_and_prints_each_step() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    // Clean up the demo database.
-    if let Ok((c, conn)) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await {
-        tokio::spawn(conn);
-        let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)")).await;
-    }
+    drop_database(&db);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     for step in [
         "1. plugin triggers",

@@ -245,54 +245,9 @@ pub fn answer(resp: Response<Body>) -> (u16, usize) {
 
 // --- images ---------------------------------------------------------------------------------
 
-/// A real RGB PNG with random pixels in stored (uncompressed) deflate blocks: about 3·w·h bytes.
+/// A real RGB PNG with random pixels (incompressible): about 3·w·h bytes.
 pub fn png(w: u32, h: u32) -> Vec<u8> {
-    let mut raw = Vec::with_capacity(((w * 3 + 1) * h) as usize);
-    for _ in 0..h {
-        raw.push(0);
-        raw.extend((0..w * 3).map(|_| rand::random::<u8>()));
-    }
-    let mut z = vec![0x78, 0x01];
-    let chunks: Vec<&[u8]> = raw.chunks(65535).collect();
-    for (i, chunk) in chunks.iter().enumerate() {
-        z.push(u8::from(i + 1 == chunks.len()));
-        let len = chunk.len() as u16;
-        z.extend_from_slice(&len.to_le_bytes());
-        z.extend_from_slice(&(!len).to_le_bytes());
-        z.extend_from_slice(chunk);
-    }
-    let (mut a, mut b) = (1u32, 0u32);
-    for &byte in &raw {
-        a = (a + u32::from(byte)) % 65521;
-        b = (b + a) % 65521;
-    }
-    z.extend_from_slice(&((b << 16) | a).to_be_bytes());
-    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    let mut chunk = |kind: &[u8], data: &[u8]| {
-        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        out.extend_from_slice(kind);
-        out.extend_from_slice(data);
-        out.extend_from_slice(&crc32(&[kind, data].concat()).to_be_bytes());
-    };
-    let mut ihdr = Vec::new();
-    ihdr.extend_from_slice(&w.to_be_bytes());
-    ihdr.extend_from_slice(&h.to_be_bytes());
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
-    chunk(b"IHDR", &ihdr);
-    chunk(b"IDAT", &z);
-    chunk(b"IEND", b"");
-    out
-}
-
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
-        }
-    }
-    !crc
+    code2des_local::seed::png(w, h, true)
 }
 
 // --- S3 request counter ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
-//! Plain-SQL seeding of the tables the feature depends on (owned elsewhere in the product, so
-//! SPEC section 2 lets tests and fixtures insert them directly): one organization with a
-//! project, a member and a page import. Shared by the demo, the tests and the benchmarks.
+//! Data for the demo, the tests and the benchmarks: plain-SQL seeding of the tables the feature
+//! depends on (owned elsewhere in the product, so SPEC section 2 lets tests and fixtures insert
+//! them directly), and real PNG images of any size.
 
 /// What [`tenant`] created.
 #[derive(Debug, Clone)]
@@ -34,4 +34,71 @@ pub async fn tenant(
     )
     .await?;
     Ok(Tenant { org, project, sub: sub.to_owned(), page_import: page_import.to_owned() })
+}
+
+/// A real RGB PNG of `w`×`h` (the header sides are what Figma's limit is checked against).
+/// Pixels are a gradient, or random with `noise` (incompressible: about 3·w·h bytes). The
+/// image data is zlib in stored deflate blocks, so no compressor is needed.
+pub fn png(w: u32, h: u32, noise: bool) -> Vec<u8> {
+    let mut raw = Vec::with_capacity(((w * 3 + 1) * h) as usize);
+    for y in 0..h {
+        raw.push(0);
+        for x in 0..w * 3 {
+            raw.push(if noise { rand::random() } else { ((x * 7 + y * 13) % 256) as u8 });
+        }
+    }
+    let mut z = vec![0x78, 0x01];
+    let blocks: Vec<&[u8]> = raw.chunks(65535).collect();
+    for (i, block) in blocks.iter().enumerate() {
+        z.push(u8::from(i + 1 == blocks.len()));
+        let len = block.len() as u16;
+        z.extend_from_slice(&len.to_le_bytes());
+        z.extend_from_slice(&(!len).to_le_bytes());
+        z.extend_from_slice(block);
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in &raw {
+        a = (a + u32::from(byte)) % 65521;
+        b = (b + a) % 65521;
+    }
+    z.extend_from_slice(&((b << 16) | a).to_be_bytes());
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut chunk = |kind: &[u8], data: &[u8]| {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        out.extend_from_slice(kind);
+        out.extend_from_slice(data);
+        out.extend_from_slice(&crc32(&[kind, data].concat()).to_be_bytes());
+    };
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&w.to_be_bytes());
+    ihdr.extend_from_slice(&h.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    chunk(b"IHDR", &ihdr);
+    chunk(b"IDAT", &z);
+    chunk(b"IEND", b"");
+    out
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pngs_are_read_as_pngs_of_their_size() {
+        for (w, h, noise) in [(1, 1, false), (8, 8, true), (640, 120, true)] {
+            let bytes = super::png(w, h, noise);
+            assert_eq!(imagesize::image_type(&bytes).unwrap(), imagesize::ImageType::Png);
+            let size = imagesize::blob_size(&bytes).unwrap();
+            assert_eq!((size.width, size.height), (w as usize, h as usize));
+        }
+    }
 }

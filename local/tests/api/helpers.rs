@@ -420,63 +420,12 @@ pub fn artifact(id: &str, nonce: &str, images: Value, used: &[&str]) -> Value {
     })
 }
 
-/// A real PNG (valid zlib stream) of the given size; `noise` makes it incompressible.
+/// A real PNG of the given size (a gradient).
 pub fn png(w: u32, h: u32) -> Vec<u8> {
-    png_with(w, h, false)
+    code2des_local::seed::png(w, h, false)
 }
 
+/// A real PNG of the given size; `noise` makes it incompressible.
 pub fn png_with(w: u32, h: u32, noise: bool) -> Vec<u8> {
-    use std::io::Write;
-    let mut raw = Vec::with_capacity(((w * 3 + 1) * h) as usize);
-    for y in 0..h {
-        raw.push(0);
-        for x in 0..w * 3 {
-            raw.push(if noise { rand::random() } else { ((x * 7 + y * 13) % 256) as u8 });
-        }
-    }
-    // Stored (uncompressed) deflate blocks: valid zlib without a compressor dependency.
-    let mut z = vec![0x78, 0x01];
-    for (i, chunk) in raw.chunks(65535).enumerate() {
-        let last = (i + 1) * 65535 >= raw.len();
-        z.push(u8::from(last));
-        let len = chunk.len() as u16;
-        z.extend_from_slice(&len.to_le_bytes());
-        z.extend_from_slice(&(!len).to_le_bytes());
-        z.extend_from_slice(chunk);
-    }
-    let adler = {
-        let (mut a, mut b) = (1u32, 0u32);
-        for &byte in &raw {
-            a = (a + u32::from(byte)) % 65521;
-            b = (b + a) % 65521;
-        }
-        (b << 16) | a
-    };
-    z.extend_from_slice(&adler.to_be_bytes());
-    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    let mut chunk = |kind: &[u8], data: &[u8]| {
-        out.write_all(&(data.len() as u32).to_be_bytes()).unwrap();
-        out.write_all(kind).unwrap();
-        out.write_all(data).unwrap();
-        out.write_all(&crc32(&[kind, data].concat()).to_be_bytes()).unwrap();
-    };
-    let mut ihdr = Vec::new();
-    ihdr.extend_from_slice(&w.to_be_bytes());
-    ihdr.extend_from_slice(&h.to_be_bytes());
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
-    chunk(b"IHDR", &ihdr);
-    chunk(b"IDAT", &z);
-    chunk(b"IEND", b"");
-    out
-}
-
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = 0xFFFF_FFFFu32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
-        }
-    }
-    !crc
+    code2des_local::seed::png(w, h, noise)
 }

@@ -273,6 +273,10 @@ pub fn pool_with_refresh(
     let mgr = Manager::from_connect(cfg.pg.clone(), connect, ManagerConfig { recycling_method: RecyclingMethod::Fast });
     Pool::builder(mgr)
         .max_size(max_size.max(1))
+        // Last in, first out: a request gets the connection used most recently, whose server
+        // backend and TLS state are still hot; the others stay idle instead of being cycled
+        // through (FIFO, deadpool's default, spreads even one caller over every connection).
+        .queue_mode(deadpool_postgres::QueueMode::Lifo)
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(5)))
         .create_timeout(Some(Duration::from_secs(5)))

@@ -199,7 +199,12 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
     }
 
     println!("## Cold start: process start -> first /next poll ({rounds} interleaved rounds)\n");
-    let hello = median(&targets[0].inits);
+    // A release-profile variant `NAME@V` (scripts/bench-profiles) is compared with `hello@V`,
+    // the hello-world built with the same variant; everything else with `hello`.
+    let hello_of = |name: &str| -> f64 {
+        let reference = name.split_once('@').map_or("hello".to_owned(), |(_, v)| format!("hello@{v}"));
+        targets.iter().find(|t| t.name == reference).map_or(median(&targets[0].inits), |t| median(&t.inits))
+    };
     let mut table = Table::new(&[
         "binary",
         "size KiB",
@@ -207,7 +212,7 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
         "init median ms",
         "init p90 ms",
         "min ms",
-        "ratio to hello (median)",
+        "ratio to hello of the same profile (median)",
         "VmHWM at init KiB",
         "DB/S3 conns at init",
     ]);
@@ -222,7 +227,7 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
             f2(med),
             f2(pct(&t.inits, 90.0)),
             f2(pct(&t.inits, 0.0)),
-            f2(med / hello),
+            f2(med / hello_of(&t.name)),
             f1(median(&t.hwm.iter().map(|&x| x as f64).collect::<Vec<_>>())),
             format!("{}/{}", t.db_conns, t.s3_conns),
         ]);

@@ -4,4 +4,5 @@ pub mod demo;
 pub mod gateway;
 pub mod s3server;
 pub mod seed;
+mod serve;
 pub mod stack;

@@ -4,8 +4,6 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto::Builder as ConnBuilder;
 use s3s::auth::SimpleAuth;
 use s3s::service::S3ServiceBuilder;
 use tokio::net::TcpListener;
@@ -43,25 +41,13 @@ pub fn serve(listener: TcpListener, root: &Path, bucket: &str) -> std::io::Resul
         b.build()
     };
     let addr = listener.local_addr()?;
-    let (stop, mut stopped) = watch::channel(false);
-    let task = tokio::spawn(async move {
-        let http = ConnBuilder::new(TokioExecutor::new());
-        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        loop {
-            tokio::select! {
-                accepted = listener.accept() => {
-                    let Ok((socket, _)) = accepted else { continue };
-                    // Without it, a small response waits on the client's delayed ACK (~40 ms).
-                    let _ = socket.set_nodelay(true);
-                    let conn = http.serve_connection(TokioIo::new(socket), service.clone());
-                    let conn = graceful.watch(conn.into_owned());
-                    tokio::spawn(async move { let _ = conn.await; });
-                }
-                _ = stopped.changed() => break,
-            }
-        }
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), graceful.shutdown()).await;
-    });
+    let (stop, stopped) = watch::channel(false);
+    let task = tokio::spawn(crate::serve::until_stopped(
+        listener,
+        move || service.clone(),
+        stopped,
+        std::time::Duration::from_secs(5),
+    ));
     Ok(S3Server { addr, stop, task })
 }
 

@@ -10,8 +10,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto::Builder as ConnBuilder;
 use secrecy::SecretString;
 use shared::artifact::Limits;
 use shared::db::DbConfig;
@@ -223,29 +221,15 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
     Ok(Running { addr, s3_endpoint: endpoint, s3, pool, bucket: cfg.bucket, stop, tasks, s3_server })
 }
 
-async fn serve_http(listener: TcpListener, handlers: Arc<Handlers>, mut stopped: watch::Receiver<bool>) {
-    let http = ConnBuilder::new(TokioExecutor::new());
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((socket, _)) = accepted else { continue };
-                // Without it, a small response waits on the client's delayed ACK (~40 ms).
-                let _ = socket.set_nodelay(true);
-                let h = handlers.clone();
-                let svc = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                    let h = h.clone();
-                    async move { Ok::<_, Infallible>(handle(&h, req).await) }
-                });
-                let conn = http.serve_connection(TokioIo::new(socket), svc);
-                let conn = graceful.watch(conn.into_owned());
-                tokio::spawn(async move { let _ = conn.await; });
-            }
-            _ = stopped.changed() => break,
-        }
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await;
+async fn serve_http(listener: TcpListener, handlers: Arc<Handlers>, stopped: watch::Receiver<bool>) {
+    let make = move || {
+        let h = handlers.clone();
+        hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+            let h = h.clone();
+            async move { Ok::<_, Infallible>(handle(&h, req).await) }
+        })
+    };
+    crate::serve::until_stopped(listener, make, stopped, Duration::from_secs(10)).await;
 }
 
 async fn handle(h: &Handlers, req: http::Request<hyper::body::Incoming>) -> http::Response<Full<Bytes>> {

@@ -1,6 +1,8 @@
 use lambda_http::{run, service_fn, Error};
 
-#[tokio::main]
+// A Lambda instance handles one event at a time, on a fraction of a vCPU at its memory size:
+// worker threads would add only their start-up to the cold start (docs/PERFORMANCE.md §1).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init_lambda();
     let deps = code2des_lifecycle::handler::Deps::from_env().await?;

@@ -7,79 +7,18 @@
 //! `DATABASE_URL` and `S3_ENDPOINT` point at loopback sentinel listeners that only count
 //! connections: a function that touched the database or S3 during init would show it.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use code2des_local::runtime_api::{Report, RuntimeApi};
 
 use crate::stats::{f1, f2, median, ms, pct, Table};
 
 pub const FUNCTIONS: [&str; 5] = ["trigger", "lifecycle", "result", "webhook", "placement"];
-
-enum Poll {
-    Next(Instant),
-    InitError(String),
-}
-
-/// The Runtime API stand-in: records `/next` polls (and never answers them: the process is
-/// killed once its init is measured) and init errors.
-fn runtime_api() -> (u16, mpsc::Receiver<Poll>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the runtime API");
-    let port = listener.local_addr().unwrap().port();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let tx = tx.clone();
-            std::thread::spawn(move || serve(stream, tx));
-        }
-    });
-    (port, rx)
-}
-
-fn serve(stream: TcpStream, tx: mpsc::Sender<Poll>) {
-    let _ = stream.set_nodelay(true);
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let at = Instant::now();
-        let mut content_length = 0usize;
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            if h == "\r\n" || h == "\n" {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    content_length = v.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0; content_length];
-        let _ = reader.read_exact(&mut body);
-        if line.starts_with("GET /2018-06-01/runtime/invocation/next") {
-            let _ = tx.send(Poll::Next(at));
-            // Hold the long poll until the process goes away.
-            let mut sink = Vec::new();
-            let _ = reader.read_to_end(&mut sink);
-            return;
-        }
-        if line.contains("/init/error") || line.contains("/error") {
-            let _ = tx.send(Poll::InitError(String::from_utf8_lossy(&body).into_owned()));
-        }
-        let mut w = &stream;
-        let _ = w.write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 16\r\n\r\n{\"status\":\"OK\"}\n");
-    }
-}
 
 /// A listener that only counts connections (and keeps them open).
 fn sentinel() -> (u16, Arc<AtomicU64>) {
@@ -149,12 +88,13 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
             ));
         }
     }
-    let (port, polls) = runtime_api();
+    // Nothing is ever queued: the first /next poll is held until the process is killed.
+    let api = RuntimeApi::start().map_err(|e| e.to_string())?;
     let (db_port, db_hits) = sentinel();
     let (s3_port, s3_hits) = sentinel();
     let task_root = tempfile::tempdir().map_err(|e| e.to_string())?;
     let env: Vec<(String, String)> = [
-        ("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{port}")),
+        ("AWS_LAMBDA_RUNTIME_API", api.host_port()),
         ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512".into()),
         ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".into()),
         ("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand".into()),
@@ -186,7 +126,7 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
         for k in 0..n {
             let t = &mut targets[(round + k) % n];
             let (db0, s30) = (db_hits.load(Ordering::Relaxed), s3_hits.load(Ordering::Relaxed));
-            let (init, hwm) = spawn_once(&t.path, &t.name, &env, &polls)?;
+            let (init, hwm) = spawn_once(&t.path, &t.name, &env, &api)?;
             // Connections may still be in flight right after the poll: count them at the end.
             std::thread::sleep(Duration::from_millis(2));
             if round > 0 {
@@ -236,13 +176,8 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
     Ok(())
 }
 
-fn spawn_once(
-    path: &PathBuf,
-    name: &str,
-    env: &[(String, String)],
-    polls: &mpsc::Receiver<Poll>,
-) -> Result<(f64, u64), String> {
-    while polls.try_recv().is_ok() {}
+fn spawn_once(path: &PathBuf, name: &str, env: &[(String, String)], api: &RuntimeApi) -> Result<(f64, u64), String> {
+    api.drain();
     let stderr = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
     let start = Instant::now();
     let mut child = Command::new(path)
@@ -256,13 +191,16 @@ fn spawn_once(
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let deadline = start + Duration::from_secs(15);
     let outcome = loop {
-        match polls.recv_timeout(Duration::from_millis(5)) {
-            Ok(Poll::Next(at)) => {
+        match api.recv_timeout(Duration::from_millis(5)) {
+            Some(Report::Next { at }) => {
                 let hwm = vm_hwm_kib(child.id()).unwrap_or(0);
                 break Ok((ms(at - start), hwm));
             }
-            Ok(Poll::InitError(body)) => break Err(format!("{name}: init error reported: {body}")),
-            Err(_) => {
+            Some(Report::InitError { body }) => {
+                break Err(format!("{name}: init error reported: {}", String::from_utf8_lossy(&body)))
+            }
+            Some(other) => break Err(format!("{name}: unexpected {other:?} during init")),
+            None => {
                 if let Ok(Some(status)) = child.try_wait() {
                     let err = std::fs::read_to_string(stderr.path()).unwrap_or_default();
                     break Err(format!("{name} exited ({status}) before polling: {err}"));

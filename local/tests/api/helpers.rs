@@ -24,7 +24,7 @@ pub fn admin_url() -> String {
     std::env::var("TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
 }
 
-fn db_url(name: &str) -> String {
+pub fn db_url(name: &str) -> String {
     let admin = admin_url();
     let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
     format!("{base}/{name}")

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod bootstrap;
 mod deadline;
 mod events;
 mod faults;

@@ -1,0 +1,190 @@
+//! The five Lambda binaries themselves, as Lambda runs them: each process is started with a
+//! Lambda's environment against a stand-in Runtime API (`code2des_local::runtime_api`), given
+//! an event from `events/*.json` and read back through the response it posts. This covers
+//! what the in-process tests cannot: each `main.rs` (runtime flavor, settings read from the
+//! environment, SDK configuration from it) and `lambda_http`'s own event and response mapping.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use code2des_local::runtime_api::{Report, RuntimeApi};
+use serde_json::{json, Value};
+
+use crate::helpers::*;
+
+/// The function binaries (dev profile), built by cargo itself: `cargo test` builds only the
+/// binaries of the package under test, and these belong to the five function packages.
+fn binaries() -> &'static HashMap<String, PathBuf> {
+    static BINS: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
+    BINS.get_or_init(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).args([
+            "build",
+            "--locked",
+            "--bins",
+            "--message-format=json-render-diagnostics",
+        ]);
+        for p in ["trigger", "lifecycle", "result", "webhook", "placement"] {
+            cmd.args(["-p", &format!("code2des-{p}")]);
+        }
+        let out = cmd.stderr(Stdio::inherit()).output().expect("cargo runs");
+        assert!(out.status.success(), "building the function binaries failed");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|m| Some((m["target"]["name"].as_str()?.to_owned(), PathBuf::from(m["executable"].as_str()?))))
+            .collect()
+    })
+}
+
+/// One function process with a Lambda's environment (no AWS keys: the local S3 keys apply).
+struct Function {
+    api: RuntimeApi,
+    child: Child,
+}
+
+impl Function {
+    fn start(app: &TestApp, name: &str) -> Self {
+        let api = RuntimeApi::start().unwrap();
+        let bin = binaries().get(name).unwrap_or_else(|| panic!("no binary {name}"));
+        let s3 = app.s3_server.as_ref().expect("S3 running").endpoint();
+        let child = Command::new(bin)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("AWS_LAMBDA_RUNTIME_API", api.host_port())
+            .env("AWS_LAMBDA_FUNCTION_NAME", name)
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
+            .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/11/29/[$LATEST]test")
+            .env("AWS_REGION", "us-east-1")
+            .env("DATABASE_URL", db_url(&app.db_name))
+            .env("S3_ENDPOINT", s3)
+            .env("ARTIFACT_BUCKET", BUCKET)
+            .env("WEBHOOK_SECRET", SECRET)
+            .env("CALLBACK_URL", CALLBACK)
+            .stdin(Stdio::null())
+            // The function's log lines (stdout, as on Lambda) appear with a failing test's output.
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+        Self { api, child }
+    }
+
+    /// Hands the process `event` and waits for what it posts back: (status, headers, body).
+    fn invoke(&mut self, event: &Value) -> (u16, Value, Value) {
+        // The wait blocks; the test's S3 server must keep running on the runtime's other thread.
+        tokio::task::block_in_place(|| self.invoke_blocking(event))
+    }
+
+    fn invoke_blocking(&mut self, event: &Value) -> (u16, Value, Value) {
+        let id = self.api.queue(event.to_string());
+        let until = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.api.recv_timeout(left) {
+                Some(Report::Next { .. }) => continue,
+                Some(Report::Response { request_id, body }) => {
+                    assert_eq!(request_id, id, "the response answers the invocation it was given");
+                    let resp: Value = serde_json::from_slice(&body).expect("an API Gateway v2 response");
+                    assert_eq!(resp["isBase64Encoded"], json!(false), "JSON goes out as text");
+                    let body = serde_json::from_str(resp["body"].as_str().expect("a body")).expect("a JSON body");
+                    let status = resp["statusCode"].as_u64().expect("a status") as u16;
+                    return (status, resp["headers"].clone(), body);
+                }
+                Some(other) => panic!("the function reported {other:?}"),
+                None => {
+                    let exited = self.child.try_wait().ok().flatten();
+                    panic!("no response within 60 s (process: {exited:?})");
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Function {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_five_binaries_take_a_job_through_its_lifecycle_from_the_event_files() {
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let (trigger, lifecycle, webhook, result, placement) = ("trigger", "lifecycle", "webhook", "result", "placement");
+
+    // trigger: 202 with Location, the row, and the manifest written for the worker.
+    let mut f = Function::start(&app, trigger);
+    let (status, headers, body) = f.invoke(&trigger_event(&t, Some(&t.sub), default_body(&t), Some("bootstrap-1")));
+    assert_eq!(status, 202, "{body}");
+    let id = body["code2desId"].as_str().expect("code2desId").to_owned();
+    assert_eq!(body["status"], "processing");
+    let location = format!("/organizations/{}/projects/{}/code2des/{id}", t.org, t.project);
+    assert_eq!(headers["location"], json!(location));
+    let m = app.manifest(&id).await;
+    assert_eq!((m.code2des_id.as_str(), m.callback_url.as_str()), (id.as_str(), CALLBACK));
+    drop(f);
+
+    // lifecycle: the job, then the list holding it; one process serves both events.
+    let mut f = Function::start(&app, lifecycle);
+    let (status, _, body) = f.invoke(&user_event("lifecycle-get.json", &t, Some(&t.sub), Some(&id), None));
+    assert_eq!(
+        (status, body["code2desId"].as_str(), body["status"].as_str()),
+        (200, Some(id.as_str()), Some("processing"))
+    );
+    let (status, _, body) = f.invoke(&list_event(&t, Some(&t.sub), &[]));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["items"].as_array().map(|a| a.len()), Some(1));
+    drop(f);
+
+    // webhook: the worker's signed report, after it wrote the artifact and its image.
+    let key = format!("code2des/{id}/1/images/hero.png");
+    app.put(&key, png(8, 8)).await;
+    let art = artifact(&id, &m.nonce, json!({"hero": {"key": key, "mime_type": "image/png"}}), &["hero"]);
+    let result_key = format!("code2des/{id}/1/result.json");
+    app.put(&result_key, serde_json::to_vec(&art).unwrap()).await;
+    let report = json!({
+        "code2des_id": id, "attempt": 1, "nonce": m.nonce, "status": "completed",
+        "result_url": format!("s3://{BUCKET}/{result_key}"), "warning_count": 2,
+    })
+    .to_string();
+    let mut ev = event("webhook.json");
+    ev["headers"]["code2des-signature"] = json!(sign(report.as_bytes()));
+    ev["body"] = json!(report);
+    let mut f = Function::start(&app, webhook);
+    let (status, _, body) = f.invoke(&ev);
+    assert_eq!((status, body["status"].as_str()), (200, Some("completed")), "{body}");
+    // The same report again is a harmless replay; a forged one is refused.
+    assert_eq!(f.invoke(&ev).0, 200);
+    ev["headers"]["code2des-signature"] = json!(format!("t={},v1={}", now(), "0".repeat(64)));
+    let (status, _, body) = f.invoke(&ev);
+    assert_eq!((status, body["error"]["code"].as_str()), (401, Some("unauthorized")), "{body}");
+    drop(f);
+
+    // result: the artifact, validated, with the image inlined.
+    let mut f = Function::start(&app, result);
+    let (status, _, body) = f.invoke(&user_event("result.json", &t, Some(&t.sub), Some(&id), None));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["document"], art["document"]);
+    assert!(body.to_string().contains(&base64_of(&png(8, 8))), "the image bytes are inlined");
+    drop(f);
+
+    // placement: recorded once; another node later is refused.
+    let mut f = Function::start(&app, placement);
+    let ev = user_event("placement.json", &t, Some(&t.sub), Some(&id), Some(json!({"nodeId": "12:34"}).to_string()));
+    let (status, _, body) = f.invoke(&ev);
+    assert_eq!(status, 200, "{body}");
+    let row = app.job_row(&id).await;
+    assert_eq!(row.get::<_, Option<String>>("materialized_node_id").as_deref(), Some("12:34"));
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}

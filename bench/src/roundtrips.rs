@@ -4,11 +4,47 @@
 //! functions would count too) gives the statements the server executed; an SDK interceptor
 //! counts S3 requests. Each route runs once to warm its connection, then `calls` times.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
 
 use crate::fixture::{self, answer, request, App};
 use crate::pgproxy::{self, Counts};
 use crate::stats::{f1, Table};
+
+/// The handlers run as on Lambda: on a current-thread runtime of their own (the functions'
+/// `main.rs`), where the pool's connection tasks then live too. There a request's statements
+/// queued together (trigger's BEGIN and INSERT) always leave in one flight; on a multi-thread
+/// runtime the connection task, on another worker, may flush the first before the second is
+/// queued, and the count would measure that race instead of the function.
+struct LambdaRuntime {
+    jobs: tokio::sync::mpsc::UnboundedSender<BoxFuture<'static, ()>>,
+}
+
+impl LambdaRuntime {
+    fn start() -> Self {
+        let (jobs, mut rx) = tokio::sync::mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+            rt.block_on(async move {
+                while let Some(job) = rx.recv().await {
+                    job.await;
+                }
+            });
+        });
+        Self { jobs }
+    }
+
+    async fn call<T: Send + 'static>(&self, f: impl Future<Output = T> + Send + 'static) -> T {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let _ = self.jobs.send(Box::pin(async move {
+            let _ = tx.send(f.await);
+        }));
+        rx.await.expect("the Lambda runtime thread is alive")
+    }
+}
 
 struct Row {
     route: &'static str,
@@ -37,11 +73,12 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
     }
     let to_finish = app.insert_jobs(&t, calls + 1).await;
 
-    let trigger = app.trigger(&pool);
-    let lifecycle = app.lifecycle(&pool);
-    let result = app.result(&pool);
-    let webhook = app.webhook(&pool);
-    let placement = app.placement(&pool);
+    let lambda = LambdaRuntime::start();
+    let trigger = Arc::new(app.trigger(&pool));
+    let lifecycle = Arc::new(app.lifecycle(&pool));
+    let result = Arc::new(app.result(&pool));
+    let webhook = Arc::new(app.webhook(&pool));
+    let placement = Arc::new(app.placement(&pool));
 
     let mut rows = Vec::new();
     let routes: [&'static str; 7] =
@@ -55,23 +92,29 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
             }
             let before = (wire.snapshot(), app.s3_calls.snapshot());
             let resp = match route {
-                "trigger" => code2des_trigger::handler::handle(&trigger, request(&fixture::trigger_event(&t))).await,
-                "lifecycle.get" => {
-                    code2des_lifecycle::handler::handle(&lifecycle, request(&fixture::get_event(&t, &done))).await
+                "trigger" => {
+                    let (d, ev) = (trigger.clone(), fixture::trigger_event(&t));
+                    lambda.call(async move { code2des_trigger::handler::handle(&d, request(&ev)).await }).await
                 }
-                "lifecycle.list" => {
-                    code2des_lifecycle::handler::handle(&lifecycle, request(&fixture::list_event(&t))).await
+                "lifecycle.get" | "lifecycle.list" => {
+                    let ev =
+                        if route == "lifecycle.get" { fixture::get_event(&t, &done) } else { fixture::list_event(&t) };
+                    let d = lifecycle.clone();
+                    lambda.call(async move { code2des_lifecycle::handler::handle(&d, request(&ev)).await }).await
                 }
-                "result" => code2des_result::handler::handle(&result, request(&fixture::result_event(&t, &done))).await,
-                "placement (first)" => {
-                    let ev = fixture::placement_event(&t, &to_place[i]);
-                    code2des_placement::handler::handle(&placement, request(&ev)).await
+                "result" => {
+                    let (d, ev) = (result.clone(), fixture::result_event(&t, &done));
+                    lambda.call(async move { code2des_result::handler::handle(&d, request(&ev)).await }).await
                 }
-                "placement (later)" => {
-                    let ev = fixture::placement_event(&t, &to_place[0]);
-                    code2des_placement::handler::handle(&placement, request(&ev)).await
+                "placement (first)" | "placement (later)" => {
+                    let id = if route == "placement (first)" { &to_place[i] } else { &to_place[0] };
+                    let (d, ev) = (placement.clone(), fixture::placement_event(&t, id));
+                    lambda.call(async move { code2des_placement::handler::handle(&d, request(&ev)).await }).await
                 }
-                _ => code2des_webhook::handler::handle(&webhook, request(&fixture::webhook_event(&to_finish[i]))).await,
+                _ => {
+                    let (d, ev) = (webhook.clone(), fixture::webhook_event(&to_finish[i]));
+                    lambda.call(async move { code2des_webhook::handler::handle(&d, request(&ev)).await }).await
+                }
             };
             statuses.push(answer(resp).0);
             if i >= 1 {

@@ -117,14 +117,14 @@ impl Drop for Function {
 async fn the_five_binaries_take_a_job_through_its_lifecycle_from_the_event_files() {
     let app = TestApp::new().await;
     let t = app.tenant().await;
-    let (trigger, lifecycle, webhook, result, placement) = ("trigger", "lifecycle", "webhook", "result", "placement");
 
     // trigger: 202 with Location, the row, and the manifest written for the worker.
-    let mut f = Function::start(&app, trigger);
+    let mut f = Function::start(&app, "trigger");
     let (status, headers, body) = f.invoke(&trigger_event(&t, Some(&t.sub), default_body(&t), Some("bootstrap-1")));
     assert_eq!(status, 202, "{body}");
     let id = body["code2desId"].as_str().expect("code2desId").to_owned();
     assert_eq!(body["status"], "processing");
+    assert_eq!(app.count_jobs().await, 1);
     let location = format!("/organizations/{}/projects/{}/code2des/{id}", t.org, t.project);
     assert_eq!(headers["location"], json!(location));
     let m = app.manifest(&id).await;
@@ -132,7 +132,7 @@ async fn the_five_binaries_take_a_job_through_its_lifecycle_from_the_event_files
     drop(f);
 
     // lifecycle: the job, then the list holding it; one process serves both events.
-    let mut f = Function::start(&app, lifecycle);
+    let mut f = Function::start(&app, "lifecycle");
     let (status, _, body) = f.invoke(&user_event("lifecycle-get.json", &t, Some(&t.sub), Some(&id), None));
     assert_eq!(
         (status, body["code2desId"].as_str(), body["status"].as_str()),
@@ -157,7 +157,7 @@ async fn the_five_binaries_take_a_job_through_its_lifecycle_from_the_event_files
     let mut ev = event("webhook.json");
     ev["headers"]["code2des-signature"] = json!(sign(report.as_bytes()));
     ev["body"] = json!(report);
-    let mut f = Function::start(&app, webhook);
+    let mut f = Function::start(&app, "webhook");
     let (status, _, body) = f.invoke(&ev);
     assert_eq!((status, body["status"].as_str()), (200, Some("completed")), "{body}");
     // The same report again is a harmless replay; a forged one is refused.
@@ -168,7 +168,7 @@ async fn the_five_binaries_take_a_job_through_its_lifecycle_from_the_event_files
     drop(f);
 
     // result: the artifact, validated, with the image inlined.
-    let mut f = Function::start(&app, result);
+    let mut f = Function::start(&app, "result");
     let (status, _, body) = f.invoke(&user_event("result.json", &t, Some(&t.sub), Some(&id), None));
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["document"], art["document"]);
@@ -176,7 +176,7 @@ async fn the_five_binaries_take_a_job_through_its_lifecycle_from_the_event_files
     drop(f);
 
     // placement: recorded once; another node later is refused.
-    let mut f = Function::start(&app, placement);
+    let mut f = Function::start(&app, "placement");
     let ev = user_event("placement.json", &t, Some(&t.sub), Some(&id), Some(json!({"nodeId": "12:34"}).to_string()));
     let (status, _, body) = f.invoke(&ev);
     assert_eq!(status, 200, "{body}");

@@ -4,14 +4,15 @@
 //! poll. Plain threads and blocking sockets: it must not share a runtime with what it drives.
 //!
 //! `GET …/invocation/next` answers the oldest queued event (with the request id, deadline and
-//! function ARN headers); with nothing queued it is held open, as a real long poll, until the
-//! process goes away. Everything the binary posts back is reported on a channel.
+//! function ARN headers); with nothing queued it is held open, as a real long poll, until an
+//! event is queued or the process goes away. Everything the binary posts back is reported on a
+//! channel.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// What a function binary did, in order.
@@ -27,9 +28,16 @@ pub enum Report {
     InitError { body: Vec<u8> },
 }
 
+/// Events waiting for a `/next` poll, and the signal that one was queued.
+#[derive(Default)]
+struct Queue {
+    events: Mutex<VecDeque<(String, String)>>,
+    queued: Condvar,
+}
+
 pub struct RuntimeApi {
     pub addr: SocketAddr,
-    queue: Arc<Mutex<VecDeque<(String, String)>>>,
+    queue: Arc<Queue>,
     reports: mpsc::Receiver<Report>,
 }
 
@@ -37,7 +45,7 @@ impl RuntimeApi {
     pub fn start() -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
-        let queue: Arc<Mutex<VecDeque<(String, String)>>> = Arc::default();
+        let queue: Arc<Queue> = Arc::default();
         let (tx, reports) = mpsc::channel();
         let q = queue.clone();
         std::thread::spawn(move || {
@@ -57,7 +65,8 @@ impl RuntimeApi {
     /// Queues `event` (JSON) for the next `/next` poll; returns its request id.
     pub fn queue(&self, event: String) -> String {
         let id = uuid::Uuid::new_v4().to_string();
-        self.queue.lock().unwrap_or_else(|e| e.into_inner()).push_back((id.clone(), event));
+        self.queue.events.lock().unwrap_or_else(|e| e.into_inner()).push_back((id.clone(), event));
+        self.queue.queued.notify_all();
         id
     }
 
@@ -72,7 +81,7 @@ impl RuntimeApi {
     }
 }
 
-fn serve(stream: TcpStream, tx: mpsc::Sender<Report>, queue: Arc<Mutex<VecDeque<(String, String)>>>) {
+fn serve(stream: TcpStream, tx: mpsc::Sender<Report>, queue: Arc<Queue>) {
     let _ = stream.set_nodelay(true);
     let Ok(read_half) = stream.try_clone() else { return };
     let mut reader = BufReader::new(read_half);
@@ -89,12 +98,8 @@ fn serve(stream: TcpStream, tx: mpsc::Sender<Report>, queue: Arc<Mutex<VecDeque<
         let mut out = &stream;
         if line.starts_with("GET ") && path.ends_with("/runtime/invocation/next") {
             let _ = tx.send(Report::Next { at });
-            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-            let Some((id, event)) = next else {
-                // Hold the long poll until the process goes away.
-                let _ = reader.read_to_end(&mut Vec::new());
-                return;
-            };
+            // A long poll: held until an event is queued, or the process goes away.
+            let Some((id, event)) = next_event(&queue, &stream) else { return };
             let deadline_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() + 30_000;
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nlambda-runtime-aws-request-id: {id}\r\n\
@@ -128,6 +133,34 @@ fn serve(stream: TcpStream, tx: mpsc::Sender<Report>, queue: Arc<Mutex<VecDeque<
             return;
         }
     }
+}
+
+/// The oldest queued event, waiting for one while the peer is still connected.
+fn next_event(queue: &Queue, stream: &TcpStream) -> Option<(String, String)> {
+    let mut events = queue.events.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if let Some(e) = events.pop_front() {
+            return Some(e);
+        }
+        events = queue.queued.wait_timeout(events, Duration::from_millis(50)).unwrap_or_else(|e| e.into_inner()).0;
+        if peer_closed(stream) {
+            return None;
+        }
+    }
+}
+
+/// Whether the other side has closed (a waiting client sends nothing more).
+fn peer_closed(stream: &TcpStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return true;
+    }
+    let closed = match stream.peek(&mut [0u8; 1]) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    let _ = stream.set_nonblocking(false);
+    closed
 }
 
 /// Reads header lines up to the blank one: (content length, whether chunked).

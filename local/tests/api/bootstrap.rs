@@ -94,6 +94,12 @@ impl Function {
                     assert_eq!(resp["isBase64Encoded"], json!(false), "JSON goes out as text");
                     let body = serde_json::from_str(resp["body"].as_str().expect("a body")).expect("a JSON body");
                     let status = resp["statusCode"].as_u64().expect("a status") as u16;
+                    // Wait for the process to ask for more: the next event is then queued while
+                    // its poll is held open, the path a warm Lambda instance takes.
+                    match self.api.recv_timeout(Duration::from_secs(30)) {
+                        Some(Report::Next { .. }) => {}
+                        other => panic!("after its response the function reported {other:?}"),
+                    }
                     return (status, resp["headers"].clone(), body);
                 }
                 Some(other) => panic!("the function reported {other:?}"),

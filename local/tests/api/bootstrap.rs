@@ -151,18 +151,9 @@ async fn the_five_binaries_take_a_job_through_its_lifecycle_from_the_event_files
 
     // webhook: the worker's signed report, after it wrote the artifact and its image.
     let key = format!("code2des/{id}/1/images/hero.png");
-    app.put(&key, png(8, 8)).await;
     let art = artifact(&id, &m.nonce, json!({"hero": {"key": key, "mime_type": "image/png"}}), &["hero"]);
-    let result_key = format!("code2des/{id}/1/result.json");
-    app.put(&result_key, serde_json::to_vec(&art).unwrap()).await;
-    let report = json!({
-        "code2des_id": id, "attempt": 1, "nonce": m.nonce, "status": "completed",
-        "result_url": format!("s3://{BUCKET}/{result_key}"), "warning_count": 2,
-    })
-    .to_string();
-    let mut ev = event("webhook.json");
-    ev["headers"]["code2des-signature"] = json!(sign(report.as_bytes()));
-    ev["body"] = json!(report);
+    let report = serde_json::to_vec(&app.upload_result(&id, &art, &[(&key, png(8, 8))]).await).unwrap();
+    let mut ev = webhook_event(&report, Some(sign(&report)));
     let mut f = Function::start(&app, "webhook");
     let (status, _, body) = f.invoke(&ev);
     assert_eq!((status, body["status"].as_str()), (200, Some("completed")), "{body}");
@@ -181,11 +172,18 @@ async fn the_five_binaries_take_a_job_through_its_lifecycle_from_the_event_files
     assert!(body.to_string().contains(&base64_of(&png(8, 8))), "the image bytes are inlined");
     drop(f);
 
-    // placement: recorded once; another node later is refused.
+    // placement: the first node is recorded; a later call with another node returns it unchanged.
     let mut f = Function::start(&app, "placement");
-    let ev = user_event("placement.json", &t, Some(&t.sub), Some(&id), Some(json!({"nodeId": "12:34"}).to_string()));
-    let (status, _, body) = f.invoke(&ev);
-    assert_eq!(status, 200, "{body}");
+    let place = |node: &str| {
+        user_event("placement.json", &t, Some(&t.sub), Some(&id), Some(json!({"nodeId": node}).to_string()))
+    };
+    let (status, _, body) = f.invoke(&place("12:34"));
+    assert_eq!((status, body["materializedNodeId"].as_str()), (200, Some("12:34")), "{body}");
+    let (status, _, again) = f.invoke(&place("56:78"));
+    assert_eq!(
+        (status, &again["materializedNodeId"], &again["materializedAt"]),
+        (200, &body["materializedNodeId"], &body["materializedAt"])
+    );
     let row = app.job_row(&id).await;
     assert_eq!(row.get::<_, Option<String>>("materialized_node_id").as_deref(), Some("12:34"));
 }

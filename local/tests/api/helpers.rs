@@ -261,14 +261,7 @@ impl TestApp {
     }
 
     pub async fn webhook_raw(&self, body: &[u8], signature: Option<String>) -> Answer {
-        let mut ev = event("webhook.json");
-        ev["body"] = json!(String::from_utf8_lossy(body));
-        match signature {
-            Some(s) => ev["headers"]["code2des-signature"] = json!(s),
-            None => {
-                ev["headers"].as_object_mut().unwrap().remove("code2des-signature");
-            }
-        }
+        let ev = webhook_event(body, signature);
         Answer::from(code2des_webhook::handler::handle(&self.webhook, to_request(&ev)).await)
     }
 
@@ -292,17 +285,22 @@ impl TestApp {
 
     /// Worker: writes `artifact` (JSON) as result.json and the images, then the webhook.
     pub async fn complete_with(&self, id: &str, artifact: Value, images: &[(&str, Vec<u8>)]) -> Answer {
+        let report = self.upload_result(id, &artifact, images).await;
+        self.webhook(&report).await
+    }
+
+    /// Worker: writes the images and `artifact` as result.json; the completion report to send.
+    pub async fn upload_result(&self, id: &str, artifact: &Value, images: &[(&str, Vec<u8>)]) -> Value {
         for (key, bytes) in images {
             self.put(key, bytes.clone()).await;
         }
         let key = format!("code2des/{id}/1/result.json");
-        self.put(&key, serde_json::to_vec(&artifact).unwrap()).await;
+        self.put(&key, serde_json::to_vec(artifact).unwrap()).await;
         let m = self.manifest(id).await;
-        self.webhook(&json!({
+        json!({
             "code2des_id": id, "attempt": 1, "nonce": m.nonce, "status": "completed",
             "result_url": format!("s3://{BUCKET}/{key}"), "warning_count": artifact["warning_count"],
-        }))
-        .await
+        })
     }
 
     /// Worker: a valid artifact with one PNG of `w`×`h` as image "hero".
@@ -349,6 +347,19 @@ pub fn drop_database(name: &str) {
         })
     })
     .join();
+}
+
+/// The webhook event with `body`, signed by `signature` (no header when `None`).
+pub fn webhook_event(body: &[u8], signature: Option<String>) -> Value {
+    let mut ev = event("webhook.json");
+    ev["body"] = json!(String::from_utf8_lossy(body));
+    match signature {
+        Some(s) => ev["headers"]["code2des-signature"] = json!(s),
+        None => {
+            ev["headers"].as_object_mut().unwrap().remove("code2des-signature");
+        }
+    }
+    ev
 }
 
 pub fn now() -> i64 {

@@ -1,10 +1,12 @@
-//! A local stand-in for API Gateway (HTTP API, payload v2): matches the SAME routes as
-//! `template.yaml`, turns each request into the SAME event JSON API Gateway sends (route key,
-//! path parameters, query string, JWT claims), parses it with `lambda_http` exactly as a Lambda
-//! does, and calls the SAME handler function the Lambda binary runs.
+//! A local stand-in for API Gateway (HTTP API, payload v2): matches requests against THE
+//! route table (`shared::routes`, which template.yaml is held to), turns each request into the
+//! SAME event JSON API Gateway sends (route key, path parameters, query string, JWT claims),
+//! parses it with `lambda_http` exactly as a Lambda does, and calls the SAME handler function
+//! the Lambda binary runs.
 //!
-//! Identity: the `x-code2des-dev-sub` header becomes the JWT `sub` claim on user routes. This
-//! header exists only here; the Lambda handlers read the authorizer context, never a header.
+//! Identity (`crate::identity`): the `x-code2des-dev-sub` header, or the unverified `sub` of an
+//! `Authorization: Bearer` token, becomes the JWT `sub` claim on user routes. Neither exists in
+//! a Lambda: the handlers read the authorizer context, never a header.
 
 use std::time::Instant;
 
@@ -12,8 +14,9 @@ use base64::Engine;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
 use serde_json::{json, Map, Value};
+use shared::routes::{self, cors, Function, Resolved, Route};
 
-pub const DEV_SUB_HEADER: &str = "x-code2des-dev-sub";
+pub use crate::identity::DEV_SUB_HEADER;
 /// API Gateway's own payload limit; the handlers enforce SPEC's 64 KiB themselves.
 pub const GATEWAY_MAX_BODY: usize = 10 * 1024 * 1024;
 
@@ -26,68 +29,10 @@ pub struct Handlers {
     pub placement: code2des_placement::handler::Deps,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    Trigger,
-    List,
-    Get,
-    Result,
-    Placement,
-    Webhook,
-}
-
-impl Route {
-    /// The route key as written in template.yaml.
-    pub fn key(self) -> &'static str {
-        match self {
-            Route::Trigger => "POST /organizations/{organizationId}/projects/{projectId}/code2des",
-            Route::List => "GET /organizations/{organizationId}/projects/{projectId}/code2des",
-            Route::Get => "GET /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}",
-            Route::Result => "GET /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/result",
-            Route::Placement => {
-                "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/placement"
-            }
-            Route::Webhook => "POST /code2des/webhook",
-        }
-    }
-
-    fn has_authorizer(self) -> bool {
-        self != Route::Webhook
-    }
-}
-
-/// Matches like API Gateway: literal segments exactly, `{param}` segments any one non-empty
-/// segment (percent-decoded, as API Gateway hands path parameters to the function).
-pub fn route(method: &Method, path: &str) -> Option<(Route, Vec<(&'static str, String)>)> {
-    let segs: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
-    if segs.iter().any(|s| s.is_empty()) {
-        return None;
-    }
-    let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
-    let m = method.as_str();
-    match segs.as_slice() {
-        ["code2des", "webhook"] if m == "POST" => Some((Route::Webhook, vec![])),
-        ["organizations", org, "projects", proj, "code2des", rest @ ..] => {
-            let mut params = vec![("organizationId", decode(org)), ("projectId", decode(proj))];
-            let r = match (m, rest) {
-                ("POST", []) => Route::Trigger,
-                ("GET", []) => Route::List,
-                ("GET", [id]) => {
-                    params.push(("code2desId", decode(id)));
-                    Route::Get
-                }
-                ("GET", [id, "result"]) => {
-                    params.push(("code2desId", decode(id)));
-                    Route::Result
-                }
-                ("POST", [id, "placement"]) => {
-                    params.push(("code2desId", decode(id)));
-                    Route::Placement
-                }
-                _ => return None,
-            };
-            Some((r, params))
-        }
+/// The route a request's method and path resolve to, with its path parameters.
+pub fn route(method: &Method, path: &str) -> Option<(&'static Route, Vec<(&'static str, String)>)> {
+    match routes::resolve(method.as_str(), path) {
+        Resolved::Route(r, params) => Some((r, params)),
         _ => None,
     }
 }
@@ -95,7 +40,7 @@ pub fn route(method: &Method, path: &str) -> Option<(Route, Vec<(&'static str, S
 /// The API Gateway HTTP API (v2) event for one request.
 #[allow(clippy::too_many_arguments)]
 pub fn event(
-    route: Route,
+    route: &Route,
     params: &[(&'static str, String)],
     method: &Method,
     path: &str,
@@ -140,9 +85,9 @@ pub fn event(
         "time": now.format("%d/%b/%Y:%H:%M:%S %z").to_string(),
         "timeEpoch": now.timestamp_millis(),
     });
-    if route.has_authorizer() {
-        if let Some(sub) = headers.get(DEV_SUB_HEADER).and_then(|v| v.to_str().ok()) {
-            ctx["authorizer"] = json!({"jwt": {"claims": {"sub": sub}, "scopes": null}});
+    if route.user {
+        if let Some(who) = crate::identity::identify(headers) {
+            ctx["authorizer"] = json!({"jwt": {"claims": {"sub": who.sub()}, "scopes": null}});
         }
     }
     let path_params: Map<String, Value> =
@@ -169,9 +114,27 @@ pub fn event(
 }
 
 fn cors(headers: &mut HeaderMap) {
-    // Figma's plugin iframe sends `Origin: null`; any origin may call with a bearer token.
-    headers.insert("access-control-allow-origin", HeaderValue::from_static("*"));
-    headers.insert("access-control-expose-headers", HeaderValue::from_static("location,retry-after"));
+    headers.insert("access-control-allow-origin", HeaderValue::from_static(cors::ALLOW_ORIGIN));
+    if let Ok(v) = HeaderValue::from_str(&cors::EXPOSE_HEADERS.join(",")) {
+        headers.insert("access-control-expose-headers", v);
+    }
+}
+
+/// The preflight answer, built from the route table (HttpApi `CorsConfiguration`).
+fn preflight() -> Response<Bytes> {
+    let mut r = Response::new(Bytes::new());
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    let hm = r.headers_mut();
+    for (name, value) in [
+        ("access-control-allow-methods", cors::allow_methods().join(",")),
+        ("access-control-allow-headers", cors::ALLOW_HEADERS.join(",")),
+        ("access-control-max-age", cors::MAX_AGE_SECS.to_string()),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            hm.insert(name, v);
+        }
+    }
+    r
 }
 
 fn plain(status: StatusCode, body: Response<Bytes>) -> Response<Bytes> {
@@ -198,23 +161,26 @@ pub async fn dispatch(h: &Handlers, req: http::Request<Bytes>) -> Response<Bytes
 
     let (mut resp, route_key) = if parts.method == Method::OPTIONS {
         // CORS preflight, answered by the gateway itself (HttpApi CorsConfiguration).
-        let mut r = Response::new(Bytes::new());
-        *r.status_mut() = StatusCode::NO_CONTENT;
-        let hm = r.headers_mut();
-        hm.insert("access-control-allow-methods", HeaderValue::from_static("GET,POST"));
-        hm.insert(
-            "access-control-allow-headers",
-            HeaderValue::from_static("authorization,content-type,idempotency-key"),
-        );
-        hm.insert("access-control-max-age", HeaderValue::from_static("600"));
-        (r, "OPTIONS (preflight)")
+        (preflight(), "OPTIONS (preflight)".to_owned())
     } else {
-        match route(&parts.method, &path) {
-            None => (error(StatusCode::NOT_FOUND, "not_found", "no such route", &request_id), "-"),
-            Some((r, params)) => {
+        match routes::resolve(parts.method.as_str(), &path) {
+            Resolved::NotFound => (error(StatusCode::NOT_FOUND, "not_found", "no such route", &request_id), "-".into()),
+            Resolved::MethodNotAllowed(allowed) => {
+                let mut r = error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "method_not_allowed",
+                    &format!("{} is not allowed here; allowed: {}", parts.method, allowed.join(", ")),
+                    &request_id,
+                );
+                if let Ok(v) = HeaderValue::from_str(&allowed.join(", ")) {
+                    r.headers_mut().insert(http::header::ALLOW, v);
+                }
+                (r, "-".into())
+            }
+            Resolved::Route(r, params) => {
                 let ev = event(r, &params, &parts.method, &path, &query, &parts.headers, &body, &request_id);
                 let resp = match lambda_http::request::from_str(&ev.to_string()) {
-                    Ok(lreq) => invoke(h, r, lreq).await,
+                    Ok(lreq) => invoke(h, r.function, lreq).await,
                     Err(e) => {
                         tracing::error!(error = %e, "could not build the Lambda request");
                         error(StatusCode::BAD_REQUEST, "invalid_request", "the request could not be read", &request_id)
@@ -238,13 +204,13 @@ pub async fn dispatch(h: &Handlers, req: http::Request<Bytes>) -> Response<Bytes
     resp
 }
 
-async fn invoke(h: &Handlers, r: Route, req: lambda_http::Request) -> Response<Bytes> {
-    let resp = match r {
-        Route::Trigger => code2des_trigger::handler::handle(&h.trigger, req).await,
-        Route::List | Route::Get => code2des_lifecycle::handler::handle(&h.lifecycle, req).await,
-        Route::Result => code2des_result::handler::handle(&h.result, req).await,
-        Route::Placement => code2des_placement::handler::handle(&h.placement, req).await,
-        Route::Webhook => code2des_webhook::handler::handle(&h.webhook, req).await,
+async fn invoke(h: &Handlers, f: Function, req: lambda_http::Request) -> Response<Bytes> {
+    let resp = match f {
+        Function::Trigger => code2des_trigger::handler::handle(&h.trigger, req).await,
+        Function::Lifecycle => code2des_lifecycle::handler::handle(&h.lifecycle, req).await,
+        Function::Result => code2des_result::handler::handle(&h.result, req).await,
+        Function::Placement => code2des_placement::handler::handle(&h.placement, req).await,
+        Function::Webhook => code2des_webhook::handler::handle(&h.webhook, req).await,
     };
     let (parts, body) = resp.into_parts();
     Response::from_parts(parts, Bytes::copy_from_slice(body.as_ref()))
@@ -255,24 +221,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn routes_match_like_api_gateway() {
-        let id = "01890a5d-ac96-774b-bcce-b302099a8057";
-        assert_eq!(route(&Method::POST, "/organizations/1/projects/2/code2des").unwrap().0, Route::Trigger);
-        assert_eq!(route(&Method::GET, "/organizations/1/projects/2/code2des").unwrap().0, Route::List);
-        assert_eq!(route(&Method::GET, &format!("/organizations/1/projects/2/code2des/{id}")).unwrap().0, Route::Get);
-        assert_eq!(
-            route(&Method::GET, &format!("/organizations/1/projects/2/code2des/{id}/result")).unwrap().0,
-            Route::Result
-        );
-        assert_eq!(
-            route(&Method::POST, &format!("/organizations/1/projects/2/code2des/{id}/placement")).unwrap().0,
-            Route::Placement
-        );
-        assert_eq!(route(&Method::POST, "/code2des/webhook").unwrap().0, Route::Webhook);
-        assert!(route(&Method::GET, "/code2des/webhook").is_none());
-        assert!(route(&Method::POST, "/organizations/1/projects/2/code2des/").is_none());
-        assert!(route(&Method::DELETE, &format!("/organizations/1/projects/2/code2des/{id}")).is_none());
-        let (_, p) = route(&Method::GET, "/organizations/a%20b/projects/2/code2des").unwrap();
-        assert_eq!(p[0], ("organizationId", "a b".to_owned()));
+    fn bearer_sub_becomes_the_jwt_claim_on_user_routes_only() {
+        let token = crate::identity::local_token("plugin-dev");
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+        let (r, params) = route(&Method::GET, "/organizations/1/projects/2/code2des").unwrap();
+        let ev = event(r, &params, &Method::GET, "/organizations/1/projects/2/code2des", "", &headers, b"", "id");
+        assert_eq!(ev["requestContext"]["authorizer"]["jwt"]["claims"]["sub"], "plugin-dev");
+        assert_eq!(ev["routeKey"], r.key());
+        let (w, _) = route(&Method::POST, "/code2des/webhook").unwrap();
+        let ev = event(w, &[], &Method::POST, "/code2des/webhook", "", &headers, b"{}", "id");
+        assert!(ev["requestContext"]["authorizer"].is_null());
     }
 }

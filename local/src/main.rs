@@ -34,6 +34,16 @@ enum Command {
     Migrate,
     /// Seed a demo tenant and run one job end to end, printing each step (uses free ports).
     Demo,
+    /// Create a tenant to develop against: an organization, a project, a membership and a
+    /// completed page import; prints their ids and a bearer token for the local stack.
+    Seed {
+        /// The member's subject (the token's `sub`); default: a fresh `dev-…` one.
+        #[arg(long)]
+        sub: Option<String>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 async fn shutdown_signal() {
@@ -85,6 +95,7 @@ async fn main() -> std::process::ExitCode {
             Err(e) => Err(e.to_string()),
         },
         Command::Migrate => stack::prepare_database(&cfg.database_url).await.map(|_| ()).map_err(|e| e.to_string()),
+        Command::Seed { sub, json } => code2des_local::seed::seed_command(&cfg, sub, json).await,
         Command::Demo => {
             let mut cfg = cfg;
             cfg.addr = SocketAddr::from(([127, 0, 0, 1], 0));

@@ -36,6 +36,47 @@ pub async fn tenant(
     Ok(Tenant { org, project, sub: sub.to_owned(), page_import: page_import.to_owned() })
 }
 
+/// `code2des-local seed`: creates the database if missing, seeds a tenant with a completed
+/// page import for `sub`, and prints what a plugin developer needs to call the local stack.
+pub async fn seed_command(cfg: &crate::stack::Config, sub: Option<String>, json: bool) -> Result<(), String> {
+    let sub = sub.unwrap_or_else(|| format!("dev-{}", &uuid::Uuid::now_v7().simple().to_string()[20..]));
+    if shared::types::Subject::parse(&sub).is_none() {
+        return Err("--sub must be 1-50 characters with no control character".into());
+    }
+    let db = crate::stack::prepare_database(&cfg.database_url).await.map_err(|e| e.to_string())?;
+    let client = shared::db::connect(&db, None).await.map_err(|e| shared::error::chain(&*e))?;
+    let page_import = format!("page-import-{}", uuid::Uuid::now_v7());
+    let t = tenant(&client, &format!("{sub}'s organization"), &sub, &page_import, "1", None)
+        .await
+        .map_err(|e| shared::error::chain(&e))?;
+    let token = crate::identity::local_token(&t.sub);
+    let base = format!("http://{}/organizations/{}/projects/{}/code2des", cfg.addr, t.org, t.project);
+    if json {
+        let out = serde_json::json!({
+            "organizationId": t.org,
+            "projectId": t.project,
+            "pageImportId": t.page_import,
+            "sub": t.sub,
+            "token": token,
+            "baseUrl": base,
+        });
+        println!("{out}");
+    } else {
+        println!("organizationId  {}", t.org);
+        println!("projectId       {}", t.project);
+        println!("pageImportId    {}", t.page_import);
+        println!("sub             {}", t.sub);
+        println!("token           {token}");
+        println!();
+        println!("The token is read unverified by code2des-local only; a deployed API verifies tokens.");
+        println!("Try it (with `cargo run -p code2des-local -- --demo-worker` running):");
+        println!("  curl -s -X POST {base} \\");
+        println!("    -H 'authorization: Bearer {token}' -H 'content-type: application/json' \\");
+        println!("    -d '{{\"pageImportId\":\"{}\",\"figmaFileKey\":\"FILEkey123\",\"screenId\":\"home\"}}'", t.page_import);
+    }
+    Ok(())
+}
+
 /// A real RGB PNG of `w`×`h` (the header sides are what Figma's limit is checked against).
 /// Pixels are a gradient, or random with `noise` (incompressible: about 3·w·h bytes). The
 /// image data is zlib in stored deflate blocks, so no compressor is needed.

@@ -217,6 +217,11 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
                 .await
         }));
     }
+    // SPEC section 6: said once, at start-up, so nobody mistakes this for the deployed API.
+    tracing::warn!(
+        "local identity: `x-code2des-dev-sub`, or the `sub` of an `Authorization: Bearer` token read WITHOUT \
+         verifying its signature (code2des-local only; a deployed API verifies tokens)"
+    );
     tracing::info!(api = %format!("http://{addr}"), s3 = %endpoint, bucket = %cfg.bucket, demo_worker = cfg.demo_worker, "code2des-local ready");
     Ok(Running { addr, s3_endpoint: endpoint, s3, pool, bucket: cfg.bucket, stop, tasks, s3_server })
 }

@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use chrono::{TimeZone, Utc};
-use code2des_local::gateway::{self, Route};
+use code2des_local::gateway;
+use shared::routes::ROUTES;
 use http::Method;
 use serde_json::Value;
 use shared::model::{Job, Nonce};
@@ -33,17 +34,6 @@ fn resolve<'a>(spec: &'a Value, v: &'a Value) -> &'a Value {
     }
 }
 
-/// Every route variant; the match fails to compile when a variant is added and not listed.
-fn all_routes() -> Vec<Route> {
-    let all = [Route::Trigger, Route::List, Route::Get, Route::Result, Route::Placement, Route::Webhook];
-    for r in all {
-        match r {
-            Route::Trigger | Route::List | Route::Get | Route::Result | Route::Placement | Route::Webhook => {}
-        }
-    }
-    all.to_vec()
-}
-
 const METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
 fn operations(spec: &Value) -> Vec<(String, String, Value)> {
@@ -59,21 +49,24 @@ fn operations(spec: &Value) -> Vec<(String, String, Value)> {
 }
 
 #[test]
-fn operations_are_exactly_the_gateway_routes() {
+fn operations_are_exactly_the_route_table() {
     let spec = spec();
     assert_eq!(spec["openapi"].as_str().unwrap_or("").get(..3), Some("3.1"));
     let documented: BTreeSet<String> = operations(&spec).iter().map(|(m, p, _)| format!("{m} {p}")).collect();
-    let served: BTreeSet<String> = all_routes().into_iter().map(|r| r.key().to_owned()).collect();
+    let served: BTreeSet<String> = ROUTES.iter().map(|r| r.key()).collect();
     assert_eq!(documented, served);
 
-    // And the gateway routes each documented path (with sample parameters) to that operation.
-    for r in all_routes() {
-        let (m, p) = r.key().split_once(' ').unwrap();
-        let concrete = p
+    for r in ROUTES {
+        // Each operation carries the table's operationId (the generated client's method names).
+        let op = &spec["paths"][r.path][r.method.to_lowercase()];
+        assert_eq!(op["operationId"], r.operation_id, "{}", r.key());
+        // And the gateway routes each documented path (with sample parameters) to that route.
+        let concrete = r
+            .path
             .replace("{organizationId}", "7")
             .replace("{projectId}", "8")
             .replace("{code2desId}", "01890a5d-ac96-774b-bcce-b302099a8057");
-        let (got, _) = gateway::route(&Method::from_bytes(m.as_bytes()).unwrap(), &concrete)
+        let (got, _) = gateway::route(&Method::from_bytes(r.method.as_bytes()).unwrap(), &concrete)
             .unwrap_or_else(|| panic!("{}", r.key()));
         assert_eq!(got, r);
     }

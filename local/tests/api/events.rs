@@ -1,30 +1,10 @@
 //! The committed `events/*.json` are the ones `sam local invoke -e` uses; these tests keep
-//! them valid for the handlers, so the two cannot drift.
+//! them valid for the handlers, so the two cannot drift (tests/routes.rs holds them to the route
+//! table).
 
 use serde_json::Value;
 
 use crate::helpers::*;
-
-#[test]
-fn every_route_has_an_event_file_with_its_route_key() {
-    let expected = [
-        ("trigger.json", "POST /organizations/{organizationId}/projects/{projectId}/code2des"),
-        ("lifecycle-list.json", "GET /organizations/{organizationId}/projects/{projectId}/code2des"),
-        ("lifecycle-get.json", "GET /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}"),
-        ("result.json", "GET /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/result"),
-        ("placement.json", "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/placement"),
-        ("webhook.json", "POST /code2des/webhook"),
-    ];
-    for (file, key) in expected {
-        let ev = event(file);
-        assert_eq!(ev["routeKey"], key, "{file}");
-        assert_eq!(ev["requestContext"]["routeKey"], key, "{file}");
-        let req = to_request(&ev);
-        assert_eq!(req.method().as_str(), key.split(' ').next().unwrap());
-        let has_jwt = !ev["requestContext"]["authorizer"]["jwt"]["claims"]["sub"].is_null();
-        assert_eq!(has_jwt, file != "webhook.json", "{file}: user routes carry JWT claims, the webhook none");
-    }
-}
 
 #[test]
 fn the_webhook_event_is_signed_with_the_documented_test_secret() {

@@ -131,6 +131,16 @@ impl DbConfig {
         Ok(Self::finish(pg, true))
     }
 
+    /// For IAM authentication (RDS Proxy or the cluster): the endpoint and the database user,
+    /// no password. The pool signs a token per new connection ([`pool_with_auth`] with a
+    /// [`Password`] source, see [`crate::rds_iam`]). Always verified TLS: RDS refuses IAM logins
+    /// without it, and the token must never cross a network in the clear.
+    pub fn for_iam(host: &str, port: u16, dbname: &str, user: &str) -> Self {
+        let mut pg = tokio_postgres::Config::new();
+        pg.host(host).port(port).user(user).dbname(dbname).ssl_mode(SslMode::Require);
+        Self::finish(pg, true)
+    }
+
     fn finish(mut pg: tokio_postgres::Config, tls: bool) -> Self {
         pg.connect_timeout(Duration::from_secs(3))
             .keepalives(true)
@@ -142,6 +152,10 @@ impl DbConfig {
     /// Key material for list cursors: bound to this database's credentials, so a cursor from
     /// another deployment (or a forged one) does not verify. Rotating the secret only makes
     /// outstanding cursors start over.
+    ///
+    /// With IAM authentication there is no password: the key is then bound to the endpoint
+    /// (host and port) and the user, which tells deployments apart but is not secret. A forged
+    /// cursor can still only page within what the caller may list (the query checks the scope).
     pub fn cursor_key(&self) -> [u8; 32] {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
@@ -151,6 +165,17 @@ impl DbConfig {
         h.update(self.pg.get_password().unwrap_or_default());
         h.update(b"\0");
         h.update(self.pg.get_dbname().unwrap_or_default().as_bytes());
+        if self.pg.get_password().is_none() {
+            for host in self.pg.get_hosts() {
+                if let Host::Tcp(name) = host {
+                    h.update(b"\0");
+                    h.update(name.as_bytes());
+                }
+            }
+            for port in self.pg.get_ports() {
+                h.update(port.to_be_bytes());
+            }
+        }
         h.finalize().into()
     }
 }
@@ -186,6 +211,10 @@ pub fn install_crypto_provider() {
 /// Re-reads the database settings, e.g. after the secret rotated.
 pub type Refresh = Arc<dyn Fn() -> BoxFuture<'static, Result<DbConfig, String>> + Send + Sync>;
 
+/// Signs the password of one new connection (an RDS IAM auth token, valid 15 minutes): called
+/// for every connection the pool opens, so no token outlives its use.
+pub type Password = Arc<dyn Fn() -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
+
 /// Least time between two refreshes: a wrong password must not turn every connection attempt
 /// into a Secrets Manager call.
 const REFRESH_INTERVAL: Duration = Duration::from_secs(30);
@@ -199,6 +228,7 @@ struct RotatingConnect {
     last_refresh: Mutex<Option<Instant>>,
     tls: MakeRustlsConnect,
     refresh: Option<Refresh>,
+    password: Option<Password>,
 }
 
 fn is_auth_failure(e: &tokio_postgres::Error) -> bool {
@@ -219,6 +249,23 @@ async fn open(
     Ok((client, task))
 }
 
+impl RotatingConnect {
+    /// `cfg` with a freshly signed password when there is a [`Password`] source.
+    async fn signed(&self, mut cfg: tokio_postgres::Config) -> tokio_postgres::Config {
+        if let Some(password) = &self.password {
+            match password().await {
+                Ok(token) => {
+                    cfg.password(token);
+                }
+                // Without a token the server refuses the login, and the handler answers 503 as
+                // for any connection that cannot be opened. The reason names no secret.
+                Err(reason) => tracing::error!(error = %reason, "cannot sign the database auth token"),
+            }
+        }
+        cfg
+    }
+}
+
 impl Connect for RotatingConnect {
     fn connect(
         &self,
@@ -226,7 +273,7 @@ impl Connect for RotatingConnect {
     ) -> BoxFuture<'_, Result<(tokio_postgres::Client, JoinHandle<()>), tokio_postgres::Error>> {
         Box::pin(async move {
             let cfg = self.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            let err = match open(cfg, self.tls.clone()).await {
+            let err = match open(self.signed(cfg).await, self.tls.clone()).await {
                 Err(e) if is_auth_failure(&e) => e,
                 other => return other,
             };
@@ -242,7 +289,7 @@ impl Connect for RotatingConnect {
                 Ok(fresh) => {
                     tracing::warn!("the database refused the credentials; re-read them, retrying once");
                     *self.current.lock().unwrap_or_else(|p| p.into_inner()) = fresh.pg.clone();
-                    open(fresh.pg, self.tls.clone()).await
+                    open(self.signed(fresh.pg).await, self.tls.clone()).await
                 }
                 Err(reason) => {
                     tracing::error!(error = %reason, "cannot re-read the database credentials");
@@ -266,8 +313,21 @@ pub fn pool_with_refresh(
     max_size: usize,
     refresh: Option<Refresh>,
 ) -> Result<Pool, DbSetupError> {
+    pool_with_auth(cfg, ca_bundle, max_size, refresh, None)
+}
+
+/// [`pool_with_refresh`], and with `password`, a password signed for each new connection (RDS
+/// IAM authentication) in place of the one in `cfg`.
+pub fn pool_with_auth(
+    cfg: &DbConfig,
+    ca_bundle: Option<&str>,
+    max_size: usize,
+    refresh: Option<Refresh>,
+    password: Option<Password>,
+) -> Result<Pool, DbSetupError> {
     let tls = tls_connector(ca_bundle)?;
-    let connect = RotatingConnect { current: Mutex::new(cfg.pg.clone()), last_refresh: Mutex::new(None), tls, refresh };
+    let connect =
+        RotatingConnect { current: Mutex::new(cfg.pg.clone()), last_refresh: Mutex::new(None), tls, refresh, password };
     // Fast recycling: no health-check round trip per checkout. A connection the server closed
     // is detected by tokio-postgres and dropped by the pool on return.
     let mgr = Manager::from_connect(cfg.pg.clone(), connect, ManagerConfig { recycling_method: RecyclingMethod::Fast });

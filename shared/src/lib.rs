@@ -9,6 +9,7 @@ pub mod error;
 pub mod http;
 pub mod model;
 pub mod protocol;
+pub mod rds_iam;
 pub mod routes;
 pub mod setup;
 pub mod signature;

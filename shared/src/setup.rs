@@ -11,6 +11,7 @@
 //! | `DB_CA_BUNDLE` | extra PEM roots for PostgreSQL TLS |
 //! | `DB_POOL_SIZE` | connections per instance, default 2 |
 //! | `DB_HOST` / `DB_PORT` / `DB_NAME` | with `DB_SECRET_ARN`: the endpoint (RDS Proxy), over the secret's |
+//! | `DB_IAM_AUTH` / `DB_USER` | `true` (with `DB_HOST`): log in as `DB_USER` with an IAM auth token signed per connection; no secret |
 
 use std::time::Duration;
 
@@ -231,16 +232,33 @@ pub async fn webhook_secret() -> Result<SecretString, SetupError> {
         .ok_or_else(|| "WEBHOOK_SECRET_ARN or WEBHOOK_SECRET must be set".into())
 }
 
-/// Database settings: the RDS secret when `DB_SECRET_ARN` is set (its endpoint overridden by
-/// `DB_HOST` / `DB_PORT` / `DB_NAME` where given), else `DATABASE_URL`.
+fn db_port() -> Result<Option<u16>, SetupError> {
+    match var("DB_PORT") {
+        None => Ok(None),
+        Some(v) => Ok(Some(v.parse().map_err(|_| -> SetupError { "DB_PORT must be a port number".into() })?)),
+    }
+}
+
+/// Whether the functions log in with IAM auth tokens: `DB_IAM_AUTH=true` and an endpoint in
+/// `DB_HOST`. Without `DB_HOST` (e.g. `sam local invoke` blanking it) the other settings apply.
+pub fn db_iam_auth() -> bool {
+    var("DB_IAM_AUTH").is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1") && var("DB_HOST").is_some()
+}
+
+/// Database settings: with IAM authentication ([`db_iam_auth`]) the endpoint `DB_HOST` /
+/// `DB_PORT` (default 5432) / `DB_NAME` (default `code2des`) and the user `DB_USER`, no password
+/// (nothing is fetched); else the RDS secret when `DB_SECRET_ARN` is set (its endpoint
+/// overridden by `DB_HOST` / `DB_PORT` / `DB_NAME` where given); else `DATABASE_URL`.
 pub async fn db_config() -> Result<DbConfig, SetupError> {
+    if db_iam_auth() {
+        let host = required("DB_HOST")?;
+        let user = var("DB_USER").ok_or_else(|| -> SetupError { "DB_IAM_AUTH needs DB_USER".into() })?;
+        let dbname = var("DB_NAME").unwrap_or_else(|| "code2des".into());
+        return Ok(DbConfig::for_iam(&host, db_port()?.unwrap_or(5432), &dbname, &user));
+    }
     if let Some(arn) = var("DB_SECRET_ARN") {
         use secrecy::ExposeSecret;
-        let port = match var("DB_PORT") {
-            None => None,
-            Some(v) => Some(v.parse().map_err(|_| -> SetupError { "DB_PORT must be a port number".into() })?),
-        };
-        let endpoint = DbEndpoint { host: var("DB_HOST"), port, dbname: var("DB_NAME") };
+        let endpoint = DbEndpoint { host: var("DB_HOST"), port: db_port()?, dbname: var("DB_NAME") };
         let json = secret(&arn).await?;
         return Ok(DbConfig::from_rds_secret_via(json.expose_secret(), &endpoint)?);
     }
@@ -258,7 +276,9 @@ pub async fn db_pool() -> Result<(deadpool_postgres::Pool, DbConfig), SetupError
         Some(v) => v.parse().map_err(|_| -> SetupError { "DB_POOL_SIZE must be a positive integer".into() })?,
     };
     // With a Secrets Manager secret, a refused login re-reads it: RDS rotates it under us.
-    let refresh: Option<crate::db::Refresh> = var("DB_SECRET_ARN").map(|arn| -> crate::db::Refresh {
+    // With IAM authentication there is nothing to re-read: every connection gets a new token.
+    let iam = db_iam_auth();
+    let refresh: Option<crate::db::Refresh> = var("DB_SECRET_ARN").filter(|_| !iam).map(|arn| -> crate::db::Refresh {
         std::sync::Arc::new(move || {
             let arn = arn.clone();
             Box::pin(async move {
@@ -267,9 +287,50 @@ pub async fn db_pool() -> Result<(deadpool_postgres::Pool, DbConfig), SetupError
             })
         })
     });
-    let pool = crate::db::pool_with_refresh(&cfg, var("DB_CA_BUNDLE").as_deref(), size, refresh)
+    let password = if iam { Some(iam_password(&cfg).await?) } else { None };
+    let pool = crate::db::pool_with_auth(&cfg, var("DB_CA_BUNDLE").as_deref(), size, refresh, password)
         .map_err(|e: DbSetupError| -> SetupError { e.into() })?;
     Ok((pool, cfg))
+}
+
+/// Signs an IAM auth token for each new connection of `cfg`'s endpoint and user.
+///
+/// On Lambda the region and the execution role's credentials are in the environment and are
+/// used as they are: no SDK configuration is built and nothing is fetched, so a cold start
+/// costs only what signing costs (microseconds). Where the SDK was configured otherwise (see
+/// [`direct_settings`]), its credentials provider supplies them, which caches and refreshes.
+async fn iam_password(cfg: &DbConfig) -> Result<crate::db::Password, SetupError> {
+    use aws_credential_types::provider::ProvideCredentials;
+    use tokio_postgres::config::Host;
+    let host = match cfg.pg.get_hosts().first() {
+        Some(Host::Tcp(h)) => h.clone(),
+        _ => return Err("DB_HOST must be a host name for IAM authentication".into()),
+    };
+    let port = cfg.pg.get_ports().first().copied().unwrap_or(5432);
+    let user = cfg.pg.get_user().unwrap_or_default().to_owned();
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let (region, provider) = match direct_settings(&env) {
+        Some((region, credentials)) => {
+            (region, aws_credential_types::provider::SharedCredentialsProvider::new(credentials))
+        }
+        None => {
+            let sdk = sdk_config().await;
+            let region = sdk.region().cloned().unwrap_or_else(|| aws_config::Region::from_static(DEFAULT_REGION));
+            let provider = sdk.credentials_provider().ok_or("no AWS credentials to sign the database auth token")?;
+            (region, provider)
+        }
+    };
+    let request = crate::rds_iam::TokenRequest { host, port, user, region: region.to_string() };
+    // Fails now, at init, on an endpoint that cannot be signed, rather than on every connection.
+    let probe = aws_credential_types::Credentials::new("probe", "probe", None, None, "probe");
+    crate::rds_iam::auth_token(&request, &probe, std::time::SystemTime::now())?;
+    Ok(std::sync::Arc::new(move || {
+        let (request, provider) = (request.clone(), provider.clone());
+        Box::pin(async move {
+            let credentials = provider.provide_credentials().await.map_err(|e| crate::error::chain(&e))?;
+            crate::rds_iam::auth_token(&request, &credentials, std::time::SystemTime::now()).map_err(|e| e.to_string())
+        })
+    }))
 }
 
 #[cfg(test)]

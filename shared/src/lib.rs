@@ -7,6 +7,7 @@ pub mod cursor;
 pub mod db;
 pub mod error;
 pub mod http;
+pub mod metrics;
 pub mod model;
 pub mod protocol;
 pub mod rds_iam;

@@ -1,0 +1,253 @@
+//! The application role of migrations/V4__app_role.sql (SPEC section 8), against the machine's
+//! PostgreSQL: in a freshly migrated database, `code2des_app` can do what the five functions do
+//! (read the product's tables; read, insert and update the job tables; delete idempotency keys)
+//! and nothing more: no DDL, no writes to the product's tables, no deletes of jobs, no
+//! ownership, no superuser. Migrating many databases at once (roles are server-wide) works.
+
+use shared::db::DbConfig;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::Client;
+
+const APP_ROLE: &str = "code2des_app";
+
+fn admin_url() -> String {
+    std::env::var("TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// `admin_url` with another database and, optionally, another user.
+fn url(db: &str, user: Option<&str>) -> String {
+    let admin = admin_url();
+    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin).to_owned();
+    let base = match user {
+        Some(u) => base.replacen("postgres@", &format!("{u}@"), 1),
+        None => base,
+    };
+    format!("{base}/{db}")
+}
+
+struct Db {
+    name: String,
+    owner: Client,
+}
+
+impl Db {
+    /// A fresh database with every migration applied, as the migrate function applies them.
+    async fn fresh() -> Self {
+        shared::db::install_crypto_provider();
+        let name = format!("c2d_test_role_{}", uuid::Uuid::new_v4().simple());
+        let cfg = DbConfig::from_url(&url(&name, None)).unwrap();
+        assert!(shared::db::ensure_database(&cfg, None).await.expect("PostgreSQL reachable"));
+        let mut owner = shared::db::connect(&cfg, None).await.unwrap();
+        shared::db::migrate(&mut owner).await.expect("migrations apply");
+        Self { name, owner }
+    }
+
+    async fn app(&self) -> Client {
+        let cfg = DbConfig::from_url(&url(&self.name, Some(APP_ROLE))).unwrap();
+        shared::db::connect(&cfg, None).await.expect("the application role logs in")
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let cfg = DbConfig::from_url(&admin_url()).unwrap();
+                if let Ok(c) = shared::db::connect(&cfg, None).await {
+                    let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// Runs `sql` as the application role and expects PostgreSQL to refuse it for lack of privilege.
+async fn refused(app: &Client, sql: &str) {
+    let err = app.batch_execute(sql).await.expect_err(sql);
+    assert_eq!(err.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{sql}: {err}");
+}
+
+async fn seed(owner: &Client) -> (i32, i32, String) {
+    let org: i32 =
+        owner.query_one("INSERT INTO organization (name) VALUES ('o') RETURNING id", &[]).await.unwrap().get(0);
+    let project: i32 = owner
+        .query_one("INSERT INTO project (organization_id, name) VALUES ($1, 'p') RETURNING id", &[&org])
+        .await
+        .unwrap()
+        .get(0);
+    owner
+        .execute("INSERT INTO organization_member (organization_id, subject) VALUES ($1, 'sub-1')", &[&org])
+        .await
+        .unwrap();
+    let page = format!("pi-{}", uuid::Uuid::new_v4().simple());
+    owner
+        .execute(
+            "INSERT INTO page_import (id, organization_id, project_id, status) VALUES ($1, $2, $3, '1')",
+            &[&page, &org, &project],
+        )
+        .await
+        .unwrap();
+    (org, project, page)
+}
+
+#[tokio::test]
+async fn the_application_role_reads_and_writes_what_the_functions_need() {
+    let db = Db::fresh().await;
+    let (org, project, page) = seed(&db.owner).await;
+    let app = db.app().await;
+
+    // The product's tables: readable.
+    for table in ["organization", "project", "organization_member", "page_import"] {
+        let n: i64 = app.query_one(&format!("SELECT count(*) FROM {table}"), &[]).await.unwrap().get(0);
+        assert_eq!(n, 1, "{table}");
+    }
+
+    // A job: insert (with its foreign keys checked), read, update, lock.
+    let id = uuid::Uuid::now_v7().to_string();
+    app.execute(
+        "INSERT INTO code2des (id, organization_id, project_id, page_import_id, figma_file_key, screen_id, nonce, \
+         created_by, updated_by) VALUES ($1, $2, $3, $4, 'file', 'screen', 'n', 'sub-1', 'sub-1')",
+        &[&id, &org, &project, &page],
+    )
+    .await
+    .unwrap();
+    app.execute("UPDATE code2des SET status = '1', updated_at = now() WHERE id = $1", &[&id]).await.unwrap();
+    app.query_one("SELECT status::text FROM code2des WHERE id = $1 FOR NO KEY UPDATE", &[&id]).await.unwrap();
+
+    // Idempotency keys: insert, read, delete (a trigger releases its key).
+    app.execute(
+        "INSERT INTO code2des_idempotency (subject, organization_id, project_id, idempotency_key, request_hash, \
+         code2des_id) VALUES ('sub-1', $1, $2, 'k', 'h', $3)",
+        &[&org, &project, &id],
+    )
+    .await
+    .unwrap();
+    assert_eq!(app.execute("DELETE FROM code2des_idempotency WHERE code2des_id = $1", &[&id]).await.unwrap(), 1);
+
+    // Every other job table the migrations made: read, insert and update granted.
+    let tables: Vec<String> = db
+        .owner
+        .query(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = current_schema() AND c.relkind IN ('r','p') AND c.relname LIKE 'code2des%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(tables.len() >= 2, "{tables:?}");
+    for table in &tables {
+        for privilege in ["SELECT", "INSERT", "UPDATE"] {
+            let ok: bool = app
+                .query_one("SELECT has_table_privilege(current_user, $1::text::regclass, $2)", &[table, &privilege])
+                .await
+                .unwrap()
+                .get(0);
+            assert!(ok, "{privilege} on {table}");
+        }
+    }
+    // Functions the later migrations made for the job tables are executable.
+    let functions: Vec<bool> = app
+        .query(
+            "SELECT has_function_privilege(current_user, p.oid, 'EXECUTE') FROM pg_proc p \
+             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema() \
+             AND p.proname LIKE 'code2des%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(functions.iter().all(|ok| *ok));
+}
+
+#[tokio::test]
+async fn the_application_role_can_run_no_ddl_and_touch_nothing_else() {
+    let db = Db::fresh().await;
+    let (org, _, page) = seed(&db.owner).await;
+    let app = db.app().await;
+
+    // No DDL: not in the schema, not on the job tables, not on the product's.
+    refused(&app, "CREATE TABLE sneaky (id int)").await;
+    refused(&app, "ALTER TABLE code2des ADD COLUMN sneaky int").await;
+    refused(&app, "ALTER TABLE code2des DISABLE TRIGGER ALL").await;
+    refused(&app, "CREATE INDEX sneaky ON code2des (screen_id)").await;
+    refused(&app, "DROP TABLE code2des_idempotency").await;
+    refused(&app, "DROP TABLE organization").await;
+    refused(&app, "TRUNCATE code2des").await;
+    refused(&app, "CREATE FUNCTION sneaky() RETURNS int LANGUAGE sql AS 'SELECT 1'").await;
+    // Granting on: PostgreSQL only warns ("no privileges were granted") without a grant option.
+    let _ = app.batch_execute("GRANT SELECT ON code2des TO PUBLIC").await;
+    let passes_on: bool = app
+        .query_one("SELECT has_table_privilege(current_user, 'code2des', 'SELECT WITH GRANT OPTION')", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!passes_on);
+    let public: i64 = db
+        .owner
+        .query_one(
+            "SELECT count(*) FROM pg_class c, aclexplode(c.relacl) a WHERE c.relname = 'code2des' AND a.grantee = 0",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(public, 0, "nothing granted to PUBLIC");
+    refused(&app, "DROP TABLE refinery_schema_history").await;
+
+    // The product's tables are read only; jobs are soft-deleted, never deleted.
+    refused(&app, "INSERT INTO organization (name) VALUES ('x')").await;
+    refused(&app, &format!("UPDATE organization SET name = 'x' WHERE id = {org}")).await;
+    refused(&app, &format!("DELETE FROM organization_member WHERE organization_id = {org}")).await;
+    refused(&app, &format!("UPDATE page_import SET status = '2' WHERE id = '{page}'")).await;
+    refused(&app, &format!("INSERT INTO page_import (id, organization_id, project_id) VALUES ('x', {org}, 1)")).await;
+    refused(&app, "DELETE FROM code2des").await;
+    // Nor the migrations' bookkeeping.
+    refused(&app, "SELECT * FROM refinery_schema_history").await;
+    refused(&app, "DELETE FROM refinery_schema_history").await;
+
+    // Not a superuser, cannot create roles or databases, owns nothing, not the owner's member.
+    let row = app
+        .query_one(
+            "SELECT rolsuper, rolcreaterole, rolcreatedb, rolbypassrls, rolreplication FROM pg_roles \
+             WHERE rolname = current_user",
+            &[],
+        )
+        .await
+        .unwrap();
+    for i in 0..5 {
+        assert!(!row.get::<_, bool>(i), "attribute {i} of {APP_ROLE}");
+    }
+    let owned: i64 = app
+        .query_one(
+            "SELECT count(*) FROM pg_class WHERE relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(owned, 0);
+    let owner: String = db.owner.query_one("SELECT current_user::text", &[]).await.unwrap().get(0);
+    let member: bool =
+        app.query_one("SELECT pg_has_role(current_user, $1::text, 'MEMBER')", &[&owner]).await.unwrap().get(0);
+    assert!(!member, "{APP_ROLE} is not a member of the owner {owner}");
+    refused(&app, "CREATE ROLE sneaky").await;
+    refused(&app, &format!("ALTER ROLE {APP_ROLE} SUPERUSER")).await;
+}
+
+#[tokio::test]
+async fn many_databases_migrate_at_once_and_share_the_role() {
+    let dbs = futures::future::join_all((0..6).map(|_| Db::fresh())).await;
+    for db in &dbs {
+        let app = db.app().await;
+        let n: i64 = app.query_one("SELECT count(*) FROM code2des", &[]).await.unwrap().get(0);
+        assert_eq!(n, 0);
+    }
+}

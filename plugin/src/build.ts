@@ -1,0 +1,244 @@
+// Builds a Code2Des result document as native Figma nodes with the plugin API. Pure over the
+// `PluginAPI` it is given (the real `figma` in the plugin, a stub in the tests), so the tests
+// run exactly this code. The node schema is openapi.yaml's `Node` (SPEC section 4).
+
+import type { Node, Paint as DocPaint } from "../../clients/typescript/src/index.js";
+
+type Container = BaseNode & ChildrenMixin;
+
+/** Images received from the UI, by imageRef: raster ones as Figma image hashes, SVG as text. */
+export class ImageStore {
+  readonly hashes = new Map<string, string>();
+  readonly svgs = new Map<string, string>();
+
+  constructor(private readonly figma: PluginAPI) {}
+
+  /** `figma.createImage` checks the bytes (PNG, JPEG or GIF, at most 4096 px a side). */
+  addRaster(ref: string, bytes: Uint8Array): void {
+    this.hashes.set(ref, this.figma.createImage(bytes).hash);
+  }
+
+  addSvg(ref: string, svg: string): void {
+    this.svgs.set(ref, svg);
+  }
+}
+
+const FALLBACK_FONT: FontName = { family: "Inter", style: "Regular" };
+
+export interface Built {
+  root: SceneNode;
+  /** Figma nodes created, the root included. */
+  nodes: number;
+  /** What could not be rendered as the document asked (font fallbacks, empty groups, …). */
+  warnings: string[];
+}
+
+export class Builder {
+  private fonts = new Map<string, Promise<FontName>>();
+  private warnings: string[] = [];
+  private count = 0;
+
+  constructor(
+    private readonly figma: PluginAPI,
+    private readonly images: ImageStore,
+  ) {}
+
+  /** Builds `doc` into `parent` (the current page by default) and answers its root. */
+  async build(doc: Node, parent: Container = this.figma.currentPage): Promise<Built> {
+    this.warnings = [];
+    this.count = 0;
+    const roots = await this.node(doc, parent, 0, 0);
+    const root = roots[0];
+    if (!root) throw new Error("the document built no node");
+    return { root, nodes: this.count, warnings: this.warnings };
+  }
+
+  /**
+   * Builds one document node into `parent`, positioned from (ox, oy) in the parent's
+   * coordinates. Answers the Figma nodes made at this level: the node itself, then (for a node
+   * Figma cannot nest children in) its children as following siblings.
+   */
+  private async node(doc: Node, parent: Container, ox: number, oy: number): Promise<SceneNode[]> {
+    const x = ox + (doc.x ?? 0);
+    const y = oy + (doc.y ?? 0);
+    let made: SceneNode;
+    switch (doc.type) {
+      case "GROUP":
+        return [await this.group(doc, parent, x, y)];
+      case "FRAME": {
+        const frame = this.figma.createFrame();
+        parent.appendChild(frame);
+        this.common(frame, doc, x, y);
+        if (doc.cornerRadius !== undefined) frame.cornerRadius = doc.cornerRadius;
+        if (doc.clipsContent !== undefined) frame.clipsContent = doc.clipsContent;
+        // A frame is its children's coordinate space.
+        for (const child of doc.children ?? []) await this.node(child, frame, 0, 0);
+        return [frame];
+      }
+      case "RECTANGLE": {
+        const rect = this.figma.createRectangle();
+        parent.appendChild(rect);
+        this.common(rect, doc, x, y);
+        if (doc.cornerRadius !== undefined) rect.cornerRadius = doc.cornerRadius;
+        made = rect;
+        break;
+      }
+      case "ELLIPSE": {
+        const ellipse = this.figma.createEllipse();
+        parent.appendChild(ellipse);
+        this.common(ellipse, doc, x, y);
+        made = ellipse;
+        break;
+      }
+      case "LINE": {
+        const line = this.figma.createLine();
+        parent.appendChild(line);
+        // A line's height is 0 by definition (Figma refuses any other); its length is the width.
+        this.common(line, { ...doc, width: undefined, height: undefined }, x, y);
+        if (doc.width !== undefined) line.resize(Math.max(doc.width, 0.01), 0);
+        made = line;
+        break;
+      }
+      case "VECTOR": {
+        const vector = this.figma.createVector();
+        parent.appendChild(vector);
+        if (doc.vectorPaths) {
+          vector.vectorPaths = doc.vectorPaths.map((p) => ({ windingRule: p.windingRule ?? "NONZERO", data: p.data }));
+        }
+        this.common(vector, doc, x, y);
+        made = vector;
+        break;
+      }
+      case "TEXT": {
+        const text = this.figma.createText();
+        parent.appendChild(text);
+        // Figma refuses text edits until the node's font is loaded.
+        text.fontName = await this.font(doc.fontName);
+        text.characters = doc.characters ?? "";
+        if (doc.fontSize !== undefined) text.fontSize = doc.fontSize;
+        if (doc.textAlignHorizontal !== undefined) text.textAlignHorizontal = doc.textAlignHorizontal;
+        this.common(text, doc, x, y);
+        made = text;
+        break;
+      }
+      case "SVG": {
+        const svg = this.images.svgs.get(doc.imageRef);
+        if (svg === undefined) throw new Error(`SVG image ${JSON.stringify(doc.imageRef)} was not received`);
+        // createNodeFromSvg makes a frame of vector layers at the SVG's own size; scale it
+        // (children included) to the size the document asks for.
+        const frame = this.figma.createNodeFromSvg(svg);
+        parent.appendChild(frame);
+        const { width, height, ...rest } = doc;
+        this.common(frame, rest, x, y);
+        if (width !== undefined && height !== undefined && frame.width > 0 && frame.height > 0) {
+          frame.rescale(Math.min(width / frame.width, height / frame.height));
+        }
+        made = frame;
+        break;
+      }
+      default: {
+        // openapi.yaml lists every type the backend lets through; a new one fails loudly here.
+        const unknown: never = doc;
+        throw new Error(`node type ${(unknown as { type: string }).type} cannot be built`);
+      }
+    }
+    // Figma nests children only in frames and groups: a leaf's children follow it, placed
+    // from its top-left, so nothing the backend validated is dropped.
+    const out: SceneNode[] = [made];
+    for (const child of doc.children ?? []) out.push(...(await this.node(child, parent, x, y)));
+    return out;
+  }
+
+  private async group(doc: Node & { type: "GROUP" }, parent: Container, x: number, y: number): Promise<SceneNode> {
+    // A group has no coordinate space of its own: its children sit in the parent's.
+    const members: SceneNode[] = [];
+    for (const child of doc.children ?? []) members.push(...(await this.node(child, parent, x, y)));
+    if (members.length === 0) {
+      // Figma cannot make an empty group; keep the layer (and its name) as an empty frame.
+      this.warnings.push(`empty group ${JSON.stringify(doc.name ?? "")} built as an empty frame`);
+      const frame = this.figma.createFrame();
+      parent.appendChild(frame);
+      this.common(frame, { ...doc, fills: [], strokes: [] }, x, y);
+      frame.fills = [];
+      return frame;
+    }
+    const group = this.figma.group(members, parent);
+    this.count++;
+    if (doc.name !== undefined) group.name = doc.name;
+    if (doc.opacity !== undefined) group.opacity = doc.opacity;
+    if (doc.visible !== undefined) group.visible = doc.visible;
+    if (doc.rotation !== undefined) group.rotation = doc.rotation;
+    return group;
+  }
+
+  /** What every built node shares: name, geometry, paints, opacity, visibility. */
+  private common(
+    node: SceneNode & LayoutMixin & BlendMixin & MinimalFillsMixin & MinimalStrokesMixin,
+    doc: Omit<Node, "type"> & { fills?: DocPaint[]; strokes?: DocPaint[] },
+    x: number,
+    y: number,
+  ): void {
+    this.count++;
+    if (doc.name !== undefined) node.name = doc.name;
+    if (doc.width !== undefined || doc.height !== undefined) {
+      // Figma's smallest side is 0.01 px.
+      node.resize(Math.max(doc.width ?? node.width, 0.01), Math.max(doc.height ?? node.height, 0.01));
+    }
+    node.x = x;
+    node.y = y;
+    if (doc.rotation !== undefined) node.rotation = doc.rotation;
+    if (doc.opacity !== undefined) node.opacity = doc.opacity;
+    if (doc.visible !== undefined) node.visible = doc.visible;
+    if (doc.fills !== undefined) node.fills = this.paints(doc.fills);
+    if (doc.strokes !== undefined) node.strokes = this.paints(doc.strokes);
+    if (doc.strokeWeight !== undefined) node.strokeWeight = doc.strokeWeight;
+  }
+
+  private paints(paints: DocPaint[]): Paint[] {
+    const out: Paint[] = [];
+    for (const p of paints) {
+      switch (p.type) {
+        case "SOLID":
+          out.push({
+            type: "SOLID",
+            color: { r: p.color.r, g: p.color.g, b: p.color.b },
+            ...(p.opacity === undefined ? {} : { opacity: p.opacity }),
+          });
+          break;
+        case "IMAGE": {
+          const imageHash = this.images.hashes.get(p.imageRef);
+          if (imageHash === undefined) throw new Error(`image ${JSON.stringify(p.imageRef)} was not received`);
+          out.push({
+            type: "IMAGE",
+            imageHash,
+            scaleMode: p.scaleMode ?? "FILL",
+            ...(p.opacity === undefined ? {} : { opacity: p.opacity }),
+          });
+          break;
+        }
+        default:
+          this.warnings.push(`paint type ${(p as { type: string }).type} skipped`);
+      }
+    }
+    return out;
+  }
+
+  /** Loads a font once; one that is not available falls back to Inter Regular. */
+  private font(want: FontName | undefined): Promise<FontName> {
+    const font = want ?? FALLBACK_FONT;
+    const key = `${font.family}\u0000${font.style}`;
+    let loading = this.fonts.get(key);
+    if (!loading) {
+      loading = this.figma.loadFontAsync(font).then(
+        () => font,
+        async () => {
+          this.warnings.push(`font ${font.family} ${font.style} is not available; used Inter Regular`);
+          await this.figma.loadFontAsync(FALLBACK_FONT);
+          return FALLBACK_FONT;
+        },
+      );
+      this.fonts.set(key, loading);
+    }
+    return loading;
+  }
+}

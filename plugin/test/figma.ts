@@ -1,0 +1,251 @@
+// The Figma plugin API for the tests: figma-api-stub (the plugin-API stub on the npm registry),
+// plus the few members the builder uses that it lacks, made from its own mixins so they behave
+// like its other nodes. Also the node-by-node comparison of a built tree with its document.
+// No Node.js imports: the UI test bundles this file into the browser page too.
+
+import { createFigma } from "figma-api-stub";
+// Internal modules of figma-api-stub 0.0.57: the mixins its own node classes are made of.
+import { applyMixins } from "figma-api-stub/dist/applyMixins.js";
+import * as mixins from "figma-api-stub/dist/mixins.js";
+
+import type { Node, Paint as DocPaint } from "../../clients/typescript/src/index.js";
+
+export interface TestFigma {
+  figma: PluginAPI;
+  /** Bytes of every image made with createImage, by hash. */
+  imageBytes: Map<string, Uint8Array>;
+  /** The SVG text each createNodeFromSvg frame was made from. */
+  svgSource: WeakMap<object, string>;
+}
+
+// Fonts the stub's listAvailableFontsAsync lists; real Figma refuses to load any other.
+const AVAILABLE = new Set(["Inter", "Roboto", "Helvetica"]);
+
+/**
+ * figma-api-stub 0.0.57 has no createEllipse, createLine, createVector, createNodeFromSvg,
+ * viewport or clientStorage, its createImage keeps no record of the bytes, and its
+ * loadFontAsync loads any font at all. Those are filled in here, as close to Figma as the
+ * builder needs: new nodes go to the current page, a line has height 0, an SVG becomes a frame
+ * of the SVG's size, an unknown font is refused.
+ */
+export function testFigma(): TestFigma {
+  const config = { simulateErrors: true, isWithoutTimeout: true };
+  const figma = createFigma(config) as unknown as PluginAPI & Record<string, unknown>;
+  const base = [
+    mixins.getBaseNodeMixinStub(config),
+    mixins.getLayoutMixinStub(config),
+    mixins.ExportMixinStub,
+    mixins.GeometryMixinStub,
+  ];
+  let nextId = 1000;
+  const make = (type: string) => {
+    class Stub {
+      type = type;
+      id = `2:${nextId++}`;
+      config = config;
+    }
+    applyMixins(Stub, base);
+    const node = new Stub() as unknown as SceneNode;
+    (figma.currentPage as unknown as ChildrenMixin).appendChild(node);
+    return node;
+  };
+  figma.createEllipse = () => make("ELLIPSE") as EllipseNode;
+  figma.createVector = () => make("VECTOR") as VectorNode;
+  figma.createLine = () => {
+    const line = make("LINE") as LineNode & { resize(w: number, h: number): void };
+    // Figma lets a line (and only a line) have height 0.
+    line.resize = function (this: { width: number; height: number }, w: number, h: number) {
+      if (h !== 0) throw new Error("Error: a line's height must be 0");
+      this.width = w;
+      this.height = 0;
+    };
+    return line;
+  };
+
+  const svgSource = new WeakMap<object, string>();
+  figma.createNodeFromSvg = (svg: string) => {
+    const m = /<svg\b[^>]*\bwidth="([\d.]+)"[^>]*\bheight="([\d.]+)"/.exec(svg);
+    if (!/<svg\b/.test(svg)) throw new Error("Error: failed to parse SVG");
+    const frame = figma.createFrame();
+    frame.resize(Number(m?.[1] ?? 100), Number(m?.[2] ?? 100));
+    svgSource.set(frame, svg);
+    return frame;
+  };
+
+  const imageBytes = new Map<string, Uint8Array>();
+  const createImage = figma.createImage.bind(figma);
+  figma.createImage = (bytes: Uint8Array) => {
+    const image = createImage(bytes);
+    imageBytes.set(image.hash, bytes);
+    return image;
+  };
+
+  const loadFont = figma.loadFontAsync.bind(figma);
+  figma.loadFontAsync = async (font: FontName) => {
+    if (!AVAILABLE.has(font.family)) throw new Error(`The font "${font.family} ${font.style}" could not be loaded`);
+    await loadFont(font);
+  };
+
+  const store = new Map<string, unknown>();
+  Object.assign(figma, {
+    viewport: { center: { x: 0, y: 0 }, zoom: 1, scrollAndZoomIntoView: () => {} },
+    clientStorage: {
+      getAsync: async (k: string) => store.get(k),
+      setAsync: async (k: string, v: unknown) => void store.set(k, v),
+    },
+    fileKey: undefined,
+    closePlugin: () => {},
+  });
+  return { figma, imageBytes, svgSource };
+}
+
+// --- the built tree against its document -------------------------------------------------------
+
+export interface Images {
+  /** The result's images as bytes (raster) or text (SVG), by imageRef. */
+  raster: Map<string, Uint8Array>;
+  svg: Map<string, string>;
+}
+
+type Built = SceneNode & Partial<ChildrenMixin>;
+
+const sameBytes = (a: Uint8Array | undefined, b: Uint8Array | undefined) =>
+  a !== undefined && b !== undefined && a.length === b.length && a.every((v, i) => v === b[i]);
+
+/**
+ * Compares a built Figma tree with the document it was built from, node by node, and answers
+ * every difference (an empty list when they match) and how many nodes were compared. The rules
+ * are the builder's contract (openapi.yaml `Node`), written out again independently: positions
+ * are parent-relative, a GROUP's members sit in its parent's space, a leaf's children follow it.
+ */
+export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Images) {
+  const diffs: string[] = [];
+  let compared = 0;
+  const eq = (path: string, what: string, got: unknown, want: unknown) => {
+    if (canonical(got) !== canonical(want)) {
+      diffs.push(`${path}: ${what} is ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+    }
+  };
+  const close = (path: string, what: string, got: number, want: number) => {
+    if (Math.abs(got - want) > 1e-6) diffs.push(`${path}: ${what} is ${got}, want ${want}`);
+  };
+
+  const paints = (path: string, what: string, got: readonly Paint[] | undefined, want: DocPaint[]) => {
+    eq(path, `${what} count`, got?.length ?? 0, want.length);
+    want.forEach((w, i) => {
+      const g = got?.[i];
+      if (w.type === "SOLID") {
+        eq(path, `${what}[${i}]`, g, { type: "SOLID", color: w.color, ...(w.opacity === undefined ? {} : { opacity: w.opacity }) });
+      } else {
+        eq(path, `${what}[${i}].type`, g?.type, "IMAGE");
+        eq(path, `${what}[${i}].scaleMode`, (g as ImagePaint | undefined)?.scaleMode, w.scaleMode ?? "FILL");
+        const hash = (g as ImagePaint | undefined)?.imageHash ?? "";
+        if (!sameBytes(t.imageBytes.get(hash), images.raster.get(w.imageRef))) {
+          diffs.push(`${path}: ${what}[${i}] is not image ${w.imageRef}'s bytes`);
+        }
+      }
+    });
+  };
+
+  /** Checks `doc` against `node`, placed from (ox, oy) in its Figma parent's coordinates. */
+  const one = (d: Node, node: Built | undefined, ox: number, oy: number, path: string): void => {
+    if (!node) {
+      diffs.push(`${path}: no node built`);
+      return;
+    }
+    compared++;
+    const isEmptyGroup = d.type === "GROUP" && (d.children ?? []).length === 0;
+    const figmaType = d.type === "SVG" || isEmptyGroup ? "FRAME" : d.type;
+    eq(path, "type", node.type, figmaType);
+    if (d.name !== undefined) eq(path, "name", node.name, d.name);
+    if (d.type === "SVG") eq(path, "svg source", t.svgSource.get(node), images.svg.get(d.imageRef));
+    if (d.type !== "GROUP" || isEmptyGroup) {
+      close(path, "x", node.x, ox + (d.x ?? 0));
+      close(path, "y", node.y, oy + (d.y ?? 0));
+      if (d.type === "LINE") {
+        if (d.width !== undefined) close(path, "width", node.width, d.width);
+        close(path, "height", node.height, 0);
+      } else if (d.type === "SVG") {
+        if (d.width !== undefined && d.height !== undefined) {
+          // Scaled uniformly to fit: one side matches, the other is within.
+          const fits = node.width <= d.width + 1e-6 && node.height <= d.height + 1e-6;
+          const touches = Math.abs(node.width - d.width) < 1e-6 || Math.abs(node.height - d.height) < 1e-6;
+          if (!fits || !touches) diffs.push(`${path}: SVG is ${node.width}x${node.height}, want it to fit ${d.width}x${d.height}`);
+        }
+      } else {
+        if (d.width !== undefined) close(path, "width", node.width, d.width);
+        if (d.height !== undefined) close(path, "height", node.height, d.height);
+      }
+    }
+    const n = node as Built & Partial<MinimalFillsMixin & MinimalStrokesMixin & BlendMixin & CornerMixin & LayoutMixin>;
+    if (d.rotation !== undefined) eq(path, "rotation", n.rotation, d.rotation);
+    if (d.opacity !== undefined) eq(path, "opacity", n.opacity, d.opacity);
+    if (d.visible !== undefined) eq(path, "visible", n.visible, d.visible);
+    if (d.type !== "GROUP") {
+      if (d.fills !== undefined) paints(path, "fills", n.fills as readonly Paint[], d.fills);
+      if (d.strokes !== undefined) paints(path, "strokes", n.strokes as readonly Paint[], d.strokes);
+      if (d.strokeWeight !== undefined) eq(path, "strokeWeight", n.strokeWeight, d.strokeWeight);
+    }
+    if ((d.type === "FRAME" || d.type === "RECTANGLE") && d.cornerRadius !== undefined) {
+      eq(path, "cornerRadius", n.cornerRadius, d.cornerRadius);
+    }
+    if (d.type === "FRAME" && d.clipsContent !== undefined) eq(path, "clipsContent", (node as FrameNode).clipsContent, d.clipsContent);
+    if (d.type === "TEXT") {
+      const text = node as TextNode;
+      eq(path, "characters", text.characters, d.characters ?? "");
+      if (d.fontSize !== undefined) eq(path, "fontSize", text.fontSize, d.fontSize);
+      const wantFont = d.fontName && AVAILABLE.has(d.fontName.family) ? d.fontName : { family: "Inter", style: "Regular" };
+      eq(path, "fontName", text.fontName, wantFont);
+      if (d.textAlignHorizontal !== undefined) eq(path, "textAlignHorizontal", text.textAlignHorizontal, d.textAlignHorizontal);
+    }
+    if (d.type === "VECTOR" && d.vectorPaths !== undefined) {
+      eq(path, "vectorPaths", (node as VectorNode).vectorPaths, d.vectorPaths.map((p) => ({ windingRule: p.windingRule ?? "NONZERO", data: p.data })));
+    }
+  };
+
+  /** The Figma nodes expected at one level for `kids`, each with its own origin. */
+  const level = (kids: Node[], ox: number, oy: number, path: string) => {
+    const out: { d: Node; ox: number; oy: number; path: string }[] = [];
+    kids.forEach((d, i) => {
+      const p = `${path}/${i}:${d.type}`;
+      out.push({ d, ox, oy, path: p });
+      const nests = d.type === "FRAME" || d.type === "GROUP";
+      if (!nests) out.push(...level(d.children ?? [], ox + (d.x ?? 0), oy + (d.y ?? 0), p));
+    });
+    return out;
+  };
+
+  const walk = (d: Node, node: Built | undefined, ox: number, oy: number, path: string) => {
+    one(d, node, ox, oy, path);
+    if (!node) return;
+    const kids = d.children ?? [];
+    if (d.type === "FRAME") {
+      match(level(kids, 0, 0, path), node.children ?? [], path);
+    } else if (d.type === "GROUP" && kids.length > 0) {
+      // The group's members keep the coordinates of the group's parent.
+      match(level(kids, ox + (d.x ?? 0), oy + (d.y ?? 0), path), node.children ?? [], path);
+    }
+  };
+
+  const match = (want: ReturnType<typeof level>, got: readonly SceneNode[], path: string) => {
+    eq(path, "child count", got.length, want.length);
+    want.forEach((w, i) => walk(w.d, got[i] as Built | undefined, w.ox, w.oy, w.path));
+  };
+
+  walk(doc, root as Built, 0, 0, `0:${doc.type}`);
+  return { diffs, compared };
+}
+
+/** JSON with object keys sorted: the API does not keep a document's key order. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : x,
+  );
+}
+
+/** Every node of a document, children included (what the builder must make, leaves' children too). */
+export function countNodes(doc: Node): number {
+  return 1 + (doc.children ?? []).reduce((n, c) => n + countNodes(c), 0);
+}

@@ -11,8 +11,9 @@ use code2des_local::s3server::{self, S3Server};
 use lambda_http::{Body, Request, Response};
 use secrecy::SecretString;
 use serde_json::{json, Value};
-use shared::artifact::Limits;
 use shared::db::DbConfig;
+use shared::settings::{Resources, SecretSource, Settings};
+use shared::setup::DatabaseSource;
 
 pub const BUCKET: &str = "code2des-artifacts";
 pub const SECRET: &str = "bench-webhook-secret";
@@ -55,44 +56,55 @@ impl App {
         shared::db::pool(&DbConfig::from_url(url).unwrap(), None, size).unwrap()
     }
 
-    pub fn trigger(&self, pool: &deadpool_postgres::Pool) -> code2des_trigger::handler::Deps {
-        code2des_trigger::handler::Deps {
-            pool: pool.clone(),
-            s3: self.s3.clone(),
-            bucket: BUCKET.into(),
-            callback_url: CALLBACK.into(),
+    /// The bench settings: SPEC's defaults, this bucket, the bench webhook secret.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            database: DatabaseSource::Url(SecretString::from(self.url.clone())),
+            webhook_secret: SecretSource::Plain(SecretString::from(SECRET)),
+            bucket: Some(BUCKET.into()),
+            s3_endpoint: None,
+            callback_url: Some(CALLBACK.into()),
+            deadline: shared::settings::DEFAULT_DEADLINE,
+            max_attempts: shared::settings::DEFAULT_MAX_ATTEMPTS,
+            pool_size: 2,
+            ca_bundle: None,
         }
     }
 
-    pub fn lifecycle(&self, pool: &deadpool_postgres::Pool) -> code2des_lifecycle::handler::Deps {
-        code2des_lifecycle::handler::Deps {
-            pool: pool.clone(),
-            cursor_key: self.db.cursor_key(),
-            deadline: shared::setup::DEFAULT_DEADLINE,
-        }
+    /// Resources around `pool` and this app's S3 client (`s3` to use another client).
+    pub fn resources(&self, pool: &deadpool_postgres::Pool, s3: Option<aws_sdk_s3::Client>) -> Resources {
+        Resources::prebuilt(self.settings(), pool.clone(), self.db.cursor_key(), s3.unwrap_or_else(|| self.s3.clone()))
+            .expect("bench settings are complete")
     }
 
-    pub fn result(&self, pool: &deadpool_postgres::Pool) -> code2des_result::handler::Deps {
-        code2des_result::handler::Deps {
-            pool: pool.clone(),
-            s3: self.s3.clone(),
-            bucket: BUCKET.into(),
-            deadline: shared::setup::DEFAULT_DEADLINE,
-            limits: Limits::default(),
-        }
+    // Each function is built by its own `Deps::new`, as its Lambda `main` builds it.
+
+    pub async fn trigger(&self, pool: &deadpool_postgres::Pool) -> code2des_trigger::handler::Deps {
+        code2des_trigger::handler::Deps::new(&self.resources(pool, None)).await.unwrap()
     }
 
-    pub fn webhook(&self, pool: &deadpool_postgres::Pool) -> code2des_webhook::handler::Deps {
-        code2des_webhook::handler::Deps {
-            pool: pool.clone(),
-            secret: SecretString::from(SECRET),
-            bucket: BUCKET.into(),
-            deadline: shared::setup::DEFAULT_DEADLINE,
-        }
+    pub async fn lifecycle(&self, pool: &deadpool_postgres::Pool) -> code2des_lifecycle::handler::Deps {
+        code2des_lifecycle::handler::Deps::new(&self.resources(pool, None)).await.unwrap()
     }
 
-    pub fn placement(&self, pool: &deadpool_postgres::Pool) -> code2des_placement::handler::Deps {
-        code2des_placement::handler::Deps { pool: pool.clone() }
+    pub async fn result(&self, pool: &deadpool_postgres::Pool) -> code2des_result::handler::Deps {
+        code2des_result::handler::Deps::new(&self.resources(pool, None)).await.unwrap()
+    }
+
+    pub async fn result_with_s3(
+        &self,
+        pool: &deadpool_postgres::Pool,
+        s3: aws_sdk_s3::Client,
+    ) -> code2des_result::handler::Deps {
+        code2des_result::handler::Deps::new(&self.resources(pool, Some(s3))).await.unwrap()
+    }
+
+    pub async fn webhook(&self, pool: &deadpool_postgres::Pool) -> code2des_webhook::handler::Deps {
+        code2des_webhook::handler::Deps::new(&self.resources(pool, None)).await.unwrap()
+    }
+
+    pub async fn placement(&self, pool: &deadpool_postgres::Pool) -> code2des_placement::handler::Deps {
+        code2des_placement::handler::Deps::new(&self.resources(pool, None)).await.unwrap()
     }
 
     /// A plain tokio-postgres connection (the "raw" side of the warm-path comparison).

@@ -43,14 +43,12 @@ pub async fn run(app: Arc<App>, quick: bool) {
         "body bytes",
     ]);
     let concs = [1usize, default_conc, 32];
-    let deps: Vec<_> = concs
-        .iter()
-        .map(|&c| {
-            let mut d = app.result(&app.pool);
-            d.limits.fetch_concurrency = c;
-            d
-        })
-        .collect();
+    let mut deps = Vec::new();
+    for &c in &concs {
+        let mut d = app.result(&app.pool).await;
+        d.limits.fetch_concurrency = c;
+        deps.push(d);
+    }
     // cases: (images, deps index)
     let cases: Vec<(usize, usize)> = vec![(1, 1), (32, 0), (32, 1), (32, 2), (64, 1)];
     let mut lat: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
@@ -94,8 +92,7 @@ pub async fn run(app: Arc<App>, quick: bool) {
     // waits, not loopback bandwidth, dominate, as they do against S3 itself.
     let delay = std::time::Duration::from_millis(S3_LATENCY_MS);
     let slow = crate::latency::s3_with_latency(&app.s3, delay);
-    let mut slow_deps = app.result(&app.pool);
-    slow_deps.s3 = slow;
+    let slow_deps = app.result_with_s3(&app.pool, slow).await;
     println!(
         "With {S3_LATENCY_MS} ms injected before every S3 request (S3's typical in-region first-byte latency; fetch concurrency {default_conc}):\n"
     );
@@ -214,13 +211,13 @@ pub fn child(args: &[String]) -> Result<(), String> {
         let s3 = s3server::client(endpoint, s3server::ACCESS_KEY, s3server::SECRET_KEY);
         drop(pool.get().await.map_err(|e| e.to_string())?);
         s3.head_bucket().bucket(BUCKET).send().await.map_err(|e| e.to_string())?;
-        let deps = code2des_result::handler::Deps {
-            pool,
-            s3,
-            bucket: BUCKET.into(),
-            deadline: shared::setup::DEFAULT_DEADLINE,
-            limits: Limits::default(),
-        };
+        // The child builds the function as its Lambda `main` does, around its own pool and
+        // client (it measures its own peak memory, so it shares nothing with the parent).
+        let mut settings = shared::settings::Settings::from_env().map_err(|e| e.to_string())?;
+        settings.bucket = Some(BUCKET.into());
+        let resources =
+            shared::settings::Resources::prebuilt(settings, pool, db.cursor_key(), s3).map_err(|e| e.to_string())?;
+        let deps = code2des_result::handler::Deps::new(&resources).await.map_err(|e| e.to_string())?;
         let ev = fixture::result_event(&t, id);
         let before = vm_hwm_kib();
         let resp = code2des_result::handler::handle(&deps, request(&ev)).await;

@@ -74,11 +74,11 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
     let to_finish = app.insert_jobs(&t, calls + 1).await;
 
     let lambda = LambdaRuntime::start();
-    let trigger = Arc::new(app.trigger(&pool));
-    let lifecycle = Arc::new(app.lifecycle(&pool));
-    let result = Arc::new(app.result(&pool));
-    let webhook = Arc::new(app.webhook(&pool));
-    let placement = Arc::new(app.placement(&pool));
+    let trigger = Arc::new(app.trigger(&pool).await);
+    let lifecycle = Arc::new(app.lifecycle(&pool).await);
+    let result = Arc::new(app.result(&pool).await);
+    let webhook = Arc::new(app.webhook(&pool).await);
+    let placement = Arc::new(app.placement(&pool).await);
 
     let mut rows = Vec::new();
     let routes: [&'static str; 7] =

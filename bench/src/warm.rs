@@ -60,7 +60,11 @@ async fn drive(conc: usize, total: usize, op: Op) -> Sample {
 }
 
 fn scope(t: &Tenant) -> Scope {
-    Scope { organization_id: t.org, project_id: t.project, subject: t.sub.clone() }
+    Scope {
+        organization_id: shared::types::OrganizationId::parse(&t.org.to_string()).unwrap(),
+        project_id: shared::types::ProjectId::parse(&t.project.to_string()).unwrap(),
+        subject: shared::types::Subject::parse(&t.sub).unwrap(),
+    }
 }
 
 const DEADLINE: Duration = shared::setup::DEFAULT_DEADLINE;
@@ -188,7 +192,7 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
 
     {
         let (app2, raw, t) = (app.clone(), raw.clone(), t.clone());
-        let deps = Arc::new(app.trigger(&pool));
+        let deps = Arc::new(app.trigger(&pool).await);
         routes.push(Route {
             name: "trigger",
             make: Box::new(move |_| {
@@ -202,14 +206,17 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                     let insert = |raw: Arc<Vec<tokio_postgres::Client>>, t: Arc<Tenant>, w: usize| async move {
                         let scope = scope(&t);
                         let nonce = shared::model::Nonce::generate();
+                        let page_import_id = shared::types::PageImportId::parse(&t.page_import).unwrap();
+                        let figma_file_key = shared::types::FigmaFileKey::parse("FILEkey123").unwrap();
+                        let screen_id = shared::types::ScreenId::parse("screen-1").unwrap();
                         let new = NewJob {
                             id: Code2desId::new_v7(),
                             scope: &scope,
-                            page_import_id: &t.page_import,
-                            figma_file_key: "FILEkey123",
-                            screen_id: "screen-1",
+                            page_import_id: &page_import_id,
+                            figma_file_key: &figma_file_key,
+                            screen_id: &screen_id,
                             placement_target: None,
-                            nonce: nonce.expose(),
+                            nonce: &nonce,
                             idempotency: None,
                         };
                         match store::insert_job(&raw[w], &new).await {
@@ -244,7 +251,7 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
     }
     {
         let (raw, t, done) = (raw.clone(), t.clone(), done.clone());
-        let deps = Arc::new(app.lifecycle(&pool));
+        let deps = Arc::new(app.lifecycle(&pool).await);
         routes.push(Route {
             name: "lifecycle.get",
             make: Box::new(move |_| {
@@ -271,7 +278,7 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
     }
     {
         let (raw, lt) = (raw.clone(), lt.clone());
-        let deps = Arc::new(app.lifecycle(&pool));
+        let deps = Arc::new(app.lifecycle(&pool).await);
         routes.push(Route {
             name: "lifecycle.list (20 items)",
             make: Box::new(move |_| {
@@ -296,7 +303,7 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
     }
     {
         let (app2, raw, t, done) = (app.clone(), raw.clone(), t.clone(), done.clone());
-        let deps = Arc::new(app.result(&pool));
+        let deps = Arc::new(app.result(&pool).await);
         routes.push(Route {
             name: "result (1 small image)",
             make: Box::new(move |_| {
@@ -343,7 +350,7 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
     }
     {
         let (raw, t) = (raw.clone(), t.clone());
-        let deps = Arc::new(app.placement(&pool));
+        let deps = Arc::new(app.placement(&pool).await);
         routes.push(Route {
             name: "placement (later call)",
             make: Box::new(move |_| {
@@ -362,7 +369,11 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                         let (raw, t, place_r) = (raw.clone(), t.clone(), place_r.clone());
                         Box::pin(async move {
                             let id = Code2desId::parse(&place_r[w]).unwrap();
-                            matches!(store::place(&raw[w], &scope(&t), id, "12:34").await, Ok(store::Placed::Done(_)))
+                            let node = shared::types::NodeId::parse("12:34").unwrap();
+                            matches!(
+                                store::place(&raw[w], &scope(&t), id, &node, DEADLINE).await,
+                                Ok(store::Placed::Done(_))
+                            )
                         })
                     });
                     (hop, rop, None)
@@ -372,7 +383,7 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
     }
     {
         let (app2, raw, t) = (app.clone(), raw.clone(), t.clone());
-        let deps = Arc::new(app.webhook(&pool));
+        let deps = Arc::new(app.webhook(&pool).await);
         routes.push(Route {
             name: "webhook (fresh transition)",
             make: Box::new(move |total| {
@@ -398,7 +409,8 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                                 warning_count: Some(0),
                                 error_message: None,
                             };
-                            matches!(store::finish(&raw[w], id, 1, NONCE, &outcome, DEADLINE).await, Ok(true))
+                            let at = store::AttemptRef { id, attempt: 1, nonce: NONCE };
+                            matches!(store::finish(&raw[w], at, &outcome, DEADLINE).await, Ok(Some(_)))
                         })
                     });
                     (hop, rop, None)

@@ -55,14 +55,30 @@ fn abbreviate_images(mut v: Value) -> Value {
 }
 
 pub async fn run(mut cfg: Config) -> Result<(), String> {
-    cfg.demo_worker = true;
+    // The demo plays the worker itself, so that it can fail the first attempt on purpose.
+    cfg.demo_worker = false;
+    let secret = cfg.webhook_secret();
     let running = stack::start(cfg).await.map_err(|e| e.to_string())?;
-    let outcome = steps(&running).await;
+    let worker = code2des_worker::Worker::new(running.s3.clone(), running.bucket.clone(), secret);
+    let outcome = steps(&running, &worker).await;
     running.shutdown().await;
     outcome
 }
 
-async fn steps(running: &stack::Running) -> Result<(), String> {
+/// Polls the job until it leaves processing. The worker runs in this process, so the demo
+/// polls faster than the Retry-After a plugin honours.
+async fn wait(http: &reqwest::Client, url: &str) -> Result<Value, String> {
+    for _ in 0..100 {
+        let (s, job) = call(http, reqwest::Method::GET, url, None).await?;
+        if s != 200 || job["status"] != "processing" {
+            return Ok(job);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err("the job stayed processing".into())
+}
+
+async fn steps(running: &stack::Running, worker: &code2des_worker::Worker) -> Result<(), String> {
     let (org, project, page_import) = seed(&running.pool).await?;
     println!(
         "Seeded organization {org}, project {project}, member {DEMO_SUB:?}, completed page import {page_import:?}"
@@ -74,36 +90,47 @@ async fn steps(running: &stack::Running) -> Result<(), String> {
     let (status, job) = call(&http, reqwest::Method::POST, &base, Some(body)).await?;
     show("1. plugin triggers a conversion (POST …/code2des)", status, &job);
     let id = job["code2desId"].as_str().ok_or("trigger did not return a job")?.to_owned();
+    let item = format!("{base}/{id}");
 
-    println!(
-        "\n== 2. the demo worker reads code2des/{id}/1/manifest.json, writes the artifact and sends the signed webhook"
-    );
-    let mut job = Value::Null;
-    for _ in 0..100 {
-        let (s, j) = call(&http, reqwest::Method::GET, &format!("{base}/{id}"), None).await?;
-        job = j;
-        if s != 200 || job["status"] != "processing" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let m1 = worker.read_manifest(&format!("code2des/{id}/1/manifest.json")).await.map_err(|e| e.to_string())?;
+    let r = worker.progress(&m1, 10, "reading capture").await.map_err(|e| e.to_string())?;
+    println!("\n== 2. the worker reads code2des/{id}/1/manifest.json and reports progress → HTTP {}", r.status);
+    let (s, polled) = call(&http, reqwest::Method::GET, &item, None).await?;
+    show("3. plugin polls (GET …/code2des/{id}): processing, with progress and Retry-After", s, &polled);
+    let r = worker.fail(&m1, "the capture could not be read").await.map_err(|e| e.to_string())?;
+    println!("\n== 4. attempt 1 fails: the worker reports failed → HTTP {}", r.status);
+    let failed = wait(&http, &item).await?;
+    show("5. plugin sees the failure", 200, &failed);
+    if failed["status"] != "failed" {
+        return Err(format!("attempt 1 did not fail: {failed}"));
     }
-    show("3. plugin polls the lifecycle (GET …/code2des/{id})", 200, &job);
+
+    let (s, retried) =
+        call(&http, reqwest::Method::POST, &format!("{item}/retry"), Some(json!({"attempt": 1}))).await?;
+    show("6. the user retries attempt 1 (POST …/retry {\"attempt\":1})", s, &retried);
+    let m2 = worker.read_manifest(&format!("code2des/{id}/2/manifest.json")).await.map_err(|e| e.to_string())?;
+    let late = worker.fail(&m1, "a late report of attempt 1").await.map_err(|e| e.to_string())?;
+    println!("\n== 7. a late webhook of attempt 1 is fenced → HTTP {} {}", late.status, late.body);
+    let r = worker.complete(&m2).await.map_err(|e| e.to_string())?;
+    println!("\n== 8. the worker converts attempt 2, reporting each stage, and completes it → HTTP {}", r.status);
+    let job = wait(&http, &item).await?;
+    show("9. plugin polls the lifecycle (GET …/code2des/{id})", 200, &job);
     if job["status"] != "completed" {
         return Err(format!("the job did not complete: {job}"));
     }
     let (s, list) = call(&http, reqwest::Method::GET, &format!("{base}?figmaFileKey=DEMOfileKey"), None).await?;
-    println!("\n== 3b. discovery by figmaFileKey → HTTP {s}: {} job(s)", list["items"].as_array().map_or(0, Vec::len));
-    let (s, result) = call(&http, reqwest::Method::GET, &format!("{base}/{id}/result"), None).await?;
-    show("4. plugin fetches the hydrated result (GET …/result)", s, &abbreviate_images(result));
+    println!("\n== 9b. discovery by figmaFileKey → HTTP {s}: {} job(s)", list["items"].as_array().map_or(0, Vec::len));
+    let (s, result) = call(&http, reqwest::Method::GET, &format!("{item}/result"), None).await?;
+    show("10. plugin fetches the hydrated result (GET …/result)", s, &abbreviate_images(result));
     let (s, placed) =
-        call(&http, reqwest::Method::POST, &format!("{base}/{id}/placement"), Some(json!({"nodeId": "12:34"}))).await?;
-    show("5. plugin records the Figma root it built (POST …/placement)", s, &placed);
+        call(&http, reqwest::Method::POST, &format!("{item}/placement"), Some(json!({"nodeId": "12:34"}))).await?;
+    show("11. plugin records the Figma root it built (POST …/placement)", s, &placed);
     let (s, again) =
-        call(&http, reqwest::Method::POST, &format!("{base}/{id}/placement"), Some(json!({"nodeId": "56:78"}))).await?;
+        call(&http, reqwest::Method::POST, &format!("{item}/placement"), Some(json!({"nodeId": "56:78"}))).await?;
     println!(
-        "\n== 6. a second placement is idempotent → HTTP {s}, materializedNodeId stays {}",
+        "\n== 12. a second placement is idempotent → HTTP {s}, materializedNodeId stays {}",
         again["materializedNodeId"]
     );
-    println!("\nDone: one job through its whole lifecycle.");
+    println!("\nDone: one job through a failure, a retry and a completion.");
     Ok(())
 }

@@ -72,7 +72,10 @@ pub async fn seed_command(cfg: &crate::stack::Config, sub: Option<String>, json:
         println!("Try it (with `cargo run -p code2des-local -- --demo-worker` running):");
         println!("  curl -s -X POST {base} \\");
         println!("    -H 'authorization: Bearer {token}' -H 'content-type: application/json' \\");
-        println!("    -d '{{\"pageImportId\":\"{}\",\"figmaFileKey\":\"FILEkey123\",\"screenId\":\"home\"}}'", t.page_import);
+        println!(
+            "    -d '{{\"pageImportId\":\"{}\",\"figmaFileKey\":\"FILEkey123\",\"screenId\":\"home\"}}'",
+            t.page_import
+        );
     }
     Ok(())
 }

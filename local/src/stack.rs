@@ -11,8 +11,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use secrecy::SecretString;
-use shared::artifact::Limits;
 use shared::db::DbConfig;
+use shared::settings::{Resources, SecretSource, Settings};
+use shared::setup::DatabaseSource;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -25,21 +26,17 @@ pub const DEFAULT_BUCKET: &str = "code2des-artifacts";
 pub const DEFAULT_WEBHOOK_SECRET: &str = "local-webhook-secret";
 pub const DEFAULT_DATA_DIR: &str = ".code2des-local";
 
+/// The local stack's settings: the functions' own `Settings` (SPEC section 5, with the local
+/// defaults of section 6 filled in) plus what only the local server has.
 #[derive(Clone)]
 pub struct Config {
     pub addr: SocketAddr,
     pub s3_addr: SocketAddr,
     pub data_dir: PathBuf,
     pub database_url: String,
-    pub bucket: String,
-    pub webhook_secret: String,
-    /// `None`: http://{addr}/code2des/webhook.
-    pub callback_url: Option<String>,
-    /// `None`: the embedded endpoint on `s3_addr`.
-    pub s3_endpoint: Option<String>,
-    pub deadline: Duration,
+    /// What the five functions are built from, exactly as a Lambda builds them.
+    pub settings: Settings,
     pub demo_worker: bool,
-    pub pool_size: usize,
 }
 
 impl std::fmt::Debug for Config {
@@ -48,8 +45,7 @@ impl std::fmt::Debug for Config {
             .field("addr", &self.addr)
             .field("s3_addr", &self.s3_addr)
             .field("data_dir", &self.data_dir)
-            .field("bucket", &self.bucket)
-            .field("s3_endpoint", &self.s3_endpoint)
+            .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
 }
@@ -63,20 +59,44 @@ impl Config {
         demo_worker: bool,
     ) -> Result<Self, String> {
         use shared::setup::var;
-        Ok(Self {
-            addr,
-            s3_addr,
-            data_dir,
-            database_url: var("DATABASE_URL").unwrap_or_else(|| shared::setup::DEFAULT_DATABASE_URL.to_owned()),
-            bucket: var("ARTIFACT_BUCKET").unwrap_or_else(|| DEFAULT_BUCKET.to_owned()),
-            webhook_secret: var("WEBHOOK_SECRET").unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_owned()),
-            callback_url: var("CALLBACK_URL"),
-            s3_endpoint: var("S3_ENDPOINT"),
-            deadline: shared::setup::deadline().map_err(|e| e.to_string())?,
-            demo_worker,
-            pool_size: 16,
-        })
+        let mut settings = Settings::from_env().map_err(|e| e.to_string())?;
+        let database_url = var("DATABASE_URL").unwrap_or_else(|| shared::setup::DEFAULT_DATABASE_URL.to_owned());
+        settings.database = DatabaseSource::Url(SecretString::from(database_url.clone()));
+        settings.bucket.get_or_insert_with(|| DEFAULT_BUCKET.to_owned());
+        if matches!(settings.webhook_secret, SecretSource::Missing) {
+            settings.webhook_secret = SecretSource::Plain(SecretString::from(DEFAULT_WEBHOOK_SECRET));
+        }
+        if var("DB_POOL_SIZE").is_none() {
+            // One server stands in for many Lambda instances at once.
+            settings.pool_size = 16;
+        }
+        Ok(Self { addr, s3_addr, data_dir, database_url, settings, demo_worker })
     }
+
+    /// The webhook secret as the demo worker signs with it.
+    pub fn webhook_secret(&self) -> String {
+        use secrecy::ExposeSecret;
+        match &self.settings.webhook_secret {
+            SecretSource::Plain(s) => s.expose_secret().to_owned(),
+            _ => DEFAULT_WEBHOOK_SECRET.to_owned(),
+        }
+    }
+
+    pub fn bucket(&self) -> &str {
+        self.settings.bucket.as_deref().unwrap_or(DEFAULT_BUCKET)
+    }
+}
+
+/// The five functions, each built by its own `Deps::new` from one set of resources: the
+/// same constructors the Lambda `main`s call.
+pub async fn handlers(resources: &Resources) -> Result<Handlers, shared::setup::SetupError> {
+    Ok(Handlers {
+        trigger: code2des_trigger::handler::Deps::new(resources).await?,
+        lifecycle: code2des_lifecycle::handler::Deps::new(resources).await?,
+        result: code2des_result::handler::Deps::new(resources).await?,
+        webhook: code2des_webhook::handler::Deps::new(resources).await?,
+        placement: code2des_placement::handler::Deps::new(resources).await?,
+    })
 }
 
 /// Start-up failures, each with a message a newcomer can act on.
@@ -149,7 +169,7 @@ async fn bind(addr: SocketAddr, flag: &'static str) -> Result<TcpListener, Start
 pub async fn start(cfg: Config) -> Result<Running, StartError> {
     let db = prepare_database(&cfg.database_url).await?;
 
-    let (endpoint, s3_server, keys) = match &cfg.s3_endpoint {
+    let (endpoint, s3_server, keys) = match &cfg.settings.s3_endpoint {
         Some(ep) => {
             let key = shared::setup::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|| s3server::ACCESS_KEY.into());
             let secret = shared::setup::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|| s3server::SECRET_KEY.into());
@@ -157,57 +177,33 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
         }
         None => {
             let listener = bind(cfg.s3_addr, "--s3-addr").await?;
-            let server = s3server::serve(listener, &cfg.data_dir, &cfg.bucket)
+            let server = s3server::serve(listener, &cfg.data_dir, cfg.bucket())
                 .map_err(|e| StartError::S3 { endpoint: cfg.s3_addr.to_string(), reason: e.to_string() })?;
             (server.endpoint(), Some(server), (s3server::ACCESS_KEY.into(), s3server::SECRET_KEY.into()))
         }
     };
     let s3 = s3server::client(&endpoint, &keys.0, &keys.1);
-    s3server::ensure_bucket(&s3, &cfg.bucket)
+    s3server::ensure_bucket(&s3, cfg.bucket())
         .await
         .map_err(|reason| StartError::S3 { endpoint: endpoint.clone(), reason })?;
 
-    let pool = shared::db::pool(&db, None, cfg.pool_size).map_err(|e| StartError::Config(e.to_string()))?;
+    let pool = shared::db::pool(&db, None, cfg.settings.pool_size).map_err(|e| StartError::Config(e.to_string()))?;
     let listener = bind(cfg.addr, "--addr").await?;
     let addr = listener.local_addr().map_err(|e| StartError::Bind {
         addr: cfg.addr,
         reason: e.to_string(),
         flag: "--addr",
     })?;
-    let callback_url = cfg.callback_url.clone().unwrap_or_else(|| format!("http://{addr}/code2des/webhook"));
-
-    let handlers = Arc::new(Handlers {
-        trigger: code2des_trigger::handler::Deps {
-            pool: pool.clone(),
-            s3: s3.clone(),
-            bucket: cfg.bucket.clone(),
-            callback_url: callback_url.clone(),
-        },
-        lifecycle: code2des_lifecycle::handler::Deps {
-            pool: pool.clone(),
-            cursor_key: db.cursor_key(),
-            deadline: cfg.deadline,
-        },
-        result: code2des_result::handler::Deps {
-            pool: pool.clone(),
-            s3: s3.clone(),
-            bucket: cfg.bucket.clone(),
-            deadline: cfg.deadline,
-            limits: Limits::default(),
-        },
-        webhook: code2des_webhook::handler::Deps {
-            pool: pool.clone(),
-            secret: SecretString::from(cfg.webhook_secret.clone()),
-            bucket: cfg.bucket.clone(),
-            deadline: cfg.deadline,
-        },
-        placement: code2des_placement::handler::Deps { pool: pool.clone() },
-    });
+    let mut settings = cfg.settings.clone();
+    settings.callback_url.get_or_insert_with(|| format!("http://{addr}/code2des/webhook"));
+    let resources = Resources::prebuilt(settings, pool.clone(), db.cursor_key(), s3.clone())
+        .map_err(|e| StartError::Config(e.to_string()))?;
+    let handlers = Arc::new(handlers(&resources).await.map_err(|e| StartError::Config(e.to_string()))?);
 
     let (stop, stopped) = watch::channel(false);
     let mut tasks = vec![tokio::spawn(serve_http(listener, handlers, stopped.clone()))];
     if cfg.demo_worker {
-        let worker = code2des_worker::Worker::new(s3.clone(), cfg.bucket.clone(), cfg.webhook_secret.clone());
+        let worker = code2des_worker::Worker::new(s3.clone(), cfg.bucket().to_owned(), cfg.webhook_secret());
         let mut stopped = stopped.clone();
         tasks.push(tokio::spawn(async move {
             worker
@@ -222,8 +218,8 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
         "local identity: `x-code2des-dev-sub`, or the `sub` of an `Authorization: Bearer` token read WITHOUT \
          verifying its signature (code2des-local only; a deployed API verifies tokens)"
     );
-    tracing::info!(api = %format!("http://{addr}"), s3 = %endpoint, bucket = %cfg.bucket, demo_worker = cfg.demo_worker, "code2des-local ready");
-    Ok(Running { addr, s3_endpoint: endpoint, s3, pool, bucket: cfg.bucket, stop, tasks, s3_server })
+    tracing::info!(api = %format!("http://{addr}"), s3 = %endpoint, bucket = %cfg.bucket(), demo_worker = cfg.demo_worker, "code2des-local ready");
+    Ok(Running { addr, s3_endpoint: endpoint, s3, pool, bucket: cfg.bucket().to_owned(), stop, tasks, s3_server })
 }
 
 async fn serve_http(listener: TcpListener, handlers: Arc<Handlers>, stopped: watch::Receiver<bool>) {

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use chrono::{TimeZone, Utc};
 use code2des_local::gateway;
-use shared::routes::ROUTES;
 use http::Method;
 use serde_json::Value;
 use shared::model::{Job, Nonce};
+use shared::routes::ROUTES;
 use shared::types::Status;
 use shared::ApiError;
 
@@ -116,6 +116,13 @@ fn job(with_options: bool) -> Job {
         updated_at: t,
         created_by: "sub".into(),
         updated_by: "worker".into(),
+        attempt_started_at: t,
+        progress: with_options.then(|| shared::model::Progress {
+            percent: 40,
+            stage: "rendering".into(),
+            updated_at: t,
+        }),
+        cancelled_at: None,
     }
 }
 
@@ -149,8 +156,8 @@ fn job_schema_is_what_job_view_serialises() {
     let required: BTreeSet<&str> = schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert_eq!(schema["additionalProperties"], Value::Bool(false));
 
-    let full = serde_json::to_value(job(true).view()).unwrap();
-    let empty = serde_json::to_value(job(false).view()).unwrap();
+    let full = serde_json::to_value(job(true).view(3)).unwrap();
+    let empty = serde_json::to_value(job(false).view(3)).unwrap();
     let fields: BTreeSet<&str> = full.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(documented, fields, "Job.properties vs JobView");
     assert_eq!(required, fields, "every Job field is always present");

@@ -350,16 +350,31 @@ pub async fn conn(pool: &Pool) -> Result<deadpool_postgres::Object, ApiError> {
     pool.get().await.map_err(|e| unavailable("the database", &e))
 }
 
-/// Runs one database call with [`QUERY_TIMEOUT`]; any database error becomes a logged 503.
+/// Runs one database call with [`QUERY_TIMEOUT`]. An outage (no connection, a timeout, the
+/// server shutting down or out of resources, a lost serialization race) becomes a logged 503
+/// with Retry-After; anything else the database refuses (a constraint, a statement that does
+/// not parse) is our bug: a logged 500, which a client must not retry forever.
 pub async fn timed<T>(fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> Result<T, ApiError> {
     match tokio::time::timeout(QUERY_TIMEOUT, fut).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(unavailable("the database", &e)),
+        Ok(Err(e)) if is_outage(&e) => Err(unavailable("the database", &e)),
+        Ok(Err(e)) => Err(crate::error::internal("a database statement", &e)),
         Err(_) => {
             tracing::error!(dependency = "the database", "query timed out");
             Err(ApiError::Unavailable("the database"))
         }
     }
+}
+
+/// Whether a database error is an outage worth retrying rather than a bug. Errors without a
+/// SQLSTATE are the client's own: I/O, a closed connection, a TLS failure.
+pub fn is_outage(e: &tokio_postgres::Error) -> bool {
+    let Some(db) = e.as_db_error() else { return true };
+    let code = db.code().code();
+    // 08 connection exception, 53 insufficient resources, 57P0x shutdown / cannot connect now,
+    // 58 system error, 28 invalid authorization (a rotated password), 40001/40P01 lost races,
+    // 55P03 lock not available, 57014 statement cancelled (statement_timeout).
+    ["08", "53", "57P", "58", "28", "40001", "40P01", "55P03", "57014"].iter().any(|p| code.starts_with(p))
 }
 
 /// Opens one plain connection (migrations, database creation) with the same TLS policy.

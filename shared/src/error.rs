@@ -39,6 +39,10 @@ pub enum ApiError {
     /// 503: a dependency (PostgreSQL, S3, Secrets Manager) is unreachable or timed out.
     #[error("{0} is temporarily unavailable; retry later")]
     Unavailable(&'static str),
+    /// 500: a bug of ours (a statement the database refuses, a row that does not read). Logged
+    /// with its cause; answered WITHOUT Retry-After, since retrying cannot help.
+    #[error("internal error; the request was not completed")]
+    Internal,
 }
 
 impl ApiError {
@@ -61,6 +65,7 @@ impl ApiError {
             Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::ArtifactInvalid => StatusCode::BAD_GATEWAY,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -74,6 +79,7 @@ impl ApiError {
             Self::PayloadTooLarge { .. } => "payload_too_large",
             Self::ArtifactInvalid => "artifact_invalid",
             Self::Unavailable(_) => "service_unavailable",
+            Self::Internal => "internal_error",
         }
     }
 }
@@ -82,6 +88,12 @@ impl ApiError {
 pub fn unavailable(what: &'static str, err: &(dyn std::error::Error + 'static)) -> ApiError {
     tracing::error!(dependency = what, error = %chain(err), "dependency fault");
     ApiError::Unavailable(what)
+}
+
+/// Logs a bug with its whole cause chain and turns it into a 500.
+pub fn internal(context: &'static str, err: &(dyn std::error::Error + 'static)) -> ApiError {
+    tracing::error!(context, error = %chain(err), "internal error");
+    ApiError::Internal
 }
 
 /// `err: cause: cause…` on one line.

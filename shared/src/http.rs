@@ -37,6 +37,15 @@ pub fn subject(req: &Request) -> Result<Subject, ApiError> {
     sub.and_then(|s| Subject::parse(s)).ok_or(ApiError::Unauthorized("a valid identity (JWT sub claim) is required"))
 }
 
+/// The route this request came in on, by its route key (`requestContext.routeKey`), never by
+/// the path alone: `GET` and `DELETE` of one path are different routes.
+pub fn route(req: &Request) -> Option<&'static crate::routes::Route> {
+    match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.route_key.as_deref().and_then(crate::routes::Route::by_key),
+        _ => None,
+    }
+}
+
 /// A path parameter that the route guarantees; absent only if the event is malformed.
 pub fn path_param<'a>(req: &'a Request, name: &'static str) -> Result<&'a str, ApiError> {
     req.path_parameters_ref()
@@ -142,6 +151,21 @@ struct ErrorBody<'a> {
 struct ErrorDetail<'a> {
     code: &'a str,
     message: String,
+}
+
+/// A response with no body (204, 304).
+pub fn empty(status: u16) -> Response<Body> {
+    let mut resp = Response::new(Body::Empty);
+    *resp.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::NO_CONTENT);
+    resp
+}
+
+/// Sets a header whose value we built ourselves (ASCII by construction; a value that is not
+/// is dropped rather than failing the response).
+pub fn set_header(resp: &mut Response<Body>, name: http::header::HeaderName, value: &str) {
+    if let Ok(v) = http::HeaderValue::from_str(value) {
+        resp.headers_mut().insert(name, v);
+    }
 }
 
 /// The SPEC error body; 503 carries `Retry-After`.

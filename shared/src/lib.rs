@@ -3,8 +3,11 @@
 //! and the HTTP plumbing the five Lambda handlers share.
 
 pub mod artifact;
+pub mod bucket;
+pub mod caller;
 pub mod cursor;
 pub mod db;
+pub mod dispatch;
 pub mod error;
 pub mod http;
 pub mod metrics;
@@ -12,6 +15,7 @@ pub mod model;
 pub mod protocol;
 pub mod rds_iam;
 pub mod routes;
+pub mod settings;
 pub mod setup;
 pub mod signature;
 pub mod store;

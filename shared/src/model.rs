@@ -62,6 +62,33 @@ pub struct Job {
     pub updated_at: DateTime<Utc>,
     pub created_by: String,
     pub updated_by: String,
+    /// When the current attempt started: the deadline counts from here (SPEC section 7).
+    pub attempt_started_at: DateTime<Utc>,
+    /// The worker's last progress report in the current attempt.
+    pub progress: Option<Progress>,
+    /// Set when a user cancelled the current attempt.
+    pub cancelled_at: Option<DateTime<Utc>>,
+}
+
+/// A worker's progress report, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    pub percent: i16,
+    pub stage: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A column that only some statements return (a new job has no progress yet, so INSERT ...
+/// RETURNING has none); a column that IS there but does not read is still an error.
+fn optional<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    name: &str,
+) -> Result<Option<T>, tokio_postgres::Error> {
+    if row.columns().iter().any(|c| c.name() == name) {
+        row.try_get::<_, Option<T>>(name)
+    } else {
+        Ok(None)
+    }
 }
 
 /// The column list every job query returns, in the names [`Job::from_row`] reads.
@@ -137,10 +164,26 @@ impl Job {
             updated_at: row.try_get("updated_at")?,
             created_by: row.try_get("created_by")?,
             updated_by: row.try_get("updated_by")?,
+            attempt_started_at: optional(row, "attempt_started_at")?.unwrap_or(row.try_get("created_at")?),
+            progress: match (
+                optional::<i16>(row, "progress_percent")?,
+                optional::<String>(row, "progress_stage")?,
+                optional::<DateTime<Utc>>(row, "progress_updated_at")?,
+            ) {
+                (Some(percent), Some(stage), Some(updated_at)) => Some(Progress { percent, stage, updated_at }),
+                _ => None,
+            },
+            cancelled_at: optional(row, "cancelled_at")?,
         })
     }
 
-    pub fn view(&self) -> JobView<'_> {
+    /// Failed by its user's cancel (not by a worker that happened to say "cancelled").
+    pub fn is_cancelled(&self) -> bool {
+        self.status == Status::Failed && self.cancelled_at.is_some()
+    }
+
+    /// The job as the user API shows it; `max_attempts` is the deployment's `MAX_ATTEMPTS`.
+    pub fn view(&self, max_attempts: i32) -> JobView<'_> {
         JobView {
             code2des_id: &self.id,
             organization_id: self.organization_id,
@@ -151,6 +194,7 @@ impl Job {
             placement_target: self.placement_target.as_deref(),
             status: self.status.api_name(),
             attempt: self.attempt,
+            max_attempts,
             warning_count: self.warning_count,
             error_message: self.error_message.as_deref(),
             has_result: self.result_url.is_some(),
@@ -160,6 +204,11 @@ impl Job {
             updated_at: timestamp(self.updated_at),
             created_by: &self.created_by,
             updated_by: &self.updated_by,
+            progress: self.progress.as_ref().map(|p| ProgressView {
+                percent: p.percent,
+                stage: &p.stage,
+                updated_at: timestamp(p.updated_at),
+            }),
         }
     }
 }
@@ -182,6 +231,7 @@ pub struct JobView<'a> {
     pub placement_target: Option<&'a str>,
     pub status: &'static str,
     pub attempt: i32,
+    pub max_attempts: i32,
     pub warning_count: Option<i32>,
     pub error_message: Option<&'a str>,
     pub has_result: bool,
@@ -191,4 +241,14 @@ pub struct JobView<'a> {
     pub updated_at: String,
     pub created_by: &'a str,
     pub updated_by: &'a str,
+    pub progress: Option<ProgressView<'a>>,
+}
+
+/// `progress` in the job JSON: `{"percent","stage","updatedAt"}`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressView<'a> {
+    pub percent: i16,
+    pub stage: &'a str,
+    pub updated_at: String,
 }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ApiError;
 use crate::http::{optional_str, required_str};
-use crate::types::{job_prefix, Code2desId, S3Pointer, Status};
+use crate::types::{job_prefix, Code2desId, ProgressStage, S3Pointer, Status};
 
 pub const PROTOCOL_VERSION: u32 = 1;
 /// Cap on a stored error message (SPEC section 4).
@@ -49,6 +49,40 @@ pub struct WebhookBody {
     pub warning_count: Option<i32>,
     /// Already stripped of control characters and capped.
     pub error_message: Option<String>,
+    /// With `status: "processing"` (and only then): the worker's progress (SPEC section 7).
+    pub progress: Option<ProgressReport>,
+}
+
+/// `"progress":{"percent":0–100,"stage":"1–64 chars"}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgressReport {
+    pub percent: i16,
+    pub stage: ProgressStage,
+}
+
+impl ProgressReport {
+    fn parse(v: Option<&Value>) -> Result<Self, ApiError> {
+        let Some(Value::Object(p)) = v else {
+            return Err(ApiError::invalid("progress", "is required as an object when status is processing"));
+        };
+        if let Some(k) = p.keys().find(|k| !matches!(k.as_str(), "percent" | "stage")) {
+            return Err(ApiError::invalid("progress", format!("unknown field {k:?}")));
+        }
+        let percent = match p.get("percent") {
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(v @ 0..=100) => v as i16,
+                _ => return Err(ApiError::invalid("progress.percent", "must be an integer from 0 to 100")),
+            },
+            None | Some(Value::Null) => return Err(ApiError::invalid("progress.percent", "is required")),
+            Some(_) => return Err(ApiError::invalid("progress.percent", "must be an integer from 0 to 100")),
+        };
+        let stage = match p.get("stage") {
+            Some(Value::String(s)) => ProgressStage::parse("progress.stage", s)?,
+            None | Some(Value::Null) => return Err(ApiError::invalid("progress.stage", "is required")),
+            Some(_) => return Err(ApiError::invalid("progress.stage", "must be a string")),
+        };
+        Ok(Self { percent, stage })
+    }
 }
 
 fn int_field(body: &Map<String, Value>, field: &'static str, min: i64) -> Result<Option<i32>, ApiError> {
@@ -82,8 +116,25 @@ impl WebhookBody {
         let status = match required_str(body, "status")? {
             "completed" => Status::Completed,
             "failed" => Status::Failed,
-            _ => return Err(ApiError::invalid("status", "must be completed or failed")),
+            "processing" => Status::Processing,
+            _ => return Err(ApiError::invalid("status", "must be processing, completed or failed")),
         };
+        if status == Status::Processing {
+            if !matches!(body.get("result_url"), None | Some(Value::Null)) {
+                return Err(ApiError::invalid("result_url", "must be absent when status is processing"));
+            }
+            let progress = ProgressReport::parse(body.get("progress"))?;
+            return Ok(Self {
+                code2des_id,
+                attempt,
+                nonce: nonce.to_owned(),
+                status,
+                result_url: None,
+                warning_count: None,
+                error_message: None,
+                progress: Some(progress),
+            });
+        }
         let result_url = match optional_str(body, "result_url")? {
             Some(raw) => {
                 let ptr = S3Pointer::parse("result_url", raw)?;
@@ -113,7 +164,16 @@ impl WebhookBody {
                     .unwrap_or_else(|| DEFAULT_FAILURE.to_owned()),
             ),
         };
-        Ok(Self { code2des_id, attempt, nonce: nonce.to_owned(), status, result_url, warning_count, error_message })
+        Ok(Self {
+            code2des_id,
+            attempt,
+            nonce: nonce.to_owned(),
+            status,
+            result_url,
+            warning_count,
+            error_message,
+            progress: None,
+        })
     }
 }
 
@@ -127,6 +187,37 @@ mod tests {
     }
 
     const ID: &str = "01890a5d-ac96-774b-bcce-b302099a8057";
+
+    #[test]
+    fn progress_reports_are_bounded() {
+        let p = |progress: Value| {
+            parse(json!({"code2des_id": ID, "attempt": 2, "nonce": "n", "status": "processing", "progress": progress}))
+        };
+        let ok = p(json!({"percent": 40, "stage": "rendering"})).unwrap();
+        assert_eq!(ok.progress.as_ref().map(|r| (r.percent, r.stage.as_str())), Some((40, "rendering")));
+        assert_eq!(ok.status, Status::Processing);
+        assert!(p(json!({"percent": 0, "stage": "x"})).is_ok());
+        assert!(p(json!({"percent": 100, "stage": "s".repeat(64)})).is_ok());
+        for (bad, field) in [
+            (json!({"percent": 101, "stage": "x"}), "progress.percent"),
+            (json!({"percent": -1, "stage": "x"}), "progress.percent"),
+            (json!({"percent": 1.5, "stage": "x"}), "progress.percent"),
+            (json!({"stage": "x"}), "progress.percent"),
+            (json!({"percent": 1, "stage": ""}), "progress.stage"),
+            (json!({"percent": 1, "stage": "s".repeat(65)}), "progress.stage"),
+            (json!({"percent": 1, "stage": "a\nb"}), "progress.stage"),
+            (json!({"percent": 1}), "progress.stage"),
+            (json!({"percent": 1, "stage": "x", "eta": 3}), "progress"),
+            (json!(null), "progress"),
+            (json!("50%"), "progress"),
+        ] {
+            let e = p(bad.clone()).unwrap_err().to_string();
+            assert!(e.starts_with(field), "{bad}: {e}");
+        }
+        let with_url = json!({"code2des_id": ID, "attempt": 1, "nonce": "n", "status": "processing",
+            "progress": {"percent": 1, "stage": "x"}, "result_url": format!("s3://bkt/code2des/{ID}/1/r.json")});
+        assert!(parse(with_url).unwrap_err().to_string().starts_with("result_url"));
+    }
 
     #[test]
     fn completed_needs_result_url_under_own_prefix() {

@@ -23,7 +23,7 @@ use crate::db::{DbConfig, DbEndpoint, DbSetupError};
 
 pub type SetupError = Box<dyn std::error::Error + Send + Sync>;
 
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(15 * 60);
+pub use crate::settings::DEFAULT_DEADLINE;
 /// The database the local stack and tests use when `DATABASE_URL` is unset.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/code2des";
 
@@ -34,24 +34,6 @@ pub fn var(name: &str) -> Option<String> {
 
 fn required(name: &str) -> Result<String, SetupError> {
     var(name).ok_or_else(|| format!("{name} must be set").into())
-}
-
-pub fn bucket() -> Result<String, SetupError> {
-    required("ARTIFACT_BUCKET")
-}
-
-pub fn callback_url() -> Result<String, SetupError> {
-    required("CALLBACK_URL")
-}
-
-pub fn deadline() -> Result<Duration, SetupError> {
-    match var("JOB_DEADLINE_SECONDS") {
-        None => Ok(DEFAULT_DEADLINE),
-        Some(v) => match v.parse::<u64>() {
-            Ok(s) if s > 0 => Ok(Duration::from_secs(s)),
-            _ => Err("JOB_DEADLINE_SECONDS must be a positive integer".into()),
-        },
-    }
 }
 
 static SDK: OnceCell<SdkConfig> = OnceCell::const_new();
@@ -183,10 +165,10 @@ fn https_client() -> aws_sdk_s3::config::SharedHttpClient {
 }
 
 /// An S3 client; path-style against `S3_ENDPOINT` when given.
-pub async fn s3_client() -> aws_sdk_s3::Client {
+pub async fn s3_client(settings: &crate::settings::Settings) -> aws_sdk_s3::Client {
     let sdk = sdk_config().await;
     let mut b = aws_sdk_s3::config::Builder::from(sdk);
-    if let Some(ep) = var("S3_ENDPOINT") {
+    if let Some(ep) = settings.s3_endpoint.clone() {
         b = b.endpoint_url(ep).force_path_style(true);
     }
     aws_sdk_s3::Client::from_conf(b.build())
@@ -222,16 +204,6 @@ pub async fn forget_secret(arn: &str) {
     }
 }
 
-/// The webhook HMAC secret.
-pub async fn webhook_secret() -> Result<SecretString, SetupError> {
-    if let Some(arn) = var("WEBHOOK_SECRET_ARN") {
-        return secret(&arn).await;
-    }
-    var("WEBHOOK_SECRET")
-        .map(SecretString::from)
-        .ok_or_else(|| "WEBHOOK_SECRET_ARN or WEBHOOK_SECRET must be set".into())
-}
-
 fn db_port() -> Result<Option<u16>, SetupError> {
     match var("DB_PORT") {
         None => Ok(None),
@@ -245,50 +217,110 @@ pub fn db_iam_auth() -> bool {
     var("DB_IAM_AUTH").is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1") && var("DB_HOST").is_some()
 }
 
-/// Database settings: with IAM authentication ([`db_iam_auth`]) the endpoint `DB_HOST` /
-/// `DB_PORT` (default 5432) / `DB_NAME` (default `code2des`) and the user `DB_USER`, no password
-/// (nothing is fetched); else the RDS secret when `DB_SECRET_ARN` is set (its endpoint
-/// overridden by `DB_HOST` / `DB_PORT` / `DB_NAME` where given); else `DATABASE_URL`.
-pub async fn db_config() -> Result<DbConfig, SetupError> {
-    if db_iam_auth() {
-        let host = required("DB_HOST")?;
-        let user = var("DB_USER").ok_or_else(|| -> SetupError { "DB_IAM_AUTH needs DB_USER".into() })?;
-        let dbname = var("DB_NAME").unwrap_or_else(|| "code2des".into());
-        return Ok(DbConfig::for_iam(&host, db_port()?.unwrap_or(5432), &dbname, &user));
-    }
-    if let Some(arn) = var("DB_SECRET_ARN") {
-        use secrecy::ExposeSecret;
-        let endpoint = DbEndpoint { host: var("DB_HOST"), port: db_port()?, dbname: var("DB_NAME") };
-        let json = secret(&arn).await?;
-        return Ok(DbConfig::from_rds_secret_via(json.expose_secret(), &endpoint)?);
-    }
-    let url =
-        var("DATABASE_URL").ok_or_else(|| -> SetupError { "DB_SECRET_ARN or DATABASE_URL must be set".into() })?;
-    Ok(DbConfig::from_url(&url)?)
+/// Where the database is and how to log in, as the environment says: with IAM authentication
+/// ([`db_iam_auth`]) the endpoint `DB_HOST` / `DB_PORT` (default 5432) / `DB_NAME` (default
+/// `code2des`) and the user `DB_USER`, no password (nothing is fetched); else the RDS secret
+/// when `DB_SECRET_ARN` is set (its endpoint overridden by `DB_HOST` / `DB_PORT` / `DB_NAME`
+/// where given); else `DATABASE_URL`.
+#[derive(Clone)]
+pub enum DatabaseSource {
+    Iam {
+        host: String,
+        port: u16,
+        dbname: String,
+        user: String,
+    },
+    Secret {
+        arn: String,
+        endpoint: DbEndpoint,
+    },
+    /// The URL may hold a password: never printed.
+    Url(SecretString),
+    Missing,
 }
 
-/// The pool for one Lambda instance: lazily connecting, sized by `DB_POOL_SIZE` (default 2:
-/// an instance serves one request at a time; the spare covers a connection being replaced).
-pub async fn db_pool() -> Result<(deadpool_postgres::Pool, DbConfig), SetupError> {
-    let cfg = db_config().await?;
-    let size = match var("DB_POOL_SIZE") {
-        None => 2,
-        Some(v) => v.parse().map_err(|_| -> SetupError { "DB_POOL_SIZE must be a positive integer".into() })?,
-    };
+impl std::fmt::Debug for DatabaseSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Iam { host, port, dbname, user } => f
+                .debug_struct("Iam")
+                .field("host", host)
+                .field("port", port)
+                .field("dbname", dbname)
+                .field("user", user)
+                .finish(),
+            Self::Secret { arn, endpoint } => {
+                f.debug_struct("Secret").field("arn", arn).field("endpoint", endpoint).finish()
+            }
+            Self::Url(_) => f.write_str("Url(<redacted>)"),
+            Self::Missing => f.write_str("Missing"),
+        }
+    }
+}
+
+impl DatabaseSource {
+    pub fn from_env() -> Result<Self, SetupError> {
+        if db_iam_auth() {
+            return Ok(Self::Iam {
+                host: required("DB_HOST")?,
+                port: db_port()?.unwrap_or(5432),
+                dbname: var("DB_NAME").unwrap_or_else(|| "code2des".into()),
+                user: var("DB_USER").ok_or_else(|| -> SetupError { "DB_IAM_AUTH needs DB_USER".into() })?,
+            });
+        }
+        if let Some(arn) = var("DB_SECRET_ARN") {
+            return Ok(Self::Secret {
+                arn,
+                endpoint: DbEndpoint { host: var("DB_HOST"), port: db_port()?, dbname: var("DB_NAME") },
+            });
+        }
+        Ok(var("DATABASE_URL").map(|u| Self::Url(SecretString::from(u))).unwrap_or(Self::Missing))
+    }
+
+    /// Connection settings; reads the secret (once per instance) for [`Self::Secret`].
+    pub async fn config(&self) -> Result<DbConfig, SetupError> {
+        use secrecy::ExposeSecret;
+        match self {
+            Self::Iam { host, port, dbname, user } => Ok(DbConfig::for_iam(host, *port, dbname, user)),
+            Self::Secret { arn, endpoint } => {
+                let json = secret(arn).await?;
+                Ok(DbConfig::from_rds_secret_via(json.expose_secret(), endpoint)?)
+            }
+            Self::Url(url) => Ok(DbConfig::from_url(url.expose_secret())?),
+            Self::Missing => Err("DB_SECRET_ARN or DATABASE_URL must be set".into()),
+        }
+    }
+}
+
+/// Database settings straight from the environment (the migrate function and tests).
+pub async fn db_config() -> Result<DbConfig, SetupError> {
+    DatabaseSource::from_env()?.config().await
+}
+
+/// The pool for one Lambda instance: lazily connecting, `settings.pool_size` connections.
+pub async fn db_pool(settings: &crate::settings::Settings) -> Result<(deadpool_postgres::Pool, DbConfig), SetupError> {
+    let source = settings.database.clone();
+    let cfg = source.config().await?;
     // With a Secrets Manager secret, a refused login re-reads it: RDS rotates it under us.
     // With IAM authentication there is nothing to re-read: every connection gets a new token.
-    let iam = db_iam_auth();
-    let refresh: Option<crate::db::Refresh> = var("DB_SECRET_ARN").filter(|_| !iam).map(|arn| -> crate::db::Refresh {
-        std::sync::Arc::new(move || {
-            let arn = arn.clone();
-            Box::pin(async move {
-                forget_secret(&arn).await;
-                db_config().await.map_err(|e| e.to_string())
-            })
-        })
-    });
-    let password = if iam { Some(iam_password(&cfg).await?) } else { None };
-    let pool = crate::db::pool_with_auth(&cfg, var("DB_CA_BUNDLE").as_deref(), size, refresh, password)
+    let refresh: Option<crate::db::Refresh> = match &source {
+        DatabaseSource::Secret { arn, .. } => {
+            let (arn, source) = (arn.clone(), source.clone());
+            Some(std::sync::Arc::new(move || {
+                let (arn, source) = (arn.clone(), source.clone());
+                Box::pin(async move {
+                    forget_secret(&arn).await;
+                    source.config().await.map_err(|e| e.to_string())
+                })
+            }))
+        }
+        _ => None,
+    };
+    let password = match source {
+        DatabaseSource::Iam { .. } => Some(iam_password(&cfg).await?),
+        _ => None,
+    };
+    let pool = crate::db::pool_with_auth(&cfg, settings.ca_bundle.as_deref(), settings.pool_size, refresh, password)
         .map_err(|e: DbSetupError| -> SetupError { e.into() })?;
     Ok((pool, cfg))
 }

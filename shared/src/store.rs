@@ -4,6 +4,11 @@
 //!
 //! Statements go through `query_typed`: parse, bind and execute travel in one round trip, and
 //! no named prepared statement is left on the connection, so RDS Proxy never pins a session.
+//!
+//! Reads never write (SPEC section 7). A processing job past its deadline is shown as failed
+//! `timed out` by the read itself (`read_columns!`); the sweep (`expire_overdue`) and the write
+//! paths persist that expiry with the same fenced UPDATE a webhook uses, so exactly one of a
+//! sweep and a racing webhook wins, and every reader sees the same job before and after.
 
 use std::time::Duration;
 
@@ -11,27 +16,22 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{GenericClient, Row};
 
+pub use crate::caller::Scope;
 use crate::error::ApiError;
 use crate::job_columns;
-use crate::model::Job;
-use crate::types::{Code2desId, Status};
-
-/// Who is asking, and in which organization/project (all parsed at the edge).
-#[derive(Debug, Clone)]
-pub struct Scope {
-    pub organization_id: i32,
-    pub project_id: i32,
-    pub subject: String,
-}
+use crate::model::{Job, Nonce};
+use crate::types::{Code2desId, FigmaFileKey, NodeId, PageImportId, PlacementTarget, ProgressStage, ScreenId, Status};
 
 /// `updated_by` of a job the deadline failed; the webhook tells a timeout from a worker's
 /// own failure by it.
 pub const DEADLINE_ACTOR: &str = "system:deadline";
 /// `error_message` of a job the deadline failed (SPEC section 4).
 pub const TIMED_OUT: &str = "timed out";
+/// `error_message` of a job its user cancelled (SPEC section 7).
+pub const CANCELLED: &str = "cancelled";
 /// `updated_by` of webhook transitions.
 pub const WORKER_ACTOR: &str = "system:worker";
-/// `updated_by` of a trigger whose manifest could not be written.
+/// `updated_by` of a trigger or retry whose manifest could not be written.
 pub const TRIGGER_ACTOR: &str = "system:trigger";
 
 /// The caller may act on a job row `c` in ($org, $project): member of a live organization,
@@ -50,35 +50,44 @@ macro_rules! visible {
     };
 }
 
-/// The deadline expiry as a data-modifying CTE named `expired`: processing jobs past the
-/// deadline become failed 'timed out', fenced exactly like a webhook (status and deleted_at in
-/// the WHERE). Reads run it first so nobody ever observes an overdue job as processing.
-macro_rules! expire_cte {
-    ($filter:expr, $deadline:literal) => {
+/// Job `c` (joined with its attempt row `a`) is processing past the deadline `$d` seconds,
+/// counted from the start of its CURRENT attempt. An attempt row of another attempt (read from
+/// an older snapshot than a locked `c`) means the attempt has just been restarted: not overdue.
+macro_rules! overdue {
+    ($d:literal) => {
         concat!(
-            "expired AS (UPDATE code2des AS c SET status = '2', error_message = 'timed out', ",
-            "updated_at = now(), updated_by = 'system:deadline' ",
-            "WHERE c.status = '0' AND c.deleted_at IS NULL ",
-            "AND c.created_at < now() - make_interval(secs => ",
-            $deadline,
-            ") AND ",
-            $filter,
-            " RETURNING c.id, c.status, c.error_message, c.updated_at, c.updated_by)"
+            "(c.status = '0' AND COALESCE(CASE WHEN a.code2des_id IS NULL THEN c.created_at ",
+            "WHEN a.attempt = c.attempt THEN a.started_at END < now() - make_interval(secs => ",
+            $d,
+            "), false))"
         )
     };
 }
 
-/// Job columns of `c` with the `expired` CTE's changes laid over them (the outer SELECT of
-/// a statement still sees its snapshot, not its own CTE's update).
-macro_rules! overlaid_columns {
-    () => {
+/// Everything `Job::from_row` reads, as a reader must see it: a job past its deadline is failed
+/// `timed out`, updated by the deadline at the moment it passed (what the sweep then persists,
+/// so the JSON is the same before and after). Needs `c` and `LEFT JOIN code2des_attempt a`.
+macro_rules! read_columns {
+    ($d:literal) => {
         concat!(
             "c.id, c.organization_id, c.project_id, c.page_import_id, c.figma_file_key, c.screen_id, ",
-            "c.placement_target, COALESCE(e.status, c.status)::text AS status, c.attempt, c.nonce, ",
-            "c.result_url, c.warning_count, COALESCE(e.error_message, c.error_message) AS error_message, ",
+            "c.placement_target, CASE WHEN ",
+            overdue!($d),
+            " THEN '2' ELSE c.status::text END AS status, c.attempt, c.nonce, c.result_url, c.warning_count, ",
+            "CASE WHEN ",
+            overdue!($d),
+            " THEN 'timed out' ELSE c.error_message END AS error_message, ",
             "c.materialized_at, c.materialized_node_id, c.created_at, ",
-            "COALESCE(e.updated_at, c.updated_at) AS updated_at, c.created_by, ",
-            "COALESCE(e.updated_by, c.updated_by) AS updated_by"
+            "CASE WHEN ",
+            overdue!($d),
+            " THEN COALESCE(a.started_at, c.created_at) + make_interval(secs => ",
+            $d,
+            ") ELSE c.updated_at END AS updated_at, c.created_by, ",
+            "CASE WHEN ",
+            overdue!($d),
+            " THEN 'system:deadline' ELSE c.updated_by END AS updated_by, ",
+            "a.progress_percent, a.progress_stage, a.progress_updated_at, ",
+            "COALESCE(a.started_at, c.created_at) AS attempt_started_at, a.cancelled_at"
         )
     };
 }
@@ -92,7 +101,7 @@ async fn query(
 }
 
 fn job(row: &Row) -> Result<Job, ApiError> {
-    Job::from_row(row).map_err(|e| crate::error::unavailable("the database", &e))
+    Job::from_row(row).map_err(|e| crate::error::internal("reading a job row", &e))
 }
 
 fn secs(d: Duration) -> f64 {
@@ -106,11 +115,11 @@ fn secs(d: Duration) -> f64 {
 pub struct NewJob<'a> {
     pub id: Code2desId,
     pub scope: &'a Scope,
-    pub page_import_id: &'a str,
-    pub figma_file_key: &'a str,
-    pub screen_id: &'a str,
-    pub placement_target: Option<&'a str>,
-    pub nonce: &'a str,
+    pub page_import_id: &'a PageImportId,
+    pub figma_file_key: &'a FigmaFileKey,
+    pub screen_id: &'a ScreenId,
+    pub placement_target: Option<&'a PlacementTarget>,
+    pub nonce: &'a Nonce,
     /// `(key, sha256 of the normalised body)` when the caller sent `Idempotency-Key`.
     pub idempotency: Option<(&'a str, &'a str)>,
 }
@@ -145,12 +154,15 @@ const INSERT_JOB: &str = concat!(
     "placement_target, nonce, created_by, updated_by) ",
     "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $9 FROM scope ",
     "WHERE scope.page_status = '1' AND ($10::text IS NULL OR EXISTS (SELECT 1 FROM claim)) ",
-    "RETURNING ", job_columns!("c"), ") ",
-    "SELECT s.page_status, s.capture_url, i.* FROM scope s LEFT JOIN ins i ON true"
+    "RETURNING ", job_columns!("c"), "), ",
+    "att AS (INSERT INTO code2des_attempt (code2des_id, attempt, started_at) ",
+    "SELECT id, attempt, created_at FROM ins RETURNING started_at) ",
+    "SELECT s.page_status, s.capture_url, i.*, (SELECT started_at FROM att) AS attempt_started_at ",
+    "FROM scope s LEFT JOIN ins i ON true"
 );
 
-/// Membership, scope, "page import completed", the idempotency claim and the insert, in one
-/// statement: nothing can change between the check and the write.
+/// Membership, scope, "page import completed", the idempotency claim, the job and its first
+/// attempt, in one statement: nothing can change between the check and the write.
 pub async fn insert_job(client: &impl GenericClient, new: &NewJob<'_>) -> Result<Inserted, ApiError> {
     let id = new.id.to_db();
     let (key, hash) = match new.idempotency {
@@ -162,14 +174,14 @@ pub async fn insert_job(client: &impl GenericClient, new: &NewJob<'_>) -> Result
         INSERT_JOB,
         &[
             (&id, Type::VARCHAR),
-            (&new.scope.organization_id, Type::INT4),
-            (&new.scope.project_id, Type::INT4),
-            (&new.page_import_id, Type::VARCHAR),
-            (&new.figma_file_key, Type::VARCHAR),
-            (&new.screen_id, Type::VARCHAR),
-            (&new.placement_target, Type::VARCHAR),
-            (&new.nonce, Type::VARCHAR),
-            (&new.scope.subject, Type::VARCHAR),
+            (&new.scope.organization_id.get(), Type::INT4),
+            (&new.scope.project_id.get(), Type::INT4),
+            (&new.page_import_id.as_str(), Type::VARCHAR),
+            (&new.figma_file_key.as_str(), Type::VARCHAR),
+            (&new.screen_id.as_str(), Type::VARCHAR),
+            (&new.placement_target.map(PlacementTarget::as_str), Type::VARCHAR),
+            (&new.nonce.expose(), Type::VARCHAR),
+            (&new.scope.subject.as_str(), Type::VARCHAR),
             (&key, Type::TEXT),
             (&hash, Type::VARCHAR),
         ],
@@ -190,9 +202,9 @@ pub async fn insert_job(client: &impl GenericClient, new: &NewJob<'_>) -> Result
 
 const FIND_BY_KEY: &str = concat!(
     "SELECT k.request_hash, ",
-    job_columns!("c"),
+    read_columns!("$5"),
     " FROM code2des_idempotency k ",
-    "JOIN code2des c ON c.id = k.code2des_id ",
+    "JOIN code2des c ON c.id = k.code2des_id LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
     "WHERE k.subject = $1 AND k.organization_id = $2 AND k.project_id = $3 AND k.idempotency_key = $4 ",
     "AND c.deleted_at IS NULL AND ",
     visible!("$1")
@@ -203,15 +215,17 @@ pub async fn find_by_idempotency_key(
     client: &impl GenericClient,
     scope: &Scope,
     key: &str,
+    deadline: Duration,
 ) -> Result<Option<(String, Job)>, ApiError> {
     let rows = query(
         client,
         FIND_BY_KEY,
         &[
-            (&scope.subject, Type::VARCHAR),
-            (&scope.organization_id, Type::INT4),
-            (&scope.project_id, Type::INT4),
+            (&scope.subject.as_str(), Type::VARCHAR),
+            (&scope.organization_id.get(), Type::INT4),
+            (&scope.project_id.get(), Type::INT4),
             (&key, Type::VARCHAR),
+            (&secs(deadline), Type::FLOAT8),
         ],
     )
     .await?;
@@ -221,33 +235,153 @@ pub async fn find_by_idempotency_key(
     }
 }
 
+/// What to undo when an attempt's manifest could not be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undispatched {
+    /// A new job (trigger): also free its idempotency key, so a retry of the same request
+    /// creates a job that is actually dispatched.
+    NewJob,
+    /// A retry's new attempt: the job keeps its key.
+    Retry,
+}
+
 const FAIL_UNDISPATCHED: &str = concat!(
-    "WITH failed AS (UPDATE code2des SET status = '2', error_message = $2, updated_at = now(), ",
-    "updated_by = 'system:trigger' WHERE id = $1 AND status = '0' AND deleted_at IS NULL RETURNING id) ",
-    "DELETE FROM code2des_idempotency WHERE code2des_id = $1"
+    "WITH failed AS (UPDATE code2des SET status = '2', error_message = $4, updated_at = now(), ",
+    "updated_by = 'system:trigger' WHERE id = $1 AND attempt = $2 AND nonce = $3 AND status = '0' ",
+    "AND deleted_at IS NULL RETURNING id) ",
+    "DELETE FROM code2des_idempotency WHERE code2des_id = $1 AND $5 AND EXISTS (SELECT 1 FROM failed)"
 );
 
-/// Fails a job whose manifest could not be written, and frees its idempotency key so that a
-/// retry of the same request can create a job that is actually dispatched.
-pub async fn fail_undispatched(client: &impl GenericClient, id: Code2desId, message: &str) -> Result<(), ApiError> {
+/// Fails an attempt whose manifest could not be written (fenced by attempt and nonce, so it
+/// can only ever fail the attempt it dispatched).
+pub async fn fail_undispatched(
+    client: &impl GenericClient,
+    id: Code2desId,
+    attempt: i32,
+    nonce: &Nonce,
+    message: &str,
+    what: Undispatched,
+) -> Result<(), ApiError> {
     let id = id.to_db();
-    query(client, FAIL_UNDISPATCHED, &[(&id, Type::VARCHAR), (&message, Type::TEXT)]).await?;
+    let release = what == Undispatched::NewJob;
+    query(
+        client,
+        FAIL_UNDISPATCHED,
+        &[
+            (&id, Type::VARCHAR),
+            (&attempt, Type::INT4),
+            (&nonce.expose(), Type::VARCHAR),
+            (&message, Type::TEXT),
+            (&release, Type::BOOL),
+        ],
+    )
+    .await?;
     Ok(())
+}
+
+// --- retry ---------------------------------------------------------------------------------
+
+#[derive(Debug)]
+pub enum Retried {
+    NotFound,
+    /// This call created the next attempt; `capture_url` of its page import goes into the
+    /// new attempt's manifest.
+    Created {
+        job: Box<Job>,
+        capture_url: Option<String>,
+    },
+    /// Nothing changed; the job as it is now (the caller decides between 200 and 409).
+    Unchanged(Box<Job>),
+}
+
+const RETRY: &str = concat!(
+    // The locking read waits for a racing retry (or webhook, or cancel) and then sees the row
+    // as that one committed it: of racing retries of attempt n, one creates n + 1 and the rest
+    // find attempt n + 1 here and change nothing.
+    "WITH target AS (SELECT ",
+    read_columns!("$5"),
+    ", ",
+    overdue!("$5"),
+    " AS overdue, c.status::text AS raw_status, ",
+    "(SELECT pi.capture_url FROM page_import pi WHERE pi.id = c.page_import_id) AS capture_url ",
+    "FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
+    "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
+    visible!("$4"),
+    " FOR NO KEY UPDATE OF c), ",
+    "retried AS (UPDATE code2des AS c SET attempt = c.attempt + 1, nonce = $6, status = '0', ",
+    "result_url = NULL, warning_count = NULL, error_message = NULL, updated_at = now(), updated_by = $4 ",
+    "FROM target t WHERE c.id = t.id AND c.deleted_at IS NULL ",
+    "AND (t.raw_status = '2' OR t.overdue) AND c.attempt = t.attempt AND t.attempt < $7 ",
+    "AND ($8::int4 IS NULL OR t.attempt = $8) ",
+    "RETURNING ",
+    job_columns!("c"),
+    ", t.capture_url), ",
+    "started AS (INSERT INTO code2des_attempt AS a (code2des_id, attempt, started_at) ",
+    "SELECT id, attempt, updated_at FROM retried ON CONFLICT (code2des_id) DO UPDATE SET ",
+    "attempt = EXCLUDED.attempt, started_at = EXCLUDED.started_at, progress_percent = NULL, ",
+    "progress_stage = NULL, progress_updated_at = NULL, cancelled_at = NULL, cancelled_by = NULL ",
+    "RETURNING a.started_at) ",
+    "SELECT r.*, NULL::int2 AS progress_percent, NULL::varchar AS progress_stage, ",
+    "NULL::timestamptz AS progress_updated_at, (SELECT started_at FROM started) AS attempt_started_at, ",
+    "NULL::timestamptz AS cancelled_at, true AS created FROM retried r ",
+    "UNION ALL SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
+    "t.placement_target, t.status, t.attempt, t.nonce, t.result_url, t.warning_count, t.error_message, ",
+    "t.materialized_at, t.materialized_node_id, t.created_at, t.updated_at, t.created_by, t.updated_by, ",
+    "t.capture_url, t.progress_percent, t.progress_stage, t.progress_updated_at, t.attempt_started_at, ",
+    "t.cancelled_at, false ",
+    "FROM target t WHERE NOT EXISTS (SELECT 1 FROM retried)"
+);
+
+/// Starts the next attempt of a failed (or overdue) job: attempt + 1, `nonce`, outcome
+/// cleared, progress reset, the deadline restarted. `expected` is the attempt the caller
+/// retries (`{"attempt":n}`); at most `max_attempts` attempts in all.
+pub async fn retry(
+    client: &impl GenericClient,
+    scope: &Scope,
+    id: Code2desId,
+    nonce: &Nonce,
+    expected: Option<i32>,
+    max_attempts: i32,
+    deadline: Duration,
+) -> Result<Retried, ApiError> {
+    let id = id.to_db();
+    let rows = query(
+        client,
+        RETRY,
+        &[
+            (&id, Type::VARCHAR),
+            (&scope.organization_id.get(), Type::INT4),
+            (&scope.project_id.get(), Type::INT4),
+            (&scope.subject.as_str(), Type::VARCHAR),
+            (&secs(deadline), Type::FLOAT8),
+            (&nonce.expose(), Type::VARCHAR),
+            (&max_attempts, Type::INT4),
+            (&expected, Type::INT4),
+        ],
+    )
+    .await?;
+    let Some(row) = rows.first() else {
+        return Ok(Retried::NotFound);
+    };
+    let j = Box::new(job(row)?);
+    Ok(if row.get::<_, bool>("created") {
+        Retried::Created { job: j, capture_url: row.get("capture_url") }
+    } else {
+        Retried::Unchanged(j)
+    })
 }
 
 // --- lifecycle -----------------------------------------------------------------------------
 
 const GET_JOB: &str = concat!(
-    "WITH ",
-    expire_cte!(concat!("c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND ", visible!("$4")), "$5"),
-    " SELECT ",
-    overlaid_columns!(),
-    " FROM code2des c LEFT JOIN expired e ON e.id = c.id ",
+    "SELECT ",
+    read_columns!("$5"),
+    " FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
     "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
     visible!("$4")
 );
 
-/// One job visible to the caller, with the deadline applied first.
+/// One job visible to the caller, as of now (the deadline applied by the read, not written).
 pub async fn get_job(
     client: &impl GenericClient,
     scope: &Scope,
@@ -260,9 +394,9 @@ pub async fn get_job(
         GET_JOB,
         &[
             (&id, Type::VARCHAR),
-            (&scope.organization_id, Type::INT4),
-            (&scope.project_id, Type::INT4),
-            (&scope.subject, Type::VARCHAR),
+            (&scope.organization_id.get(), Type::INT4),
+            (&scope.project_id.get(), Type::INT4),
+            (&scope.subject.as_str(), Type::VARCHAR),
             (&secs(deadline), Type::FLOAT8),
         ],
     )
@@ -273,7 +407,7 @@ pub async fn get_job(
 /// Filters and position of one page of the discovery list.
 #[derive(Debug, Clone)]
 pub struct ListQuery<'a> {
-    pub figma_file_key: Option<&'a str>,
+    pub figma_file_key: Option<&'a FigmaFileKey>,
     pub status: Option<Status>,
     /// Keyset position: items strictly older than `(created_at, id)`.
     pub after: Option<(DateTime<Utc>, String)>,
@@ -286,23 +420,18 @@ const LIST_JOBS: &str = concat!(
     "WITH scope AS (SELECT 1 AS ok FROM organization_member m ",
     "JOIN organization o ON o.id = m.organization_id AND o.deleted_at IS NULL ",
     "JOIN project p ON p.organization_id = o.id AND p.deleted_at IS NULL ",
-    "WHERE m.organization_id = $1 AND m.subject = $3 AND p.id = $2), ",
-    expire_cte!(
-        concat!(
-            "c.organization_id = $1 AND c.project_id = $2 AND ($5::varchar IS NULL OR c.figma_file_key = $5) AND ",
-            visible!("$3")
-        ),
-        "$4"
-    ),
-    " SELECT j.* FROM scope LEFT JOIN LATERAL (SELECT ",
-    overlaid_columns!(),
-    " FROM code2des c LEFT JOIN expired e ON e.id = c.id ",
+    "WHERE m.organization_id = $1 AND m.subject = $3 AND p.id = $2) ",
+    "SELECT j.* FROM scope LEFT JOIN LATERAL (SELECT ",
+    read_columns!("$4"),
+    " FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
     "WHERE c.organization_id = $1 AND c.project_id = $2 AND c.deleted_at IS NULL ",
     "AND ($5::varchar IS NULL OR c.figma_file_key = $5) ",
-    "AND ($6::text IS NULL OR COALESCE(e.status, c.status) = $6::code2des_status) ",
-    "AND ($7::timestamptz IS NULL OR (c.created_at, c.id) < ($7::timestamptz, $8::varchar)) AND ",
-    visible!("$3"),
-    " ORDER BY c.created_at DESC, c.id DESC LIMIT $9) j ON true"
+    "AND ($6::text IS NULL OR CASE WHEN ",
+    overdue!("$4"),
+    " THEN '2' ELSE c.status::text END = $6::text) ",
+    "AND ($7::timestamptz IS NULL OR (c.created_at, c.id) < ($7::timestamptz, $8::varchar)) ",
+    "AND EXISTS (SELECT 1 FROM page_import pi WHERE pi.id = c.page_import_id AND pi.deleted_at IS NULL) ",
+    "ORDER BY c.created_at DESC, c.id DESC LIMIT $9) j ON true"
 );
 
 /// Newest first, at most `limit` jobs (callers ask for one more to learn if a page follows).
@@ -322,11 +451,11 @@ pub async fn list_jobs(
         client,
         LIST_JOBS,
         &[
-            (&scope.organization_id, Type::INT4),
-            (&scope.project_id, Type::INT4),
-            (&scope.subject, Type::VARCHAR),
+            (&scope.organization_id.get(), Type::INT4),
+            (&scope.project_id.get(), Type::INT4),
+            (&scope.subject.as_str(), Type::VARCHAR),
             (&secs(deadline), Type::FLOAT8),
-            (&q.figma_file_key, Type::VARCHAR),
+            (&q.figma_file_key.map(FigmaFileKey::as_str), Type::VARCHAR),
             (&status, Type::TEXT),
             (&after_ts, Type::TIMESTAMPTZ),
             (&after_id, Type::VARCHAR),
@@ -338,6 +467,95 @@ pub async fn list_jobs(
         return Ok(None);
     }
     rows.iter().filter(|r| r.get::<_, Option<String>>("id").is_some()).map(job).collect::<Result<Vec<_>, _>>().map(Some)
+}
+
+#[derive(Debug)]
+pub enum Cancelled {
+    NotFound,
+    /// This call cancelled it.
+    Now(Box<Job>),
+    /// Nothing changed; the job as it is now (cancelled earlier, or terminal otherwise).
+    Unchanged(Box<Job>),
+}
+
+const CANCEL: &str = concat!(
+    // Locking read first, as in RETRY: a cancel racing a webhook sees the winner's outcome.
+    "WITH target AS (SELECT ",
+    read_columns!("$5"),
+    ", ",
+    overdue!("$5"),
+    " AS overdue FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
+    "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
+    visible!("$4"),
+    " FOR NO KEY UPDATE OF c), ",
+    // The same fence as the webhook's: processing, not deleted, within the deadline.
+    "cancelled AS (UPDATE code2des AS c SET status = '2', error_message = 'cancelled', updated_at = now(), ",
+    "updated_by = $4 FROM target t WHERE c.id = t.id AND c.attempt = t.attempt AND c.status = '0' ",
+    "AND c.deleted_at IS NULL AND NOT t.overdue ",
+    "RETURNING c.id, c.attempt, c.created_at, c.updated_at, c.updated_by), ",
+    "marked AS (INSERT INTO code2des_attempt AS a (code2des_id, attempt, started_at, cancelled_at, cancelled_by) ",
+    "SELECT x.id, x.attempt, x.created_at, x.updated_at, $4 FROM cancelled x ",
+    "ON CONFLICT (code2des_id) DO UPDATE SET cancelled_at = EXCLUDED.cancelled_at, cancelled_by = EXCLUDED.cancelled_by ",
+    "RETURNING a.cancelled_at) ",
+    "SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
+    "t.placement_target, COALESCE(CASE WHEN x.id IS NOT NULL THEN '2' END, t.status) AS status, t.attempt, t.nonce, ",
+    "t.result_url, t.warning_count, COALESCE(CASE WHEN x.id IS NOT NULL THEN 'cancelled' END, t.error_message) AS error_message, ",
+    "t.materialized_at, t.materialized_node_id, t.created_at, COALESCE(x.updated_at, t.updated_at) AS updated_at, ",
+    "t.created_by, COALESCE(x.updated_by, t.updated_by) AS updated_by, t.progress_percent, t.progress_stage, ",
+    "t.progress_updated_at, t.attempt_started_at, COALESCE((SELECT cancelled_at FROM marked), t.cancelled_at) AS cancelled_at, ",
+    "x.id IS NOT NULL AS now_cancelled FROM target t LEFT JOIN cancelled x ON true"
+);
+
+/// The user's cancel: the webhook's fenced transition, to failed `cancelled`.
+pub async fn cancel(
+    client: &impl GenericClient,
+    scope: &Scope,
+    id: Code2desId,
+    deadline: Duration,
+) -> Result<Cancelled, ApiError> {
+    let id = id.to_db();
+    let rows = query(
+        client,
+        CANCEL,
+        &[
+            (&id, Type::VARCHAR),
+            (&scope.organization_id.get(), Type::INT4),
+            (&scope.project_id.get(), Type::INT4),
+            (&scope.subject.as_str(), Type::VARCHAR),
+            (&secs(deadline), Type::FLOAT8),
+        ],
+    )
+    .await?;
+    let Some(row) = rows.first() else {
+        return Ok(Cancelled::NotFound);
+    };
+    let j = Box::new(job(row)?);
+    Ok(if row.get::<_, bool>("now_cancelled") { Cancelled::Now(j) } else { Cancelled::Unchanged(j) })
+}
+
+const DELETE_JOB: &str = concat!(
+    "UPDATE code2des AS c SET deleted_at = now(), deleted_by = $4, updated_at = now(), updated_by = $4 ",
+    "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
+    visible!("$4"),
+    " RETURNING c.id"
+);
+
+/// The soft delete: true when this call deleted the job, false when there was nothing (left)
+/// for this caller to delete.
+pub async fn delete_job(client: &impl GenericClient, scope: &Scope, id: Code2desId) -> Result<bool, ApiError> {
+    let id = id.to_db();
+    let rows = query(
+        client,
+        DELETE_JOB,
+        &[
+            (&id, Type::VARCHAR),
+            (&scope.organization_id.get(), Type::INT4),
+            (&scope.project_id.get(), Type::INT4),
+            (&scope.subject.as_str(), Type::VARCHAR),
+        ],
+    )
+    .await?;
+    Ok(!rows.is_empty())
 }
 
 // --- placement -----------------------------------------------------------------------------
@@ -355,18 +573,22 @@ const PLACE: &str = concat!(
     // committed it. A plain read here would use the statement's snapshot and could miss the
     // winner under READ COMMITTED (the UPDATE below then finds nothing to do).
     "WITH target AS (SELECT ",
-    job_columns!("c"),
-    " FROM code2des c ",
+    read_columns!("$6"),
+    " FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
     "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
     visible!("$4"),
     " FOR NO KEY UPDATE OF c), ",
     "placed AS (UPDATE code2des AS c SET materialized_at = now(), materialized_node_id = $5, ",
     "updated_at = now(), updated_by = $4 FROM target t ",
     "WHERE c.id = t.id AND c.status = '1' AND c.deleted_at IS NULL AND c.materialized_node_id IS NULL ",
-    "RETURNING ",
-    job_columns!("c"),
-    ") ",
-    "SELECT * FROM placed UNION ALL SELECT * FROM target WHERE NOT EXISTS (SELECT 1 FROM placed)"
+    "RETURNING c.id, c.materialized_at, c.materialized_node_id, c.updated_at, c.updated_by) ",
+    "SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
+    "t.placement_target, t.status, t.attempt, t.nonce, t.result_url, t.warning_count, t.error_message, ",
+    "COALESCE(x.materialized_at, t.materialized_at) AS materialized_at, ",
+    "COALESCE(x.materialized_node_id, t.materialized_node_id) AS materialized_node_id, t.created_at, ",
+    "COALESCE(x.updated_at, t.updated_at) AS updated_at, t.created_by, ",
+    "COALESCE(x.updated_by, t.updated_by) AS updated_by, t.progress_percent, t.progress_stage, ",
+    "t.progress_updated_at, t.attempt_started_at, t.cancelled_at FROM target t LEFT JOIN placed x ON true"
 );
 
 /// Records the first root of a completed job; every later call returns that root unchanged.
@@ -374,7 +596,8 @@ pub async fn place(
     client: &impl GenericClient,
     scope: &Scope,
     id: Code2desId,
-    node_id: &str,
+    node_id: &NodeId,
+    deadline: Duration,
 ) -> Result<Placed, ApiError> {
     let id = id.to_db();
     let rows = query(
@@ -382,10 +605,11 @@ pub async fn place(
         PLACE,
         &[
             (&id, Type::VARCHAR),
-            (&scope.organization_id, Type::INT4),
-            (&scope.project_id, Type::INT4),
-            (&scope.subject, Type::VARCHAR),
-            (&node_id, Type::VARCHAR),
+            (&scope.organization_id.get(), Type::INT4),
+            (&scope.project_id.get(), Type::INT4),
+            (&scope.subject.as_str(), Type::VARCHAR),
+            (&node_id.as_str(), Type::VARCHAR),
+            (&secs(deadline), Type::FLOAT8),
         ],
     )
     .await?;
@@ -407,32 +631,41 @@ pub struct Outcome<'a> {
     pub error_message: Option<&'a str>,
 }
 
+/// The attempt a worker's report names: `(id, attempt, nonce)` as the body gives them.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptRef<'a> {
+    pub id: Code2desId,
+    pub attempt: i32,
+    pub nonce: &'a str,
+}
+
 const FINISH: &str = concat!(
-    "UPDATE code2des SET status = $4::code2des_status, result_url = $5, warning_count = $6, ",
+    "UPDATE code2des AS c SET status = $4::code2des_status, result_url = $5, warning_count = $6, ",
     "error_message = $7, updated_at = now(), updated_by = 'system:worker' ",
-    "WHERE id = $1 AND attempt = $2 AND nonce = $3 AND status = '0' AND deleted_at IS NULL ",
-    "AND created_at >= now() - make_interval(secs => $8) RETURNING id"
+    "WHERE c.id = $1 AND c.attempt = $2 AND c.nonce = $3 AND c.status = '0' AND c.deleted_at IS NULL ",
+    "AND COALESCE((SELECT a.started_at FROM code2des_attempt a WHERE a.code2des_id = c.id AND a.attempt = c.attempt), ",
+    "c.created_at) >= now() - make_interval(secs => $8) ",
+    "RETURNING (extract(epoch FROM now() - COALESCE((SELECT a.started_at FROM code2des_attempt a ",
+    "WHERE a.code2des_id = c.id AND a.attempt = c.attempt), c.created_at)) * 1000)::float8 AS duration_ms"
 );
 
 /// THE fenced transition: id, attempt, nonce, still processing, not deleted, within the
-/// deadline. Exactly one of any set of racing callers gets `true`.
+/// deadline. Exactly one of any set of racing callers gets `Some` (the attempt's duration).
 pub async fn finish(
     client: &impl GenericClient,
-    id: Code2desId,
-    attempt: i32,
-    nonce: &str,
+    at: AttemptRef<'_>,
     outcome: &Outcome<'_>,
     deadline: Duration,
-) -> Result<bool, ApiError> {
-    let id = id.to_db();
+) -> Result<Option<Duration>, ApiError> {
+    let id = at.id.to_db();
     let status = outcome.status.db_label();
     let rows = query(
         client,
         FINISH,
         &[
             (&id, Type::VARCHAR),
-            (&attempt, Type::INT4),
-            (&nonce, Type::VARCHAR),
+            (&at.attempt, Type::INT4),
+            (&at.nonce, Type::VARCHAR),
             (&status, Type::TEXT),
             (&outcome.result_url, Type::VARCHAR),
             (&outcome.warning_count, Type::INT4),
@@ -441,7 +674,67 @@ pub async fn finish(
         ],
     )
     .await?;
-    Ok(!rows.is_empty())
+    Ok(rows.first().map(|r| Duration::from_secs_f64(r.get::<_, f64>("duration_ms").max(0.0) / 1000.0)))
+}
+
+/// What a progress report did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progressed {
+    /// Stored: the attempt is processing and the percent did not go backwards.
+    Stored,
+    /// The attempt is processing, but the percent is below the one stored: ignored.
+    Ignored,
+    /// The fence refused it (wrong attempt or nonce, terminal, deleted, overdue, unknown).
+    Fenced,
+}
+
+const PROGRESS: &str = concat!(
+    // FOR SHARE waits for a racing terminal report or cancel and re-checks the fence against
+    // the row it committed: a progress report never lands on a terminal attempt.
+    "WITH j AS (SELECT c.id, c.attempt, c.created_at FROM code2des c ",
+    "LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
+    "WHERE c.id = $1 AND c.attempt = $2 AND c.nonce = $3 AND c.status = '0' AND c.deleted_at IS NULL AND NOT ",
+    overdue!("$6"),
+    " FOR SHARE OF c), ",
+    "up AS (INSERT INTO code2des_attempt AS a (code2des_id, attempt, started_at, progress_percent, ",
+    "progress_stage, progress_updated_at) SELECT j.id, j.attempt, j.created_at, $4, $5, now() FROM j ",
+    "ON CONFLICT (code2des_id) DO UPDATE SET progress_percent = EXCLUDED.progress_percent, ",
+    "progress_stage = EXCLUDED.progress_stage, progress_updated_at = EXCLUDED.progress_updated_at ",
+    "WHERE a.attempt = EXCLUDED.attempt AND (a.progress_percent IS NULL OR a.progress_percent <= EXCLUDED.progress_percent) ",
+    "RETURNING 1) ",
+    "SELECT (SELECT count(*) FROM j) AS matched, (SELECT count(*) FROM up) AS stored"
+);
+
+/// A worker's progress report, fenced exactly like a terminal one. The percent never goes
+/// backwards within an attempt (an equal one may change the stage).
+pub async fn progress(
+    client: &impl GenericClient,
+    at: AttemptRef<'_>,
+    percent: i16,
+    stage: &ProgressStage,
+    deadline: Duration,
+) -> Result<Progressed, ApiError> {
+    let id = at.id.to_db();
+    let rows = query(
+        client,
+        PROGRESS,
+        &[
+            (&id, Type::VARCHAR),
+            (&at.attempt, Type::INT4),
+            (&at.nonce, Type::VARCHAR),
+            (&percent, Type::INT2),
+            (&stage.as_str(), Type::VARCHAR),
+            (&secs(deadline), Type::FLOAT8),
+        ],
+    )
+    .await?;
+    let (matched, stored) =
+        rows.first().map(|r| (r.get::<_, i64>("matched"), r.get::<_, i64>("stored"))).unwrap_or((0, 0));
+    Ok(match (matched, stored) {
+        (0, _) => Progressed::Fenced,
+        (_, 0) => Progressed::Ignored,
+        _ => Progressed::Stored,
+    })
 }
 
 /// What the webhook needs to explain a transition that did not happen.
@@ -455,8 +748,9 @@ pub struct Fence {
 const FENCE: &str = concat!(
     "SELECT ",
     job_columns!("c"),
-    ", c.deleted_at IS NOT NULL AS deleted, ",
-    "c.created_at < now() - make_interval(secs => $2) AS overdue FROM code2des c WHERE c.id = $1"
+    ", a.cancelled_at, c.deleted_at IS NOT NULL AS deleted, ",
+    overdue!("$2"),
+    " AS overdue FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id WHERE c.id = $1"
 );
 
 /// The row as committed now (a new statement, so a new snapshot that includes the winner).
@@ -469,13 +763,40 @@ pub async fn fence(client: &impl GenericClient, id: Code2desId, deadline: Durati
     }
 }
 
-const EXPIRE_ONE: &str = concat!("WITH ", expire_cte!("c.id = $1", "$2"), " SELECT count(*) AS n FROM expired");
+// --- deadline ------------------------------------------------------------------------------
 
-/// Applies the deadline to one job (same fence as the reads); true if this call failed it.
+const EXPIRE: &str = concat!(
+    // `c.attempt = s.attempt`: should a retry restart the job between this statement's snapshot
+    // and its row lock, the re-check sees another attempt and leaves it alone.
+    "UPDATE code2des AS c SET status = '2', error_message = 'timed out', ",
+    "updated_at = s.started + make_interval(secs => $1), updated_by = 'system:deadline' ",
+    "FROM (SELECT c.id, c.attempt, COALESCE(a.started_at, c.created_at) AS started FROM code2des c ",
+    "LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
+    "WHERE c.status = '0' AND c.deleted_at IS NULL AND ($2::varchar IS NULL OR c.id = $2) AND ",
+    overdue!("$1"),
+    " ORDER BY c.id LIMIT $3) s ",
+    "WHERE c.id = s.id AND c.attempt = s.attempt AND c.status = '0' AND c.deleted_at IS NULL ",
+    "RETURNING c.id, (extract(epoch FROM now() - s.started) * 1000)::float8 AS duration_ms"
+);
+
+/// Persists the deadline: processing jobs past it become failed `timed out`, with the fence of
+/// the webhook (processing, not deleted, same attempt), so exactly one of this and a racing
+/// webhook wins. At most `limit` jobs per call; returns each expired job's attempt duration.
+pub async fn expire_overdue(
+    client: &impl GenericClient,
+    only: Option<Code2desId>,
+    deadline: Duration,
+    limit: i64,
+) -> Result<Vec<Duration>, ApiError> {
+    let only = only.map(Code2desId::to_db);
+    let rows =
+        query(client, EXPIRE, &[(&secs(deadline), Type::FLOAT8), (&only, Type::VARCHAR), (&limit, Type::INT8)]).await?;
+    Ok(rows.iter().map(|r| Duration::from_secs_f64(r.get::<_, f64>("duration_ms").max(0.0) / 1000.0)).collect())
+}
+
+/// Applies the deadline to one job; true if this call failed it.
 pub async fn expire_one(client: &impl GenericClient, id: Code2desId, deadline: Duration) -> Result<bool, ApiError> {
-    let id = id.to_db();
-    let rows = query(client, EXPIRE_ONE, &[(&id, Type::VARCHAR), (&secs(deadline), Type::FLOAT8)]).await?;
-    Ok(rows.first().map(|r| r.get::<_, i64>("n")).unwrap_or(0) > 0)
+    Ok(!expire_overdue(client, Some(id), deadline, 1).await?.is_empty())
 }
 
 #[cfg(test)]
@@ -487,19 +808,32 @@ mod tests {
         // A cheap guard against a placeholder typo in the concat! fragments.
         for (sql, n) in [
             (INSERT_JOB, 11),
+            (FIND_BY_KEY, 5),
+            (FAIL_UNDISPATCHED, 5),
+            (RETRY, 8),
             (GET_JOB, 5),
             (LIST_JOBS, 9),
-            (PLACE, 5),
+            (CANCEL, 5),
+            (DELETE_JOB, 4),
+            (PLACE, 6),
             (FINISH, 8),
+            (PROGRESS, 6),
             (FENCE, 2),
-            (EXPIRE_ONE, 2),
-            (FIND_BY_KEY, 4),
-            (FAIL_UNDISPATCHED, 2),
+            (EXPIRE, 3),
         ] {
             for i in 1..=n {
                 assert!(sql.contains(&format!("${i}")), "${i} missing in {sql}");
             }
             assert!(!sql.contains(&format!("${}", n + 1)), "too many placeholders in {sql}");
+        }
+    }
+
+    #[test]
+    fn reads_never_write() {
+        for sql in [GET_JOB, LIST_JOBS] {
+            for verb in ["UPDATE", "INSERT", "DELETE", "FOR NO KEY", "FOR SHARE"] {
+                assert!(!sql.contains(verb), "{verb} in a read: {sql}");
+            }
         }
     }
 }

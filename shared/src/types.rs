@@ -79,6 +79,23 @@ text_newtype!(
     "Idempotency-Key"
 );
 
+/// The stage label of a worker's progress report (SPEC section 7: 1–64 characters).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ProgressStage(String);
+
+impl ProgressStage {
+    pub const MAX: usize = 64;
+
+    pub fn parse(field: &'static str, raw: &str) -> Result<Self, ApiError> {
+        check_text(field, raw, Self::MAX)?;
+        Ok(Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A positive 32-bit id from the path (`organization.id`, `project.id` are `serial`).
 fn parse_positive_i32(field: &'static str, raw: &str) -> Result<i32, ApiError> {
     // Digits only: no sign, no whitespace, no leading '+', so one id has one spelling.

@@ -95,7 +95,10 @@ async fn secrets_are_fetched_once_per_instance_and_the_db_secret_means_verified_
         assert_eq!(cfg.pg.get_ports(), &[5433]);
         assert_eq!(cfg.pg.get_password(), Some(&b"p@ss w0rd"[..]));
         assert!(!format!("{cfg:?}").contains("w0rd"), "Debug never shows the password");
-        let hook = shared::setup::webhook_secret().await.unwrap();
+        // Through the same Resources a function's Deps::new uses (a new one each round: the
+        // secret cache is per process, as it is per Lambda instance).
+        let resources = shared::settings::Resources::from_env().unwrap();
+        let hook = resources.webhook_secret().await.unwrap();
         assert_eq!(hook.expose_secret(), "generated-webhook-secret");
         assert!(!format!("{hook:?}").contains("generated"), "Debug never shows the secret");
     }

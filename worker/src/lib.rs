@@ -38,6 +38,17 @@ pub struct Reply {
     pub body: String,
 }
 
+impl Reply {
+    /// 409 (another attempt, or the job is already terminal: cancelled, timed out) or 410
+    /// (deleted): the backend will take nothing more from this attempt.
+    pub fn says_stop(&self) -> bool {
+        matches!(self.status, 409 | 410)
+    }
+}
+
+/// The stages the reference worker reports, with the percent reached at each.
+pub const STAGES: [(u8, &str); 3] = [(10, "reading capture"), (45, "building nodes"), (80, "uploading images")];
+
 #[derive(Clone)]
 pub struct Worker {
     pub s3: aws_sdk_s3::Client,
@@ -88,7 +99,34 @@ impl Worker {
     }
 
     /// The sample conversion: writes images and a `result` artifact, then reports `completed`.
+    /// Reports progress on the signed webhook (SPEC section 7).
+    pub async fn progress(&self, m: &Manifest, percent: u8, stage: &str) -> Result<Reply, WorkerError> {
+        let body = json!({
+            "code2des_id": m.code2des_id, "attempt": m.attempt, "nonce": m.nonce,
+            "status": "processing", "progress": {"percent": percent, "stage": stage},
+        });
+        self.send_webhook(&m.callback_url, &body).await
+    }
+
+    /// Reports each of [`STAGES`]; `Some(reply)` when the backend said to stop (409: another
+    /// attempt or already terminal, e.g. cancelled; 410: deleted), so no work is wasted.
+    async fn report_stages(&self, m: &Manifest, stages: &[(u8, &str)]) -> Result<Option<Reply>, WorkerError> {
+        for (percent, stage) in stages {
+            let reply = self.progress(m, *percent, stage).await?;
+            if reply.says_stop() {
+                tracing::info!(code2des_id = %m.code2des_id, status = reply.status, "worker told to stop");
+                return Ok(Some(reply));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Converts the job: progress by stage, then the artifact and the terminal webhook. Stops
+    /// early, answering the refusal, when a progress report is refused with 409 or 410.
     pub async fn complete(&self, m: &Manifest) -> Result<Reply, WorkerError> {
+        if let Some(stop) = self.report_stages(m, &STAGES[..2]).await? {
+            return Ok(stop);
+        }
         let prefix = Self::prefix(m);
         let hero = format!("{prefix}images/hero.png");
         let logo = format!("{prefix}images/logo.svg");
@@ -108,6 +146,9 @@ impl Worker {
             "hero": {"key": hero, "mime_type": "image/png"},
             "logo": {"key": logo, "mime_type": "image/svg+xml"}
         });
+        if let Some(stop) = self.report_stages(m, &STAGES[2..]).await? {
+            return Ok(stop);
+        }
         self.finish(m, "result", Some(document), images, 1, None).await
     }
 

@@ -50,6 +50,17 @@ fn sign_event(path: &std::path::Path, secret: &str) -> Result<(), Box<dyn std::e
     Ok(())
 }
 
+/// Prints the backend's answer; anything but 200 (a 409 fence, a 410) is a failed command, so
+/// a script driving the worker notices.
+fn answered(r: code2des_worker::Reply) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    println!("{} {}", r.status, r.body);
+    if r.status == 200 {
+        Ok(())
+    } else {
+        Err(format!("the webhook answered HTTP {}", r.status).into())
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     shared::telemetry::init_local();
@@ -63,7 +74,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         Command::SignEvent { path, secret } => return sign_event(&path, &secret),
         other => other,
     };
-    let worker = code2des_worker::Worker::new(shared::setup::s3_client().await, cli.bucket, cli.webhook_secret);
+    let settings = shared::settings::Settings::from_env()?;
+    let worker =
+        code2des_worker::Worker::new(shared::setup::s3_client(&settings).await, cli.bucket, cli.webhook_secret);
     match command {
         Command::Poll { interval_ms } => {
             worker
@@ -74,13 +87,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         }
         Command::Complete { manifest_key } => {
             let m = worker.read_manifest(&manifest_key).await?;
-            let r = worker.complete(&m).await?;
-            println!("{} {}", r.status, r.body);
+            return answered(worker.complete(&m).await?);
         }
         Command::Fail { manifest_key, message } => {
             let m = worker.read_manifest(&manifest_key).await?;
-            let r = worker.fail(&m, &message).await?;
-            println!("{} {}", r.status, r.body);
+            return answered(worker.fail(&m, &message).await?);
         }
         Command::SignEvent { .. } => {}
     }

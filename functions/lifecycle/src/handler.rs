@@ -1,39 +1,105 @@
-//! `GET {base}` (discovery list) and `GET {base}/{code2desId}` (one job): the row as
-//! control-plane metadata. Never the nonce, never an S3 location.
+//! Lifecycle's routes, told apart by the event's route key (shared::routes):
+//! - `GET {base}` (discovery list) and `GET {base}/{code2desId}` (one job): the row as
+//!   control-plane metadata, never the nonce or an S3 location. Reads only: no statement here
+//!   writes, and an overdue job reads as failed `timed out` all the same (SPEC section 7);
+//! - `POST {base}/{code2desId}/cancel` and `DELETE {base}/{code2desId}`: the user's changes
+//!   to a job's lifecycle.
 
-use std::time::Duration;
-
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use serde::Serialize;
+use shared::caller::{JobRef, Scope};
 use shared::cursor::{self, Binding};
-use shared::http::{self, path_param, query_param};
-use shared::model::JobView;
-use shared::store::{self, ListQuery, Scope};
-use shared::types::{Code2desId, FigmaFileKey, OrganizationId, ProjectId, Status};
-use shared::ApiError;
+use shared::http::{self, query_param};
+use shared::model::{Job, JobView};
+use shared::routes::RouteId;
+use shared::settings::{Policy, Resources};
+use shared::setup::SetupError;
+use shared::store::{self, Cancelled, ListQuery};
+use shared::types::{FigmaFileKey, Status};
+use shared::{metrics, ApiError};
 
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 100;
+/// Seconds a client should wait before polling a processing job again (SPEC section 7).
+pub const POLL_AFTER_SECS: u32 = 2;
 
 pub struct Deps {
     pub pool: deadpool_postgres::Pool,
     /// Authenticates list cursors (see `shared::cursor`).
     pub cursor_key: [u8; 32],
-    pub deadline: Duration,
+    pub policy: Policy,
 }
 
 impl Deps {
-    pub async fn from_env() -> Result<Self, shared::setup::SetupError> {
-        let (pool, cfg) = shared::setup::db_pool().await?;
-        Ok(Self { pool, cursor_key: cfg.cursor_key(), deadline: shared::setup::deadline()? })
+    pub async fn new(r: &Resources) -> Result<Self, SetupError> {
+        Ok(Self { pool: r.pool().await?, cursor_key: r.cursor_key().await?, policy: r.settings.policy() })
     }
 }
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = http::request_id(&req);
-    let is_item = req.path_parameters_ref().and_then(|p| p.first("code2desId")).is_some();
-    let route = if is_item { "lifecycle.get" } else { "lifecycle.list" };
-    http::finish(route, &request_id, run(deps, &req, &request_id, is_item).await)
+    let (name, outcome) = match http::route(&req).map(|r| r.id) {
+        Some(RouteId::Get) => ("lifecycle.get", get(deps, &req, &request_id).await),
+        Some(RouteId::Cancel) => ("lifecycle.cancel", cancel(deps, &req, &request_id).await),
+        Some(RouteId::Delete) => ("lifecycle.delete", delete(deps, &req).await),
+        Some(RouteId::List) => ("lifecycle.list", list(deps, &req, &request_id).await),
+        _ => ("lifecycle", Err(ApiError::NotFound("no such route"))),
+    };
+    http::finish(name, &request_id, outcome)
+}
+
+/// One job; a processing one says when to look again.
+fn job_response(status: u16, deps: &Deps, job: &Job, request_id: &str) -> Response<Body> {
+    let mut resp = http::ok_json(status, &job.view(deps.policy.max_attempts), request_id);
+    if job.status == Status::Processing {
+        http::set_header(&mut resp, lambda_http::http::header::RETRY_AFTER, &POLL_AFTER_SECS.to_string());
+    }
+    resp
+}
+
+async fn get(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
+    let j = JobRef::from_request(req)?;
+    let client = shared::db::conn(&deps.pool).await?;
+    match store::get_job(&**client, &j.scope, j.id, deps.policy.deadline).await? {
+        Some(job) => Ok(job_response(200, deps, &job, request_id)),
+        None => Err(ApiError::NotFound("job not found")),
+    }
+}
+
+async fn cancel(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
+    let j = JobRef::from_request(req)?;
+    let client = shared::db::conn(&deps.pool).await?;
+    match store::cancel(&**client, &j.scope, j.id, deps.policy.deadline).await? {
+        Cancelled::NotFound => Err(ApiError::NotFound("job not found")),
+        Cancelled::Now(job) => {
+            metrics::job_cancelled(
+                Some(job.updated_at.signed_duration_since(job.attempt_started_at)).and_then(|d| d.to_std().ok()),
+            );
+            tracing::info!(code2des_id = %job.id, attempt = job.attempt, "job cancelled");
+            Ok(job_response(200, deps, &job, request_id))
+        }
+        // Cancelling a cancelled job answers it again; any other terminal job lost nothing.
+        Cancelled::Unchanged(job) if job.is_cancelled() => Ok(job_response(200, deps, &job, request_id)),
+        Cancelled::Unchanged(job) => Err(ApiError::conflict(
+            "already_terminal",
+            format!(
+                "the job is already {}{}",
+                job.status.api_name(),
+                job.error_message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default()
+            ),
+        )),
+    }
+}
+
+async fn delete(deps: &Deps, req: &Request) -> Result<Response<Body>, ApiError> {
+    let j = JobRef::from_request(req)?;
+    let client = shared::db::conn(&deps.pool).await?;
+    if store::delete_job(&**client, &j.scope, j.id).await? {
+        tracing::info!(code2des_id = %j.id, "job deleted");
+        Ok(http::empty(204))
+    } else {
+        Err(ApiError::NotFound("job not found"))
+    }
 }
 
 #[derive(Serialize)]
@@ -57,47 +123,32 @@ fn parse_limit(raw: Option<&str>) -> Result<i64, ApiError> {
     }
 }
 
-async fn run(deps: &Deps, req: &Request, request_id: &str, is_item: bool) -> Result<Response<Body>, ApiError> {
-    let subject = http::subject(req)?;
-    let organization_id = OrganizationId::parse(path_param(req, "organizationId")?)?;
-    let project_id = ProjectId::parse(path_param(req, "projectId")?)?;
-    let scope = Scope {
-        organization_id: organization_id.get(),
-        project_id: project_id.get(),
-        subject: subject.as_str().to_owned(),
-    };
-
-    if is_item {
-        let id = Code2desId::parse(path_param(req, "code2desId")?)?;
-        let client = shared::db::conn(&deps.pool).await?;
-        return match store::get_job(&**client, &scope, id, deps.deadline).await? {
-            Some(job) => Ok(http::ok_json(200, &job.view(), request_id)),
-            None => Err(ApiError::NotFound("job not found")),
-        };
-    }
+async fn list(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
+    let scope = Scope::from_request(req)?;
 
     let figma_file_key = query_param(req, "figmaFileKey")?.map(FigmaFileKey::parse).transpose()?;
     let status = query_param(req, "status")?.map(|s| Status::parse_api("status", s)).transpose()?;
     let limit = parse_limit(query_param(req, "limit")?)?;
     let binding = Binding {
-        organization_id: scope.organization_id,
-        project_id: scope.project_id,
+        organization_id: scope.organization_id.get(),
+        project_id: scope.project_id.get(),
         figma_file_key: figma_file_key.as_ref().map(FigmaFileKey::as_str),
         status: status.map(Status::api_name),
     };
     let after = query_param(req, "cursor")?.map(|c| cursor::decode(&deps.cursor_key, c, &binding)).transpose()?;
 
     let client = shared::db::conn(&deps.pool).await?;
-    let q = ListQuery { figma_file_key: binding.figma_file_key, status, after, limit: limit + 1 };
-    let mut jobs =
-        store::list_jobs(&**client, &scope, &q, deps.deadline).await?.ok_or(ApiError::NotFound("project not found"))?;
+    let q = ListQuery { figma_file_key: figma_file_key.as_ref(), status, after, limit: limit + 1 };
+    let mut jobs = store::list_jobs(&**client, &scope, &q, deps.policy.deadline)
+        .await?
+        .ok_or(ApiError::NotFound("project not found"))?;
     let more = jobs.len() as i64 > limit;
     jobs.truncate(limit as usize);
     let next_cursor = match jobs.last() {
         Some(last) if more => Some(cursor::encode(&deps.cursor_key, last.created_at, &last.id, &binding)),
         _ => None,
     };
-    let page = Page { items: jobs.iter().map(|j| j.view()).collect(), next_cursor };
+    let page = Page { items: jobs.iter().map(|j| j.view(deps.policy.max_attempts)).collect(), next_cursor };
     Ok(http::ok_json(200, &page, request_id))
 }
 

@@ -2,19 +2,22 @@
 //! completed job. Every later call, sequential or concurrent, answers that stored root.
 
 use lambda_http::{Body, Request, Response};
-use shared::http::{self, json_object, path_param, raw_body, required_str};
-use shared::store::{self, Placed, Scope};
-use shared::types::{Code2desId, NodeId, OrganizationId, ProjectId};
+use shared::caller::JobRef;
+use shared::http::{self, json_object, raw_body, required_str};
+use shared::settings::{Policy, Resources};
+use shared::setup::SetupError;
+use shared::store::{self, Placed};
+use shared::types::NodeId;
 use shared::ApiError;
 
 pub struct Deps {
     pub pool: deadpool_postgres::Pool,
+    pub policy: Policy,
 }
 
 impl Deps {
-    pub async fn from_env() -> Result<Self, shared::setup::SetupError> {
-        let (pool, _) = shared::setup::db_pool().await?;
-        Ok(Self { pool })
+    pub async fn new(r: &Resources) -> Result<Self, SetupError> {
+        Ok(Self { pool: r.pool().await?, policy: r.settings.policy() })
     }
 }
 
@@ -25,19 +28,11 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
 
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let bytes = raw_body(req)?;
-    let subject = http::subject(req)?;
-    let organization_id = OrganizationId::parse(path_param(req, "organizationId")?)?;
-    let project_id = ProjectId::parse(path_param(req, "projectId")?)?;
-    let id = Code2desId::parse(path_param(req, "code2desId")?)?;
+    let j = JobRef::from_request(req)?;
     let node_id = NodeId::parse(required_str(&json_object(bytes)?, "nodeId")?)?;
-    let scope = Scope {
-        organization_id: organization_id.get(),
-        project_id: project_id.get(),
-        subject: subject.as_str().to_owned(),
-    };
     let client = shared::db::conn(&deps.pool).await?;
-    match store::place(&**client, &scope, id, node_id.as_str()).await? {
-        Placed::Done(job) => Ok(http::ok_json(200, &job.view(), request_id)),
+    match store::place(&**client, &j.scope, j.id, &node_id, deps.policy.deadline).await? {
+        Placed::Done(job) => Ok(http::ok_json(200, &job.view(deps.policy.max_attempts), request_id)),
         Placed::NotFound => Err(ApiError::NotFound("job not found")),
         Placed::NotCompleted(job) => Err(ApiError::conflict(
             "job_not_completed",

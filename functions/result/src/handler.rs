@@ -15,32 +15,36 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use serde_json::value::RawValue;
+use sha2::{Digest, Sha256};
 use shared::artifact::{self, Artifact, Expect, ImageEntry, Kind, Limits};
-use shared::http::{self, path_param, query_param};
+use shared::bucket::{ArtifactBucket, BucketError, Opened};
+use shared::caller::JobRef;
+use shared::http::{self, query_param};
 use shared::model::Job;
-use shared::store::{self, Scope};
-use shared::types::{job_prefix, Code2desId, OrganizationId, ProjectId, S3Pointer, Status};
-use shared::ApiError;
+use shared::settings::Resources;
+use shared::setup::SetupError;
+use shared::store;
+use shared::types::{job_prefix, Code2desId, S3Pointer, Status};
+use shared::{metrics, ApiError};
 
 /// Most refs one `?images=` request may name.
 pub const MAX_REQUESTED_IMAGES: usize = 100;
+/// A completed job's result never changes (SPEC section 7).
+pub const IMMUTABLE: &str = "private, max-age=86400, immutable";
 
 pub struct Deps {
     pub pool: deadpool_postgres::Pool,
-    pub s3: aws_sdk_s3::Client,
-    pub bucket: String,
+    pub bucket: ArtifactBucket,
     pub deadline: Duration,
     pub limits: Limits,
 }
 
 impl Deps {
-    pub async fn from_env() -> Result<Self, shared::setup::SetupError> {
-        let (pool, _) = shared::setup::db_pool().await?;
+    pub async fn new(r: &Resources) -> Result<Self, SetupError> {
         Ok(Self {
-            pool,
-            s3: shared::setup::s3_client().await,
-            bucket: shared::setup::bucket()?,
-            deadline: shared::setup::deadline()?,
+            pool: r.pool().await?,
+            bucket: r.bucket().await?,
+            deadline: r.settings.deadline,
             limits: Limits::default(),
         })
     }
@@ -95,97 +99,69 @@ fn escaped_len(s: &str) -> usize {
     s.len() + s.bytes().filter(|b| *b == b'"' || *b == b'\\').count()
 }
 
-/// Whether an S3 error means the object is not there (as opposed to S3 being unreachable).
-fn is_missing<E>(err: &aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> bool {
-    use aws_sdk_s3::error::SdkError;
-    match err {
-        // 404, or 403 which S3 answers for a missing key to a role without s3:ListBucket.
-        SdkError::ServiceError(e) => matches!(e.raw().status().as_u16(), 403 | 404),
-        _ => false,
-    }
+fn fetch_error(job: &Job, what: &str, e: BucketError) -> ApiError {
+    e.into_api(|e| match e {
+        BucketError::TooLarge(n) => invalid(job, format!("{what} is {n} bytes, over the limit")),
+        _ => invalid(job, format!("{what} is missing")),
+    })
 }
 
-enum Fetch {
-    Missing,
-    TooLarge(u64),
-    Unavailable,
-}
-
-async fn head_size(deps: &Deps, key: &str) -> Result<u64, Fetch> {
-    match deps.s3.head_object().bucket(&deps.bucket).key(key).send().await {
-        Ok(out) => Ok(out.content_length().unwrap_or(0).max(0) as u64),
-        Err(e) if is_missing(&e) => Err(Fetch::Missing),
-        Err(e) => {
-            tracing::error!(dependency = "artifact storage", error = %shared::error::chain(&e), "S3 HeadObject failed");
-            Err(Fetch::Unavailable)
-        }
+/// The result's ETag: opaque (a digest; no nonce, key or location can be read back from it),
+/// and different for each representation (the document, or a `?images=` subset).
+fn etag(job: &Job, result_url: &str, requested: Option<&[&str]>) -> String {
+    let mut h = Sha256::new();
+    for part in [job.id.as_str(), &job.attempt.to_string(), result_url] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
     }
-}
-
-async fn get_bytes(deps: &Deps, key: &str, limit: u64) -> Result<Vec<u8>, Fetch> {
-    let out = match deps.s3.get_object().bucket(&deps.bucket).key(key).send().await {
-        Ok(out) => out,
-        Err(e) if is_missing(&e) => return Err(Fetch::Missing),
-        Err(e) => {
-            tracing::error!(dependency = "artifact storage", error = %shared::error::chain(&e), "S3 GetObject failed");
-            return Err(Fetch::Unavailable);
-        }
-    };
-    // The object may have been replaced since HeadObject: check the size actually served.
-    let len = out.content_length().unwrap_or(0).max(0) as u64;
-    if len > limit {
-        return Err(Fetch::TooLarge(len));
-    }
-    match out.body.collect().await {
-        Ok(data) => {
-            let bytes = data.into_bytes().to_vec();
-            if bytes.len() as u64 > limit {
-                return Err(Fetch::TooLarge(bytes.len() as u64));
+    match requested {
+        None => h.update([0]),
+        Some(refs) => {
+            h.update([1]);
+            for r in refs {
+                h.update((r.len() as u64).to_be_bytes());
+                h.update(r.as_bytes());
             }
-            Ok(bytes)
-        }
-        Err(e) => {
-            tracing::error!(dependency = "artifact storage", error = %e, "S3 body read failed");
-            Err(Fetch::Unavailable)
         }
     }
+    format!("\"r1-{}\"", &hex::encode(h.finalize())[..32])
 }
 
-fn fetch_error(job: &Job, what: &str, e: Fetch) -> ApiError {
-    match e {
-        Fetch::Missing => invalid(job, format!("{what} is missing")),
-        Fetch::TooLarge(n) => invalid(job, format!("{what} is {n} bytes, over the limit")),
-        Fetch::Unavailable => ApiError::Unavailable("artifact storage"),
-    }
+/// `If-None-Match` names `tag` (or is `*`): the client's copy is current.
+fn not_modified(req: &Request, tag: &str) -> bool {
+    req.headers()
+        .get_all(lambda_http::http::header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split(',').map(str::trim).any(|t| t == "*" || t == tag || t.strip_prefix("W/") == Some(tag)))
 }
 
-async fn load_artifact(deps: &Deps, job: &Job, result_url: &str, kind: Kind) -> Result<(Artifact, String), ApiError> {
+async fn load_artifact(deps: &Deps, job: &Job, result_url: &str, kind: Kind) -> Result<Artifact, ApiError> {
     let id = Code2desId::parse(&job.id).map_err(|_| invalid(job, "job id is not a UUID"))?;
     let prefix = job_prefix(id, job.attempt);
     let ptr = S3Pointer::parse("result_url", result_url).map_err(|e| invalid(job, e))?;
-    if !ptr.is_under(&deps.bucket, &prefix) {
+    if !ptr.is_under(deps.bucket.name(), &prefix) {
         return Err(invalid(job, "result_url is outside the job's prefix in the artifact bucket"));
     }
-    let max = deps.limits.max_artifact_bytes;
-    let size = head_size(deps, &ptr.key).await.map_err(|e| fetch_error(job, "artifact", e))?;
-    if size > max {
-        return Err(invalid(job, format!("artifact is {size} bytes, over {max}")));
-    }
-    let bytes = get_bytes(deps, &ptr.key, max).await.map_err(|e| fetch_error(job, "artifact", e))?;
+    // One GET: its size header refuses an oversized artifact before the body is read.
+    let bytes = deps
+        .bucket
+        .get_bounded(&ptr.key, deps.limits.max_artifact_bytes)
+        .await
+        .map_err(|e| fetch_error(job, "artifact", e))?;
     let expect = Expect { code2des_id: &job.id, attempt: job.attempt, nonce: &job.nonce, prefix: &prefix, kind };
-    let art = artifact::validate(&bytes, &expect, &deps.limits).map_err(|r| invalid(job, r))?;
-    Ok((art, prefix))
+    artifact::validate(&bytes, &expect, &deps.limits).map_err(|r| invalid(job, r))
 }
 
-/// Downloads one planned image, checks its bytes, and encodes it.
-async fn fetch_image<'a>(
+/// Reads one opened image, checks its bytes, and encodes it.
+async fn read_image<'a>(
     deps: &Deps,
     job: &Job,
     name: &'a str,
     entry: &ImageEntry,
-    size: u64,
+    opened: Opened,
 ) -> Result<(&'a str, ImageOut), ApiError> {
-    let bytes = get_bytes(deps, &entry.key, size).await.map_err(|e| fetch_error(job, "an image", e))?;
+    let bytes = opened.read().await.map_err(|e| fetch_error(job, "an image", e))?;
     artifact::check_image(&bytes, entry.mime, &deps.limits)
         .map_err(|r| invalid(job, format!("image {name:?}: {r}")))?;
     let out = ImageOut { mime_type: entry.mime.as_str(), size: bytes.len() as u64, data: STANDARD.encode(&bytes) };
@@ -193,19 +169,11 @@ async fn fetch_image<'a>(
 }
 
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
-    let subject = http::subject(req)?;
-    let organization_id = OrganizationId::parse(path_param(req, "organizationId")?)?;
-    let project_id = ProjectId::parse(path_param(req, "projectId")?)?;
-    let id = Code2desId::parse(path_param(req, "code2desId")?)?;
+    let j = JobRef::from_request(req)?;
     let requested = parse_requested(query_param(req, "images")?)?;
-    let scope = Scope {
-        organization_id: organization_id.get(),
-        project_id: project_id.get(),
-        subject: subject.as_str().to_owned(),
-    };
     let job = {
         let client = shared::db::conn(&deps.pool).await?;
-        store::get_job(&**client, &scope, id, deps.deadline).await?
+        store::get_job(&**client, &j.scope, j.id, deps.deadline).await?
         // The connection goes back to the pool before the S3 work starts.
     }
     .ok_or(ApiError::NotFound("job not found"))?;
@@ -220,7 +188,17 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         (Status::Completed, Some(url)) => (Kind::Result, url),
         (Status::Completed, None) => return Err(invalid(&job, "completed job without result_url")),
     };
-    let (art, _prefix) = load_artifact(deps, &job, result_url, kind).await?;
+    // A completed result never changes: a client holding it costs no S3 request at all.
+    let tag = (kind == Kind::Result).then(|| etag(&job, result_url, requested.as_deref()));
+    if let Some(tag) = &tag {
+        if not_modified(req, tag) {
+            let mut resp = http::empty(304);
+            http::set_header(&mut resp, lambda_http::http::header::ETAG, tag);
+            http::set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
+            return Ok(resp);
+        }
+    }
+    let art = load_artifact(deps, &job, result_url, kind).await?;
 
     // Which images this response is about, in document order.
     let candidates: Vec<&(String, ImageEntry)> = match &requested {
@@ -240,42 +218,40 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     };
 
     let limits = &deps.limits;
-    // Futures are built into a Vec first: a stream over a borrowing closure trips the
-    // compiler's Send inference (rust-lang/rust#102211).
-    let heads: Vec<_> = candidates.iter().map(|(_, e)| head_size(deps, &e.key)).collect();
-    let sizes: Vec<u64> = stream::iter(heads)
+    // Every image is opened at once with ONE GET each: the response headers give its size
+    // before its body is read, so the budget is planned with no HEAD requests, and only the
+    // bodies that fit are read (the others' connections are dropped unread). Futures are built
+    // into a Vec first: a stream over a borrowing closure trips the compiler's Send inference
+    // (rust-lang/rust#102211).
+    let opens: Vec<_> = candidates.iter().map(|(_, e)| deps.bucket.open(&e.key, limits.max_image_bytes)).collect();
+    let opened: Vec<Opened> = stream::iter(opens)
         .buffered(limits.fetch_concurrency)
         .try_collect()
         .await
         .map_err(|e| fetch_error(&job, "an image", e))?;
-    if let Some((i, s)) = sizes.iter().enumerate().find(|(_, s)| **s > limits.max_image_bytes) {
-        return Err(invalid(
-            &job,
-            format!("image {:?} is {s} bytes, over {}", candidates[i].0, limits.max_image_bytes),
-        ));
-    }
 
     let doc_json: Option<Box<RawValue>> = match (&requested, &art.document) {
         (Some(_), _) => None,
         (None, Some(doc)) => Some(serde_json::value::to_raw_value(doc).map_err(|e| invalid(&job, e))?),
         (None, None) => Some(RawValue::from_string("null".to_owned()).map_err(|e| invalid(&job, e))?),
     };
-    // Plan against the budget before downloading anything, so memory stays bounded by it.
+    // Plan against the budget before reading any body, so memory stays bounded by it.
     let mut used = 512 + doc_json.as_deref().map_or(0, |d| escaped_len(d.get()));
     let mut inline = Vec::new();
     let mut deferred = Vec::new();
-    for (c, size) in candidates.iter().zip(&sizes) {
-        let cost = (*size as usize).div_ceil(3) * 4 + escaped_len(&c.0) + c.0.len() + 96;
+    for (c, o) in candidates.iter().zip(opened) {
+        let cost = (o.size as usize).div_ceil(3) * 4 + escaped_len(&c.0) + c.0.len() + 96;
         if used + cost <= limits.response_budget {
             used += cost;
-            inline.push((*c, *size));
+            inline.push((*c, o));
         } else {
             deferred.push(c.0.as_str());
         }
     }
+    let inlined = inline.len();
 
-    let gets: Vec<_> = inline.iter().map(|((name, entry), size)| fetch_image(deps, &job, name, entry, *size)).collect();
-    let fetched: Vec<(&str, ImageOut)> = stream::iter(gets).buffered(limits.fetch_concurrency).try_collect().await?;
+    let reads: Vec<_> = inline.into_iter().map(|((name, entry), o)| read_image(deps, &job, name, entry, o)).collect();
+    let fetched: Vec<(&str, ImageOut)> = stream::iter(reads).buffered(limits.fetch_concurrency).try_collect().await?;
 
     let body = ResultBody {
         code2des_id: &job.id,
@@ -292,12 +268,18 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         // the Lambda envelope cannot carry.
         return Err(invalid(&job, "the response would exceed the Lambda response limit"));
     }
+    let deferred_count = body.deferred_images.len();
+    metrics::result_bytes(text.len() as u64);
     let mut resp = Response::new(Body::Text(text));
     resp.headers_mut().insert(
         lambda_http::http::header::CONTENT_TYPE,
         lambda_http::http::HeaderValue::from_static("application/json"),
     );
-    tracing::info!(request_id, code2des_id = %job.id, inlined = inline.len(), deferred = sizes.len() - inline.len(), "result served");
+    if let Some(tag) = &tag {
+        http::set_header(&mut resp, lambda_http::http::header::ETAG, tag);
+        http::set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
+    }
+    tracing::info!(request_id, code2des_id = %job.id, inlined, deferred = deferred_count, "result served");
     Ok(resp)
 }
 
@@ -311,6 +293,44 @@ mod tests {
         assert_eq!(parse_requested(Some("a,b")).unwrap(), Some(vec!["a", "b"]));
         assert!(parse_requested(Some("a,,b")).is_err());
         assert!(parse_requested(Some(&vec!["x"; 101].join(","))).is_err());
+    }
+
+    #[test]
+    fn etags_are_opaque_and_per_representation() {
+        let job = |attempt| Job {
+            id: "01890a5d-ac96-774b-bcce-b302099a8057".into(),
+            organization_id: 1,
+            project_id: 1,
+            page_import_id: "p".into(),
+            figma_file_key: "f".into(),
+            screen_id: "s".into(),
+            placement_target: None,
+            status: Status::Completed,
+            attempt,
+            nonce: shared::model::Nonce::from_db("secret-nonce".into()),
+            result_url: None,
+            warning_count: None,
+            error_message: None,
+            materialized_at: None,
+            materialized_node_id: None,
+            created_at: chrono::Utc::now(),
+            updated_at: chrono::Utc::now(),
+            created_by: "u".into(),
+            updated_by: "u".into(),
+            attempt_started_at: chrono::Utc::now(),
+            progress: None,
+            cancelled_at: None,
+        };
+        let url = "s3://b/code2des/01890a5d-ac96-774b-bcce-b302099a8057/1/result.json";
+        let a = etag(&job(1), url, None);
+        assert_eq!(a, etag(&job(1), url, None), "stable");
+        assert!(a.starts_with("\"r1-") && a.ends_with('"') && a.len() == 38, "{a}");
+        for leak in ["secret-nonce", "code2des/", "result.json", "01890a5d"] {
+            assert!(!a.contains(leak));
+        }
+        assert_ne!(a, etag(&job(2), url, None));
+        assert_ne!(a, etag(&job(1), url, Some(&["x"])));
+        assert_ne!(etag(&job(1), url, Some(&["ab"])), etag(&job(1), url, Some(&["a", "b"])));
     }
 
     #[test]

@@ -1,41 +1,43 @@
-//! `POST /organizations/{organizationId}/projects/{projectId}/code2des`: creates a NEW job
-//! from a completed Page Import and dispatches it to the worker by writing its manifest.
+//! Trigger's two routes, both of which dispatch an attempt to the worker:
+//! - `POST {base}`: a NEW job from a completed Page Import (SPEC section 3);
+//! - `POST {base}/{code2desId}/retry`: the next attempt of a failed job (SPEC section 7).
 
 use lambda_http::{Body, Request, Response};
 use sha2::{Digest, Sha256};
-use shared::http::{self, json_object, optional_str, path_param, raw_body, required_str};
+use shared::caller::{JobRef, Scope};
+use shared::dispatch::{self, Dispatcher, Ended, Tx};
+use shared::http::{self, json_object, optional_str, raw_body, required_str};
 use shared::model::{Job, Nonce};
-use shared::protocol::{Manifest, PROTOCOL_VERSION};
-use shared::store::{self, Inserted, NewJob, Scope};
-use shared::types::{
-    job_prefix, Code2desId, FigmaFileKey, IdempotencyKey, OrganizationId, PageImportId, PlacementTarget, ProjectId,
-    ScreenId,
-};
-use shared::ApiError;
+use shared::routes::RouteId;
+use shared::settings::{Policy, Resources};
+use shared::setup::SetupError;
+use shared::store::{self, Inserted, NewJob, Retried, Undispatched};
+use shared::types::{Code2desId, FigmaFileKey, IdempotencyKey, PageImportId, PlacementTarget, ScreenId, Status};
+use shared::{metrics, ApiError};
 
 /// What trigger needs, built once per instance.
 pub struct Deps {
     pub pool: deadpool_postgres::Pool,
-    pub s3: aws_sdk_s3::Client,
-    pub bucket: String,
-    pub callback_url: String,
+    pub dispatcher: Dispatcher,
+    pub policy: Policy,
 }
 
 impl Deps {
-    pub async fn from_env() -> Result<Self, shared::setup::SetupError> {
-        let (pool, _) = shared::setup::db_pool().await?;
+    pub async fn new(r: &Resources) -> Result<Self, SetupError> {
         Ok(Self {
-            pool,
-            s3: shared::setup::s3_client().await,
-            bucket: shared::setup::bucket()?,
-            callback_url: shared::setup::callback_url()?,
+            pool: r.pool().await?,
+            dispatcher: Dispatcher { bucket: r.bucket().await?, callback_url: r.settings.callback_url()?.to_owned() },
+            policy: r.settings.policy(),
         })
     }
 }
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = http::request_id(&req);
-    http::finish("trigger", &request_id, run(deps, &req, &request_id).await)
+    match http::route(&req).map(|r| r.id) {
+        Some(RouteId::Retry) => http::finish("retry", &request_id, retry(deps, &req, &request_id).await),
+        _ => http::finish("trigger", &request_id, trigger(deps, &req, &request_id).await),
+    }
 }
 
 struct Input {
@@ -79,148 +81,164 @@ impl Input {
     }
 }
 
-fn location(job: &Job) -> String {
-    format!("/organizations/{}/projects/{}/code2des/{}", job.organization_id, job.project_id, job.id)
-}
-
-fn accepted(job: &Job, request_id: &str) -> Response<Body> {
-    let mut resp = http::ok_json(202, &job.view(), request_id);
-    if let Ok(v) = location(job).parse() {
-        resp.headers_mut().insert(lambda_http::http::header::LOCATION, v);
+/// The job with `Location`, as 202 (a new attempt dispatched) or 200 (one that exists).
+fn answer(status: u16, deps: &Deps, scope: &Scope, job: &Job, request_id: &str) -> Response<Body> {
+    let mut resp = http::ok_json(status, &job.view(deps.policy.max_attempts), request_id);
+    if let Ok(id) = Code2desId::parse(&job.id) {
+        http::set_header(&mut resp, lambda_http::http::header::LOCATION, &shared::caller::location(scope, id));
     }
     resp
 }
 
-async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
+async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let bytes = raw_body(req)?;
-    let subject = http::subject(req)?;
-    let organization_id = OrganizationId::parse(path_param(req, "organizationId")?)?;
-    let project_id = ProjectId::parse(path_param(req, "projectId")?)?;
+    let scope = Scope::from_request(req)?;
     let key =
         http::header_str(req, "idempotency-key", IdempotencyKey::FIELD)?.map(IdempotencyKey::parse).transpose()?;
     let input = Input::parse(bytes)?;
     let fingerprint = input.fingerprint();
-    let scope = Scope {
-        organization_id: organization_id.get(),
-        project_id: project_id.get(),
-        subject: subject.as_str().to_owned(),
-    };
 
-    let id = Code2desId::new_v7();
     let nonce = Nonce::generate();
-    let client = shared::db::conn(&deps.pool).await?;
     let new = NewJob {
-        id,
+        id: Code2desId::new_v7(),
         scope: &scope,
-        page_import_id: input.page_import_id.as_str(),
-        figma_file_key: input.figma_file_key.as_str(),
-        screen_id: input.screen_id.as_str(),
-        placement_target: input.placement_target.as_ref().map(PlacementTarget::as_str),
-        nonce: nonce.expose(),
+        page_import_id: &input.page_import_id,
+        figma_file_key: &input.figma_file_key,
+        screen_id: &input.screen_id,
+        placement_target: input.placement_target.as_ref(),
+        nonce: &nonce,
         idempotency: key.as_ref().map(|k| (k.as_str(), fingerprint.as_str())),
     };
-    // The insert runs in an explicit transaction, committed only once its answer is in hand.
-    // Auto-committed, an INSERT that timed out here (a hung database) could still commit
-    // later, after the client was told 503: a processing row that no manifest ever dispatched.
-    // BEGIN is pipelined with the INSERT (one round trip); COMMIT follows as the second. A
-    // connection whose transaction is left in doubt is discarded, never returned to the pool:
-    // the server then rolls the transaction back.
-    let (begun, inserted) =
-        tokio::join!(shared::db::timed(client.batch_execute("BEGIN")), store::insert_job(&**client, &new));
-    let inserted = match begun.and(inserted) {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            discard(client);
-            return Err(e);
+    let client = shared::db::conn(&deps.pool).await?;
+    let ended = dispatch::transaction(client, async |c| {
+        Ok(match store::insert_job(c, &new).await? {
+            created @ Inserted::Created { .. } => Tx::Commit(created),
+            other => Tx::Rollback(other),
+        })
+    })
+    .await?;
+    match ended {
+        Ended::Committed(client, Inserted::Created { job, capture_url }) => {
+            deps.dispatcher.dispatch(&client, &job, &nonce, capture_url, Undispatched::NewJob).await?;
+            metrics::job_triggered();
+            tracing::info!(code2des_id = %job.id, organization_id = job.organization_id, project_id = job.project_id, "job created");
+            Ok(answer(202, deps, &scope, &job, request_id))
         }
-    };
-    let (job, capture_url) = match inserted {
-        Inserted::Created { job, capture_url } => (job, capture_url),
-        Inserted::NotFound => {
-            rollback(client).await;
-            return Err(ApiError::NotFound("page import not found"));
+        Ended::Uncertain(Inserted::Created { job, capture_url }, e) => {
+            // The row may exist: dispatch it anyway and answer 503; a retry with the same
+            // Idempotency-Key finds this job.
+            deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url).await;
+            Err(e)
         }
-        Inserted::PageImportNotCompleted => {
-            rollback(client).await;
-            return Err(ApiError::conflict("page_import_not_completed", "the page import is not completed"));
+        Ended::RolledBack(Inserted::NotFound) => Err(ApiError::NotFound("page import not found")),
+        Ended::RolledBack(Inserted::PageImportNotCompleted) => {
+            Err(ApiError::conflict("page_import_not_completed", "the page import is not completed"))
         }
-        Inserted::KeyTaken => {
+        Ended::RolledBack(Inserted::KeyTaken) => {
             // The key was claimed before (possibly by a request racing this one, which the
-            // insert waited for): answer what that request created.
+            // insert waited for, so it has committed): answer what that request created.
             let key = key.as_ref().map(IdempotencyKey::as_str).unwrap_or_default();
-            let found = store::find_by_idempotency_key(&**client, &scope, key).await;
-            rollback(client).await;
-            return match found? {
-                Some((hash, job)) if hash == fingerprint => Ok(accepted(&job, request_id)),
+            let client = shared::db::conn(&deps.pool).await?;
+            match store::find_by_idempotency_key(&**client, &scope, key, deps.policy.deadline).await? {
+                Some((hash, job)) if hash == fingerprint => Ok(answer(202, deps, &scope, &job, request_id)),
                 Some(_) => Err(ApiError::Unprocessable {
                     code: "idempotency_key_reused",
                     message: "this Idempotency-Key was used with a different request body".into(),
                 }),
                 None => Err(ApiError::NotFound("page import not found")),
-            };
+            }
+        }
+        // A transaction commits only what created a row, and rolls back only what did not.
+        Ended::Committed(..) | Ended::Uncertain(..) | Ended::RolledBack(Inserted::Created { .. }) => {
+            Err(ApiError::Internal)
+        }
+    }
+}
+
+/// `{}` or `{"attempt": n}`: the attempt being retried, so racing retries converge.
+fn parse_retry_body(bytes: &[u8]) -> Result<Option<i32>, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let body = json_object(bytes)?;
+    if let Some(k) = body.keys().find(|k| k.as_str() != "attempt") {
+        return Err(ApiError::invalid("body", format!("unknown field {k:?}; only \"attempt\" is accepted")));
+    }
+    match body.get("attempt") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Number(n)) => match n.as_i64() {
+            Some(v) if (1..=i64::from(i32::MAX)).contains(&v) => Ok(Some(v as i32)),
+            _ => Err(ApiError::invalid("attempt", "must be a positive 32-bit integer")),
+        },
+        Some(_) => Err(ApiError::invalid("attempt", "must be an integer")),
+    }
+}
+
+async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
+    let bytes = raw_body(req)?;
+    let job_ref = JobRef::from_request(req)?;
+    let expected = parse_retry_body(bytes)?;
+    let policy = deps.policy;
+
+    let nonce = Nonce::generate();
+    let scope = &job_ref.scope;
+    let client = shared::db::conn(&deps.pool).await?;
+    let ended = dispatch::transaction(client, async |c| {
+        Ok(match store::retry(c, scope, job_ref.id, &nonce, expected, policy.max_attempts, policy.deadline).await? {
+            created @ Retried::Created { .. } => Tx::Commit(created),
+            other => Tx::Rollback(other),
+        })
+    })
+    .await?;
+    let job = match ended {
+        Ended::Committed(client, Retried::Created { job, capture_url }) => {
+            deps.dispatcher.dispatch(&client, &job, &nonce, capture_url, Undispatched::Retry).await?;
+            metrics::job_retried();
+            tracing::info!(code2des_id = %job.id, attempt = job.attempt, "job retried");
+            return Ok(answer(202, deps, scope, &job, request_id));
+        }
+        Ended::Uncertain(Retried::Created { job, capture_url }, e) => {
+            deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url).await;
+            return Err(e);
+        }
+        Ended::RolledBack(Retried::NotFound) => return Err(ApiError::NotFound("job not found")),
+        Ended::RolledBack(Retried::Unchanged(job)) => job,
+        Ended::Committed(..) | Ended::Uncertain(..) | Ended::RolledBack(Retried::Created { .. }) => {
+            return Err(ApiError::Internal)
         }
     };
-
-    let committed = shared::db::timed(client.batch_execute("COMMIT")).await;
-    let manifest = Manifest {
-        version: PROTOCOL_VERSION,
-        code2des_id: job.id.clone(),
-        attempt: job.attempt,
-        nonce: nonce.expose().to_owned(),
-        organization_id: job.organization_id,
-        project_id: job.project_id,
-        page_import_id: job.page_import_id.clone(),
-        capture_url,
-        figma_file_key: job.figma_file_key.clone(),
-        screen_id: job.screen_id.clone(),
-        placement_target: job.placement_target.clone(),
-        callback_url: deps.callback_url.clone(),
-        result_prefix: format!("s3://{}/{}", deps.bucket, job_prefix(id, job.attempt)),
-    };
-    if let Err(e) = committed {
-        discard(client);
-        // The COMMIT's outcome is unknown: the row may exist. Dispatch it anyway, so that a row
-        // that did commit is worked on (a manifest whose row did not is refused by the webhook
-        // with 404), and answer 503: a retry with the same Idempotency-Key finds this job.
-        if let Err(reason) = put_manifest(deps, &manifest).await {
-            tracing::error!(code2des_id = %job.id, error = %reason, "manifest write after an uncertain commit failed");
+    // Nothing changed: say why, or (a racing retry of the same attempt won) show its job.
+    match (job.status, expected) {
+        (_, Some(n)) if job.attempt > n => Ok(answer(200, deps, scope, &job, request_id)),
+        (_, Some(n)) if job.attempt < n => {
+            Err(ApiError::invalid("attempt", format!("names attempt {n}, but the job is at attempt {}", job.attempt)))
         }
-        return Err(e);
+        (Status::Failed, _) if job.attempt >= policy.max_attempts => Err(ApiError::conflict(
+            "attempts_exhausted",
+            format!("the job has used all {} attempts", policy.max_attempts),
+        )),
+        (status, _) => Err(ApiError::conflict(
+            "not_failed",
+            format!("only a failed job can be retried; this one is {}", status.api_name()),
+        )),
     }
-    if let Err(reason) = put_manifest(deps, &manifest).await {
-        tracing::error!(code2des_id = %job.id, error = %reason, "manifest write failed; failing the job");
-        // The row must not stay processing with no worker ever told about it.
-        if let Err(e) = store::fail_undispatched(&**client, id, "the job could not be dispatched to the worker").await {
-            tracing::error!(code2des_id = %job.id, error = %e, "could not fail the undispatched job; the deadline will");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_bodies_are_empty_or_name_the_attempt() {
+        assert_eq!(parse_retry_body(b"").unwrap(), None);
+        assert_eq!(parse_retry_body(b" {} ").unwrap(), None);
+        assert_eq!(parse_retry_body(br#"{"attempt":2}"#).unwrap(), Some(2));
+        assert_eq!(parse_retry_body(br#"{"attempt":null}"#).unwrap(), None);
+        for bad in [&br#"{"attempt":0}"#[..], br#"{"attempt":-1}"#, br#"{"attempt":1.5}"#, br#"{"attempt":"1"}"#] {
+            assert!(parse_retry_body(bad).unwrap_err().to_string().starts_with("attempt"), "{bad:?}");
         }
-        return Err(ApiError::Unavailable("artifact storage"));
+        assert!(parse_retry_body(br#"{"attempt":1,"x":1}"#).unwrap_err().to_string().starts_with("body"));
+        assert!(parse_retry_body(b"[1]").is_err());
+        assert!(parse_retry_body(br#"{"attempt":4294967296}"#).is_err());
     }
-    tracing::info!(code2des_id = %job.id, organization_id = job.organization_id, project_id = job.project_id, "job created");
-    Ok(accepted(&job, request_id))
-}
-
-/// Ends a transaction that wrote nothing worth keeping; a connection that cannot is discarded.
-async fn rollback(client: deadpool_postgres::Object) {
-    if shared::db::timed(client.batch_execute("ROLLBACK")).await.is_err() {
-        discard(client);
-    }
-}
-
-/// Takes a connection out of the pool and closes it: its transaction state is unknown.
-fn discard(client: deadpool_postgres::Object) {
-    drop(deadpool_postgres::Object::take(client));
-}
-
-async fn put_manifest(deps: &Deps, manifest: &Manifest) -> Result<(), String> {
-    let body = serde_json::to_vec(manifest).map_err(|e| e.to_string())?;
-    deps.s3
-        .put_object()
-        .bucket(&deps.bucket)
-        .key(Manifest::key(&manifest.code2des_id, manifest.attempt))
-        .content_type("application/json")
-        .body(body.into())
-        .send()
-        .await
-        .map(|_| ())
-        .map_err(|e| shared::error::chain(&e))
 }

@@ -1,6 +1,7 @@
-//! `POST /code2des/webhook`: the worker's signed terminal report. One fenced UPDATE decides;
-//! when it changes nothing, a fresh read of the row explains why (404, 409, 410, or 200 for a
-//! harmless replay of the outcome already stored).
+//! `POST /code2des/webhook`: the worker's signed reports. A terminal report is one fenced
+//! UPDATE; a progress report (`status: "processing"`) is fenced the same way. When the fence
+//! refuses, a fresh read of the row explains why (404, 409, 410, or 200 for a harmless replay
+//! of the outcome already stored).
 
 use std::time::Duration;
 
@@ -8,10 +9,13 @@ use lambda_http::{Body, Request, Response};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use shared::http::{self, json_object, raw_body};
+use shared::metrics::{self, Reason};
 use shared::model::Job;
 use shared::protocol::WebhookBody;
+use shared::settings::Resources;
+use shared::setup::SetupError;
 use shared::signature;
-use shared::store::{self, Outcome, DEADLINE_ACTOR, WORKER_ACTOR};
+use shared::store::{self, AttemptRef, Outcome, Progressed, DEADLINE_ACTOR, WORKER_ACTOR};
 use shared::types::Status;
 use shared::ApiError;
 
@@ -23,20 +27,36 @@ pub struct Deps {
 }
 
 impl Deps {
-    pub async fn from_env() -> Result<Self, shared::setup::SetupError> {
-        let (pool, _) = shared::setup::db_pool().await?;
+    pub async fn new(r: &Resources) -> Result<Self, SetupError> {
         Ok(Self {
-            pool,
-            secret: shared::setup::webhook_secret().await?,
-            bucket: shared::setup::bucket()?,
-            deadline: shared::setup::deadline()?,
+            pool: r.pool().await?,
+            secret: r.webhook_secret().await?,
+            bucket: r.settings.bucket()?.to_owned(),
+            deadline: r.settings.deadline,
         })
     }
 }
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = http::request_id(&req);
-    http::finish("webhook", &request_id, run(deps, &req, &request_id).await)
+    let outcome = run(deps, &req, &request_id).await;
+    if let Err(e) = &outcome {
+        // Every refusal of a worker's report is counted by why (SPEC section 8).
+        let reason = match e {
+            ApiError::Unauthorized(_) => Some(Reason::Signature),
+            ApiError::Conflict { code: "fenced", .. } => Some(Reason::Fenced),
+            ApiError::Conflict { code: "already_terminal", .. } => Some(Reason::AlreadyTerminal),
+            ApiError::Gone(_) => Some(Reason::Deleted),
+            ApiError::Invalid { .. } | ApiError::PayloadTooLarge { .. } | ApiError::NotFound(_) => {
+                Some(Reason::Invalid)
+            }
+            _ => None,
+        };
+        if let Some(r) = reason {
+            metrics::webhook_rejected(r);
+        }
+    }
+    http::finish("webhook", &request_id, outcome)
 }
 
 #[derive(Serialize)]
@@ -66,23 +86,41 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         return Err(ApiError::Unauthorized("invalid or missing Code2des-Signature"));
     }
     let body = WebhookBody::parse(&json_object(bytes)?, &deps.bucket)?;
+    let at = AttemptRef { id: body.code2des_id, attempt: body.attempt, nonce: &body.nonce };
+    let id = body.code2des_id.to_string();
+    let ack = |status: Status| http::ok_json(200, &Ack { code2des_id: &id, status: status.api_name() }, request_id);
+
+    let client = shared::db::conn(&deps.pool).await?;
     let outcome = Outcome {
         status: body.status,
         result_url: body.result_url.as_deref(),
         warning_count: body.warning_count,
         error_message: body.error_message.as_deref(),
     };
-    let id = body.code2des_id.to_string();
-    let ack = |status: Status| http::ok_json(200, &Ack { code2des_id: &id, status: status.api_name() }, request_id);
-
-    let client = shared::db::conn(&deps.pool).await?;
-    if store::finish(&**client, body.code2des_id, body.attempt, &body.nonce, &outcome, deps.deadline).await? {
-        tracing::info!(code2des_id = %id, status = body.status.api_name(), "job finished");
-        return Ok(ack(body.status));
-    }
-    // Nothing changed. Each pass reads the row as committed now; a pass that itself changes
-    // the row (the deadline) reads again. Two passes always suffice; the third is a guard.
+    // One attempt at the fenced write; if it is refused, explain why from the row as it is.
+    let mut write = true;
     for _ in 0..3 {
+        if write {
+            match &body.progress {
+                Some(p) => match store::progress(&**client, at, p.percent, &p.stage, deps.deadline).await? {
+                    Progressed::Stored | Progressed::Ignored => return Ok(ack(Status::Processing)),
+                    Progressed::Fenced => {}
+                },
+                None => {
+                    if let Some(took) = store::finish(&**client, at, &outcome, deps.deadline).await? {
+                        match body.status {
+                            Status::Completed => metrics::job_completed(Some(took)),
+                            _ => metrics::job_failed(Some(took)),
+                        }
+                        tracing::info!(code2des_id = %id, status = body.status.api_name(), "job finished");
+                        return Ok(ack(body.status));
+                    }
+                }
+            }
+        }
+        write = false;
+        // Nothing changed. Each pass reads the row as committed now; a pass that itself changes
+        // the row (the deadline) reads again. Two passes always suffice; the third is a guard.
         let Some(f) = store::fence(&**client, body.code2des_id, deps.deadline).await? else {
             return Err(ApiError::NotFound("job not found"));
         };
@@ -94,19 +132,21 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         }
         match f.job.status {
             Status::Processing if f.overdue => {
-                store::expire_one(&**client, body.code2des_id, deps.deadline).await?;
-            }
-            Status::Processing => {
-                // Only at the deadline's edge; try the same fenced transition once more.
-                if store::finish(&**client, body.code2des_id, body.attempt, &body.nonce, &outcome, deps.deadline)
-                    .await?
-                {
-                    return Ok(ack(body.status));
+                if store::expire_one(&**client, body.code2des_id, deps.deadline).await? {
+                    metrics::job_timed_out(1);
                 }
             }
-            _ if same_outcome(&f.job, &body) => return Ok(ack(f.job.status)),
+            // Only at the deadline's edge: the fenced write is tried once more.
+            Status::Processing => write = true,
+            _ if body.progress.is_none() && same_outcome(&f.job, &body) => return Ok(ack(f.job.status)),
             _ => {
-                let why = if f.job.updated_by == DEADLINE_ACTOR { "timed out" } else { f.job.status.api_name() };
+                let why = if f.job.updated_by == DEADLINE_ACTOR {
+                    "timed out"
+                } else if f.job.is_cancelled() {
+                    "cancelled"
+                } else {
+                    f.job.status.api_name()
+                };
                 return Err(ApiError::conflict("already_terminal", format!("the job is already terminal ({why})")));
             }
         }

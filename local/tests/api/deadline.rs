@@ -14,13 +14,24 @@ async fn a_job_past_the_deadline_reads_as_failed_timed_out() {
     app.age(&id, 61).await;
     let a = app.get(&t, Some(&t.sub), &id).await;
     assert_eq!((a.json["status"].as_str(), a.json["errorMessage"].as_str()), (Some("failed"), Some("timed out")));
-    // The row itself changed, through the fenced UPDATE.
+    assert_eq!(a.json["updatedBy"], "system:deadline");
+    assert!(a.headers.get("retry-after").is_none(), "a failed job is not polled");
+    let r = app.result(&t, Some(&t.sub), &id).await;
+    assert_eq!((r.status, r.code(), r.message()), (409, "job_failed", "timed out"));
+    let listed = app.list(&t, Some(&t.sub), &[]).await;
+    // Reads stay reads: the row is unchanged until the sweep persists the expiry...
+    let row = app.job_row(&id).await;
+    assert_eq!(row.get::<_, String>("status_label"), "0");
+    assert_eq!(app.get(&t, Some(&t.sub), &fresh).await.json["status"], "processing");
+    assert_eq!(app.sweep().await, 1);
     let row = app.job_row(&id).await;
     assert_eq!(row.get::<_, String>("status_label"), "2");
     assert_eq!(row.get::<_, String>("updated_by"), "system:deadline");
+    // ...and the sweep changes what is stored, never what anyone sees.
+    assert_eq!(app.get(&t, Some(&t.sub), &id).await.json, a.json);
+    assert_eq!(app.list(&t, Some(&t.sub), &[]).await.json, listed.json);
     assert_eq!(app.get(&t, Some(&t.sub), &fresh).await.json["status"], "processing");
-    let r = app.result(&t, Some(&t.sub), &id).await;
-    assert_eq!((r.status, r.code(), r.message()), (409, "job_failed", "timed out"));
+    assert_eq!(app.sweep().await, 0, "nothing left to expire");
 }
 
 #[tokio::test]

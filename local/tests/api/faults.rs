@@ -89,7 +89,10 @@ async fn a_hung_database_or_s3_is_cut_well_below_the_gateway_limit() {
     assert!(started.elapsed() < Duration::from_secs(20), "cut after {:?}", started.elapsed());
 
     let (s3_addr, _s3) = black_hole().await;
-    app.trigger.s3 = code2des_local::s3server::client(&format!("http://{s3_addr}"), "local", "local-secret");
+    app.trigger.dispatcher.bucket = shared::bucket::ArtifactBucket::new(
+        code2des_local::s3server::client(&format!("http://{s3_addr}"), "local", "local-secret"),
+        BUCKET,
+    );
     let started = Instant::now();
     assert_unavailable(&app.trigger(&t).await);
     assert!(started.elapsed() < Duration::from_secs(20), "cut after {:?}", started.elapsed());

@@ -12,8 +12,9 @@ use code2des_local::s3server::{self, S3Server};
 use lambda_http::{Body, Request, Response};
 use secrecy::SecretString;
 use serde_json::{json, Value};
-use shared::artifact::Limits;
 use shared::db::DbConfig;
+use shared::settings::{Resources, SecretSource, Settings};
+use shared::setup::DatabaseSource;
 
 pub const BUCKET: &str = "code2des-artifacts";
 pub const SECRET: &str = "test-webhook-secret";
@@ -93,14 +94,37 @@ pub struct TestApp {
     pub result: code2des_result::handler::Deps,
     pub webhook: code2des_webhook::handler::Deps,
     pub placement: code2des_placement::handler::Deps,
+    pub policy: shared::settings::Policy,
+}
+
+/// The settings the handler tests run with: SPEC's defaults, this test's database, the
+/// loopback bucket, the test webhook secret.
+pub fn test_settings(db_name: &str) -> Settings {
+    Settings {
+        database: DatabaseSource::Url(SecretString::from(db_url(db_name))),
+        webhook_secret: SecretSource::Plain(SecretString::from(SECRET)),
+        bucket: Some(BUCKET.into()),
+        s3_endpoint: None,
+        callback_url: Some(CALLBACK.into()),
+        deadline: shared::settings::DEFAULT_DEADLINE,
+        max_attempts: shared::settings::DEFAULT_MAX_ATTEMPTS,
+        pool_size: 40,
+        ca_bundle: None,
+    }
 }
 
 impl TestApp {
     pub async fn new() -> Self {
-        Self::with_deadline(shared::setup::DEFAULT_DEADLINE).await
+        Self::with(|_| {}).await
     }
 
     pub async fn with_deadline(deadline: Duration) -> Self {
+        Self::with(|s| s.deadline = deadline).await
+    }
+
+    /// The five functions built by their own `Deps::new`, as a Lambda builds them, from the
+    /// test settings after `adjust` changed whatever the test needs.
+    pub async fn with(adjust: impl FnOnce(&mut Settings)) -> Self {
         shared::db::install_crypto_provider();
         let db_name = format!("c2d_test_{}", uuid::Uuid::new_v4().simple());
         let db = DbConfig::from_url(&db_url(&db_name)).unwrap();
@@ -114,28 +138,17 @@ impl TestApp {
         let server = s3server::serve(listener, s3_dir.path(), BUCKET).unwrap();
         let s3 = s3server::client(&server.endpoint(), s3server::ACCESS_KEY, s3server::SECRET_KEY);
 
+        let mut settings = test_settings(&db_name);
+        adjust(&mut settings);
+        let resources = Resources::prebuilt(settings, pool.clone(), db.cursor_key(), s3.clone()).unwrap();
+        let h = code2des_local::stack::handlers(&resources).await.expect("the functions build");
         Self {
-            trigger: code2des_trigger::handler::Deps {
-                pool: pool.clone(),
-                s3: s3.clone(),
-                bucket: BUCKET.into(),
-                callback_url: CALLBACK.into(),
-            },
-            lifecycle: code2des_lifecycle::handler::Deps { pool: pool.clone(), cursor_key: db.cursor_key(), deadline },
-            result: code2des_result::handler::Deps {
-                pool: pool.clone(),
-                s3: s3.clone(),
-                bucket: BUCKET.into(),
-                deadline,
-                limits: Limits::default(),
-            },
-            webhook: code2des_webhook::handler::Deps {
-                pool: pool.clone(),
-                secret: SecretString::from(SECRET),
-                bucket: BUCKET.into(),
-                deadline,
-            },
-            placement: code2des_placement::handler::Deps { pool: pool.clone() },
+            trigger: h.trigger,
+            lifecycle: h.lifecycle,
+            result: h.result,
+            webhook: h.webhook,
+            placement: h.placement,
+            policy: resources.settings.policy(),
             db_name,
             db,
             pool,
@@ -212,9 +225,19 @@ impl TestApp {
     }
 
     /// Sets created_at back so the job is past any short deadline.
+    /// Moves the job, and the start of its current attempt, `secs` into the past.
     pub async fn age(&self, id: &str, secs: i64) {
-        self.sql(&format!("UPDATE code2des SET created_at = created_at - interval '{secs} seconds' WHERE id = '{id}'"))
-            .await;
+        self.batch(&format!(
+            "UPDATE code2des SET created_at = created_at - interval '{secs} seconds' WHERE id = '{id}'; \
+             UPDATE code2des_attempt SET started_at = started_at - interval '{secs} seconds' WHERE code2des_id = '{id}'"
+        ))
+        .await;
+    }
+
+    /// Runs the deadline sweep, as the scheduled function does.
+    pub async fn sweep(&self) -> usize {
+        let deps = code2des_sweep::Deps { pool: self.pool.clone(), deadline: self.policy.deadline };
+        code2des_sweep::sweep(&deps).await.expect("the sweep runs")
     }
 
     // --- requests ----------------------------------------------------------------------------

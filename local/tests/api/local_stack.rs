@@ -247,9 +247,16 @@ async fn demo_runs_one_job_end_to_end_and_prints_each_step() {
     for step in [
         "1. plugin triggers",
         "3. plugin polls",
-        "4. plugin fetches",
-        "5. plugin records",
-        "6. a second placement",
+        "\"stage\": \"reading capture\"",
+        "4. attempt 1 fails",
+        "\"errorMessage\": \"the capture could not be read\"",
+        "6. the user retries attempt 1",
+        "\"attempt\": 2",
+        "7. a late webhook of attempt 1 is fenced → HTTP 409",
+        "8. the worker converts attempt 2",
+        "10. plugin fetches",
+        "11. plugin records",
+        "12. a second placement",
         "Done",
     ] {
         assert!(stdout.contains(step), "missing {step:?} in:\n{stdout}");

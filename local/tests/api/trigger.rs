@@ -38,6 +38,8 @@ async fn trigger_creates_a_processing_job_with_location_and_manifest() {
         "status",
         "attempt",
         "warningCount",
+        "maxAttempts",
+        "progress",
         "errorMessage",
         "hasResult",
         "materializedAt",

@@ -125,7 +125,7 @@ async fn webhook_fields_are_validated() {
         ("attempt", json!(1.5)),
         ("nonce", json!("")),
         ("nonce", Value::Null),
-        ("status", json!("processing")),
+        ("status", json!("running")),
         ("warning_count", json!(-1)),
         ("warning_count", json!("3")),
         ("error_message", json!(5)),

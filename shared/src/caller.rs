@@ -1,0 +1,102 @@
+//! The caller, as a handler first sees it: who asks (the JWT `sub`), in which organization and
+//! project, and about which job, all parsed into newtypes in one line. The newtypes travel
+//! unchanged into the store, whose statements bind them.
+//!
+//! Order of checks: identity first (401), then the path (400 naming the parameter), so an
+//! anonymous caller learns nothing about which ids are well-formed.
+
+use lambda_http::Request;
+
+use crate::error::ApiError;
+use crate::http::{path_param, subject};
+use crate::types::{Code2desId, OrganizationId, ProjectId, Subject};
+
+/// Who is asking, and in which organization and project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    pub organization_id: OrganizationId,
+    pub project_id: ProjectId,
+    pub subject: Subject,
+}
+
+impl Scope {
+    /// From an authorised user-route request: `sub`, `{organizationId}`, `{projectId}`.
+    pub fn from_request(req: &Request) -> Result<Self, ApiError> {
+        let subject = subject(req)?;
+        Ok(Self {
+            organization_id: OrganizationId::parse(path_param(req, "organizationId")?)?,
+            project_id: ProjectId::parse(path_param(req, "projectId")?)?,
+            subject,
+        })
+    }
+}
+
+/// A job as a route names it: the caller's scope and `{code2desId}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRef {
+    pub scope: Scope,
+    pub id: Code2desId,
+}
+
+impl JobRef {
+    pub fn from_request(req: &Request) -> Result<Self, ApiError> {
+        let scope = Scope::from_request(req)?;
+        Ok(Self { id: Code2desId::parse(path_param(req, "code2desId")?)?, scope })
+    }
+
+    /// The job's URL path, for `Location`.
+    pub fn location(&self) -> String {
+        location(&self.scope, self.id)
+    }
+}
+
+/// `/organizations/{o}/projects/{p}/code2des/{id}`.
+pub fn location(scope: &Scope, id: Code2desId) -> String {
+    format!("/organizations/{}/projects/{}/code2des/{id}", scope.organization_id.get(), scope.project_id.get())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(sub: Option<&str>, org: &str, project: &str, id: Option<&str>) -> Request {
+        let mut params = serde_json::json!({"organizationId": org, "projectId": project});
+        if let Some(id) = id {
+            params["code2desId"] = id.into();
+        }
+        let mut ctx = serde_json::json!({
+            "accountId": "1", "apiId": "a", "domainName": "d", "domainPrefix": "d", "requestId": "r",
+            "routeKey": "GET /x", "stage": "$default", "time": "01/Jan/2026:00:00:00 +0000", "timeEpoch": 0,
+            "http": {"method": "GET", "path": "/x", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"}
+        });
+        if let Some(sub) = sub {
+            ctx["authorizer"] = serde_json::json!({"jwt": {"claims": {"sub": sub}, "scopes": null}});
+        }
+        let ev = serde_json::json!({
+            "version": "2.0", "routeKey": "GET /x", "rawPath": "/x", "rawQueryString": "", "headers": {},
+            "requestContext": ctx, "isBase64Encoded": false, "pathParameters": params
+        });
+        lambda_http::request::from_str(&ev.to_string()).unwrap()
+    }
+
+    const ID: &str = "01890a5d-ac96-774b-bcce-b302099a8057";
+
+    #[test]
+    fn one_line_gives_the_typed_caller_and_job() {
+        let j = JobRef::from_request(&req(Some("u1"), "7", "8", Some(ID))).unwrap();
+        assert_eq!(j.scope.subject.as_str(), "u1");
+        assert_eq!((j.scope.organization_id.get(), j.scope.project_id.get()), (7, 8));
+        assert_eq!(j.id.to_string(), ID);
+        assert_eq!(j.location(), format!("/organizations/7/projects/8/code2des/{ID}"));
+    }
+
+    #[test]
+    fn identity_is_checked_before_the_path() {
+        let e = Scope::from_request(&req(None, "x", "8", None)).unwrap_err();
+        assert_eq!(e.status().as_u16(), 401);
+        let e = Scope::from_request(&req(Some("u"), "x", "8", None)).unwrap_err();
+        assert!(e.to_string().starts_with("organizationId"), "{e}");
+        let e = JobRef::from_request(&req(Some("u"), "1", "8", Some("nope"))).unwrap_err();
+        assert!(e.to_string().starts_with("code2desId"), "{e}");
+    }
+}

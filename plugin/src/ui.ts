@@ -145,6 +145,7 @@ async function follow(jobs: ProjectJobs, job: Job): Promise<void> {
       const r = await jobs.result(done.code2desId);
       if (!r.notModified) log(`result kind ${r.result.kind}, document ${r.result.document === null ? "null" : "present"}`);
     }
+    // (A stack without SPEC section 7 sends no maxAttempts: retry is then left to the server.)
     retryBtn.disabled = !(done.maxAttempts === undefined || done.attempt < done.maxAttempts);
     return;
   }
@@ -176,7 +177,9 @@ async function run(work: () => Promise<void>) {
   try {
     await work();
   } catch (e) {
-    if (!(current?.abort.signal.aborted ?? false)) status(describe(e), true);
+    // A cancel aborts the wait on purpose and has already said so.
+    if (current?.abort.signal.aborted) return;
+    status(describe(e), true);
     log(`error: ${describe(e)}`);
   } finally {
     generateBtn.disabled = false;

@@ -258,6 +258,39 @@ describe("the plugin UI in headless Chromium", () => {
     }
   });
 
+  test("Cancel job, then Retry: the second attempt is built and placed", async (t) => {
+    const stack = plainStack();
+    const tenant = await seedTenant(stack);
+    const s = await open(stack);
+    try {
+      await fill(s.ui, stack, tenant, "cancel-retry");
+      const jobP = triggered(s.page);
+      await s.ui.click("#generate");
+      const job = await jobP;
+      const skip = await spec7Served(stack, job);
+      if (skip) return t.skip(skip);
+      await until("Cancel job enabled", async () => !(await s.ui.isDisabled("#cancel")));
+      await s.ui.click("#cancel");
+      await until("Cancelled", async () => (await statusText(s.ui)).startsWith("Cancelled"));
+      const api = new Code2DesClient({ baseUrl: stack.url, token: tenant.token }).project(tenant);
+      const cancelled = await api.get(job.code2desId);
+      assert.equal(cancelled.status, "failed");
+      assert.equal(cancelled.errorMessage, "cancelled");
+
+      await until("Retry enabled", async () => !(await s.ui.isDisabled("#retry")));
+      await s.ui.click("#retry");
+      await until("attempt 2", async () => (await logText(s.ui)).includes("retry: attempt 2"));
+      const m2 = await readManifest(stack, job.code2desId, 2);
+      assert.equal((await finish(stack, m2, { kind: "result", document: EVERY_TYPE, images: WORKER_IMAGES })).status, 200);
+      assert.match(await finished(s.ui), /^Done: root \d+:\d+$/);
+      await checkBuilt(s, stack, tenant, job.code2desId);
+      const retried = s.requests.filter((r) => r.url.endsWith("/retry"));
+      assert.equal(retried.length, 1);
+    } finally {
+      await s.page.close();
+    }
+  });
+
   test("a failed job: its failure artifact has kind failure and document null; nothing is built", async () => {
     const stack = plainStack();
     const tenant = await seedTenant(stack);

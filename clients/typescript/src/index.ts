@@ -90,7 +90,7 @@ export interface WaitOptions {
   signal?: AbortSignal;
   /** Delay when an answer has no `Retry-After`. Default 2000 ms, SPEC section 7's pace. */
   defaultDelayMs?: number;
-  /** Never poll faster than this, whatever the server says (it can only slow polling down). */
+  /** Never poll faster than this, whatever an answer says (`Retry-After: 0` included). Default 1000 ms. */
   minDelayMs?: number;
   /** Consecutive 503 answers tolerated (each waited out by its Retry-After). Default 5. */
   maxUnavailable?: number;
@@ -315,7 +315,7 @@ export class ProjectJobs {
    */
   async waitForJob(code2desId: string, opts: WaitOptions = {}): Promise<Job> {
     const fallback = opts.defaultDelayMs ?? DEFAULT_POLL_MS;
-    const floor = opts.minDelayMs ?? 0;
+    const floor = opts.minDelayMs ?? 1000;
     const maxUnavailable = opts.maxUnavailable ?? 5;
     let unavailable = 0;
     for (;;) {

@@ -279,7 +279,19 @@ fn statuses_headers_and_security_are_documented() {
         ),
         (
             "GET /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/result",
-            &["200", "400", "401", "404", "409", "502", "503"],
+            &["200", "304", "400", "401", "404", "409", "502", "503"],
+        ),
+        (
+            "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/retry",
+            &["200", "202", "400", "401", "404", "409", "413", "503"],
+        ),
+        (
+            "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/cancel",
+            &["200", "400", "401", "404", "409", "503"],
+        ),
+        (
+            "DELETE /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}",
+            &["204", "400", "401", "404", "503"],
         ),
         (
             "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/placement",
@@ -311,6 +323,23 @@ fn statuses_headers_and_security_are_documented() {
     let trigger = &ops.iter().find(|(m, p, _)| m == "POST" && p.ends_with("/code2des")).unwrap().2;
     assert_eq!(trigger["responses"]["202"]["headers"]["Location"]["required"], Value::Bool(true));
     assert!(trigger["parameters"].as_array().unwrap().iter().any(|p| resolve(&spec, p)["name"] == "Idempotency-Key"));
+
+    // SPEC section 7's headers: polling, caching, and where a retried attempt lives.
+    let op = |m: &str, tail: &str| {
+        ops.iter()
+            .find(|(om, p, _)| om == m && *p == format!("/organizations/{{organizationId}}/projects/{{projectId}}/code2des{tail}"))
+            .map(|(_, _, op)| op.clone())
+            .unwrap_or_else(|| panic!("{m} {tail}"))
+    };
+    let get = op("GET", "/{code2desId}");
+    assert!(resolve(&spec, &get["responses"]["200"])["headers"]["Retry-After"].is_object(), "GET job documents Retry-After");
+    let result = op("GET", "/{code2desId}/result");
+    let ok = resolve(&spec, &result["responses"]["200"]);
+    assert!(ok["headers"]["ETag"].is_object() && ok["headers"]["Cache-Control"].is_object(), "result documents caching");
+    assert!(resolve(&spec, &result["responses"]["304"])["content"].is_null(), "304 has no body");
+    assert!(result["parameters"].as_array().unwrap().iter().any(|p| resolve(&spec, p)["name"] == "If-None-Match"));
+    let retry = op("POST", "/{code2desId}/retry");
+    assert_eq!(retry["responses"]["202"]["headers"]["Location"]["required"], Value::Bool(true));
 
     let schemes = &spec["components"]["securitySchemes"];
     assert_eq!(schemes["cognitoJwt"]["scheme"], "bearer");

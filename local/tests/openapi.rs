@@ -189,6 +189,7 @@ fn emitted_codes() -> BTreeSet<String> {
         ApiError::PayloadTooLarge { limit: 1 },
         ApiError::ArtifactInvalid,
         ApiError::Unavailable("m"),
+        ApiError::Internal,
     ]
     .iter()
     .map(|e| e.code().to_owned())

@@ -184,7 +184,7 @@ async fn measure_iam_auth_against_secrets_manager() {
             let text = String::from_utf8_lossy(&out.stdout);
             let micros: f64 = text
                 .lines()
-                .find_map(|l| l.strip_prefix(&format!("MEASURED {mode} ")))
+                .find_map(|l| l.split_once(&format!("MEASURED {mode} ")).map(|(_, rest)| rest))
                 .unwrap_or_else(|| panic!("{mode}: {text}{}", String::from_utf8_lossy(&out.stderr)))
                 .trim()
                 .parse()

@@ -30,7 +30,6 @@ import {
   readManifest,
   reportProgress,
   seedTenant,
-  spec7Served,
   webhook,
 } from "./stack.js";
 
@@ -307,16 +306,8 @@ describe("against the stack, playing the worker", () => {
   });
 
   describe("SPEC section 7: retry, cancel, delete, progress, Retry-After, ETag", () => {
-    let skip: string | false = false;
-    before(async () => {
-      const { jobs } = clientFor(stack, tenant);
-      const { job } = await jobs.trigger({ pageImportId: tenant.pageImportId, figmaFileKey: "probe", screenId: "s" });
-      skip = await spec7Served(stack, job);
-      if (skip) console.log(`# skipping the section 7 tests: ${skip}`);
-    });
 
-    test("waitForJob honours Retry-After and reports the worker's progress", async (t) => {
-      if (skip) return t.skip(skip);
+    test("waitForJob honours Retry-After and reports the worker's progress", async () => {
       const rec = recordingFetch();
       const { jobs } = clientFor(stack, tenant, rec.fetch);
       const { job, manifest } = await processingJob(jobs);
@@ -354,8 +345,7 @@ describe("against the stack, playing the worker", () => {
       assert.ok(seen.some((p) => p.stage === "images" && typeof p.updatedAt === "string"));
     });
 
-    test("result: ETag, immutable Cache-Control, 304 on If-None-Match", async (t) => {
-      if (skip) return t.skip(skip);
+    test("result: ETag, immutable Cache-Control, 304 on If-None-Match", async () => {
       const rec = recordingFetch();
       const { jobs } = clientFor(stack, tenant, rec.fetch);
       const { job, manifest } = await processingJob(jobs);
@@ -374,8 +364,7 @@ describe("against the stack, playing the worker", () => {
       assert.equal(stale.notModified, false);
     });
 
-    test("cancel: a processing job fails `cancelled`; terminal jobs are 409 already_terminal", async (t) => {
-      if (skip) return t.skip(skip);
+    test("cancel: a processing job fails `cancelled`; terminal jobs are 409 already_terminal", async () => {
       const { jobs } = clientFor(stack, tenant);
       const { job, manifest } = await processingJob(jobs);
       const cancelled = await jobs.cancel(job.code2desId);
@@ -390,8 +379,7 @@ describe("against the stack, playing the worker", () => {
       await rejectsWith(jobs.cancel(other.job.code2desId), 409, "already_terminal");
     });
 
-    test("retry: the next attempt once per attempt, then attempts_exhausted", async (t) => {
-      if (skip) return t.skip(skip);
+    test("retry: the next attempt once per attempt, then attempts_exhausted", async () => {
       const { jobs } = clientFor(stack, tenant);
       const { job, manifest } = await processingJob(jobs);
       await rejectsWith(jobs.retry(job.code2desId, { attempt: 1 }), 409, "not_failed");
@@ -425,8 +413,7 @@ describe("against the stack, playing the worker", () => {
       await rejectsWith(jobs.retry(completed.job.code2desId), 409, "not_failed");
     });
 
-    test("delete: 204, then the job is absent everywhere and its webhook is 410", async (t) => {
-      if (skip) return t.skip(skip);
+    test("delete: 204, then the job is absent everywhere and its webhook is 410", async () => {
       const { jobs } = clientFor(stack, tenant);
       const { job, manifest } = await processingJob(jobs, `del-${randomUUID()}`);
       await jobs.delete(job.code2desId);

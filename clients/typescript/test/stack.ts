@@ -208,27 +208,6 @@ export async function failWithoutArtifact(stack: StackEnv, m: Manifest, errorMes
   });
 }
 
-/**
- * Whether the stack serves SPEC section 7 (retry, cancel, delete, progress, polling and result
- * caching). Probed from the outside: a CORS preflight that allows DELETE, and job JSON that
- * carries `maxAttempts`. Tests of section 7 are skipped, with this reason printed, where it
- * is not served yet; set C2D_REQUIRE_SPEC7=1 to make that a failure instead.
- */
-export async function spec7Served(stack: StackEnv, sampleJob: object): Promise<string | false> {
-  const pre = await fetch(`${stack.url}/organizations/1/projects/1/code2des`, {
-    method: "OPTIONS",
-    headers: { origin: "null", "access-control-request-method": "DELETE" },
-  });
-  const methods = pre.headers.get("access-control-allow-methods") ?? "";
-  const missing: string[] = [];
-  if (!methods.split(",").map((m) => m.trim()).includes("DELETE")) missing.push("preflight does not allow DELETE");
-  if (!("maxAttempts" in sampleJob)) missing.push("job JSON has no maxAttempts");
-  if (missing.length === 0) return false;
-  const reason = `SPEC section 7 is not served by this code2des-local yet (${missing.join("; ")})`;
-  if (process.env.C2D_REQUIRE_SPEC7 === "1") throw new Error(reason);
-  return reason;
-}
-
 // --- images a worker writes ------------------------------------------------------------------
 
 const crcTable = (() => {

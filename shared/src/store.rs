@@ -92,6 +92,26 @@ macro_rules! read_columns {
     };
 }
 
+/// `fresh`: the job's attempt row as committed NOW, for a statement whose `target` is a locking
+/// read of `c` joined with `a` (RETRY, CANCEL). When that locking read waits for a racing writer
+/// (a retry, a cancel, a progress report), PostgreSQL re-reads the row it locks (`c`), but its
+/// join partner `a` stays as the statement's snapshot had it, from before the winner: a losing
+/// retry answered attempt n + 1 with attempt n's progress, and a losing cancel missed the
+/// winner's cancel mark (409 instead of 200). A locking read returns the newest version instead.
+/// It runs only once `target` holds the job's row lock (its rows come from `target`), and every
+/// writer of code2des_attempt holds that lock too, so it never waits; the lock order is the
+/// same as everyone's (job, then attempt row). A row this statement itself has just updated is
+/// skipped (such a branch reads its own RETURNING instead).
+macro_rules! fresh_attempt {
+    () => {
+        concat!(
+            "fresh AS (SELECT a.progress_percent, a.progress_stage, a.progress_updated_at, a.started_at, ",
+            "a.cancelled_at FROM code2des_attempt a JOIN target t ON a.code2des_id = t.id AND a.attempt = t.attempt ",
+            "FOR SHARE OF a)"
+        )
+    };
+}
+
 async fn query(
     client: &impl GenericClient,
     sql: &str,
@@ -320,16 +340,18 @@ const RETRY: &str = concat!(
     "SELECT id, attempt, updated_at FROM retried ON CONFLICT (code2des_id) DO UPDATE SET ",
     "attempt = EXCLUDED.attempt, started_at = EXCLUDED.started_at, progress_percent = NULL, ",
     "progress_stage = NULL, progress_updated_at = NULL, cancelled_at = NULL, cancelled_by = NULL ",
-    "RETURNING a.started_at) ",
-    "SELECT r.*, NULL::int2 AS progress_percent, NULL::varchar AS progress_stage, ",
+    "RETURNING a.started_at), ",
+    fresh_attempt!(),
+    " SELECT r.*, NULL::int2 AS progress_percent, NULL::varchar AS progress_stage, ",
     "NULL::timestamptz AS progress_updated_at, (SELECT started_at FROM started) AS attempt_started_at, ",
     "NULL::timestamptz AS cancelled_at, true AS created FROM retried r ",
+    // Nothing changed: the job as it is now, its attempt row included (see `fresh_attempt!`).
     "UNION ALL SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
     "t.placement_target, t.status, t.attempt, t.nonce, t.result_url, t.warning_count, t.error_message, ",
     "t.materialized_at, t.materialized_node_id, t.created_at, t.updated_at, t.created_by, t.updated_by, ",
-    "t.capture_url, t.progress_percent, t.progress_stage, t.progress_updated_at, t.attempt_started_at, ",
-    "t.cancelled_at, false ",
-    "FROM target t WHERE NOT EXISTS (SELECT 1 FROM retried)"
+    "t.capture_url, f.progress_percent, f.progress_stage, f.progress_updated_at, ",
+    "COALESCE(f.started_at, t.attempt_started_at), f.cancelled_at, false ",
+    "FROM target t LEFT JOIN fresh f ON true WHERE NOT EXISTS (SELECT 1 FROM retried)"
 );
 
 /// Starts the next attempt of a failed (or overdue) job: attempt + 1, `nonce`, outcome
@@ -496,14 +518,22 @@ const CANCEL: &str = concat!(
     "marked AS (INSERT INTO code2des_attempt AS a (code2des_id, attempt, started_at, cancelled_at, cancelled_by) ",
     "SELECT x.id, x.attempt, x.created_at, x.updated_at, $4 FROM cancelled x ",
     "ON CONFLICT (code2des_id) DO UPDATE SET cancelled_at = EXCLUDED.cancelled_at, cancelled_by = EXCLUDED.cancelled_by ",
-    "RETURNING a.cancelled_at) ",
-    "SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
+    "RETURNING a.cancelled_at, a.progress_percent, a.progress_stage, a.progress_updated_at, a.started_at), ",
+    fresh_attempt!(),
+    // The attempt row as this call left it (`marked`), or as it is now (`fresh`): see
+    // `fresh_attempt!` for why not `target`'s.
+    " SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
     "t.placement_target, COALESCE(CASE WHEN x.id IS NOT NULL THEN '2' END, t.status) AS status, t.attempt, t.nonce, ",
     "t.result_url, t.warning_count, COALESCE(CASE WHEN x.id IS NOT NULL THEN 'cancelled' END, t.error_message) AS error_message, ",
     "t.materialized_at, t.materialized_node_id, t.created_at, COALESCE(x.updated_at, t.updated_at) AS updated_at, ",
-    "t.created_by, COALESCE(x.updated_by, t.updated_by) AS updated_by, t.progress_percent, t.progress_stage, ",
-    "t.progress_updated_at, t.attempt_started_at, COALESCE((SELECT cancelled_at FROM marked), t.cancelled_at) AS cancelled_at, ",
-    "x.id IS NOT NULL AS now_cancelled FROM target t LEFT JOIN cancelled x ON true"
+    "t.created_by, COALESCE(x.updated_by, t.updated_by) AS updated_by, ",
+    "CASE WHEN m.started_at IS NOT NULL THEN m.progress_percent ELSE f.progress_percent END AS progress_percent, ",
+    "CASE WHEN m.started_at IS NOT NULL THEN m.progress_stage ELSE f.progress_stage END AS progress_stage, ",
+    "CASE WHEN m.started_at IS NOT NULL THEN m.progress_updated_at ELSE f.progress_updated_at END AS progress_updated_at, ",
+    "COALESCE(m.started_at, f.started_at, t.attempt_started_at) AS attempt_started_at, ",
+    "COALESCE(m.cancelled_at, f.cancelled_at) AS cancelled_at, ",
+    "x.id IS NOT NULL AS now_cancelled FROM target t LEFT JOIN cancelled x ON true LEFT JOIN marked m ON true ",
+    "LEFT JOIN fresh f ON true"
 );
 
 /// The user's cancel: the webhook's fenced transition, to failed `cancelled`.

@@ -348,6 +348,116 @@ impl TestApp {
             s.stop().await;
         }
     }
+
+    // --- SPEC section 7: retry, cancel, delete, progress --------------------------------------
+
+    /// `POST {base}/{id}/retry` with `body` (JSON text, or anything a client might send).
+    pub async fn retry_raw(&self, t: &Tenant, sub: Option<&str>, id: &str, body: &str) -> Answer {
+        let ev = user_event("retry.json", t, sub, Some(id), Some(body.to_owned()));
+        Answer::from(code2des_trigger::handler::handle(&self.trigger, to_request(&ev)).await)
+    }
+
+    /// Retries as the tenant's member: `Some(n)` sends `{"attempt":n}`, `None` sends `{}`.
+    pub async fn retry(&self, t: &Tenant, id: &str, attempt: Option<i32>) -> Answer {
+        self.retry_as(t, Some(&t.sub), id, attempt).await
+    }
+
+    pub async fn retry_as(&self, t: &Tenant, sub: Option<&str>, id: &str, attempt: Option<i32>) -> Answer {
+        let body = match attempt {
+            Some(n) => json!({ "attempt": n }),
+            None => json!({}),
+        };
+        self.retry_raw(t, sub, id, &body.to_string()).await
+    }
+
+    /// `POST {base}/{id}/cancel`.
+    pub async fn cancel(&self, t: &Tenant, sub: Option<&str>, id: &str) -> Answer {
+        let ev = user_event("lifecycle-cancel.json", t, sub, Some(id), None);
+        Answer::from(code2des_lifecycle::handler::handle(&self.lifecycle, to_request(&ev)).await)
+    }
+
+    /// `DELETE {base}/{id}`.
+    pub async fn delete(&self, t: &Tenant, sub: Option<&str>, id: &str) -> Answer {
+        let ev = user_event("lifecycle-delete.json", t, sub, Some(id), None);
+        Answer::from(code2des_lifecycle::handler::handle(&self.lifecycle, to_request(&ev)).await)
+    }
+
+    /// `GET {base}/{id}/result` with `If-None-Match: etag`.
+    pub async fn result_if_none_match(&self, t: &Tenant, id: &str, etag: &str) -> Answer {
+        let mut ev = user_event("result.json", t, Some(&t.sub), Some(id), None);
+        ev["headers"]["if-none-match"] = json!(etag);
+        Answer::from(code2des_result::handler::handle(&self.result, to_request(&ev)).await)
+    }
+
+    /// The manifest of attempt `attempt`, as the worker reads it.
+    pub async fn manifest_at(&self, id: &str, attempt: i32) -> shared::protocol::Manifest {
+        let key = shared::protocol::Manifest::key(id, attempt);
+        let out = self.s3.get_object().bucket(BUCKET).key(&key).send().await.unwrap_or_else(|e| panic!("{key}: {e}"));
+        serde_json::from_slice(&out.body.collect().await.unwrap().into_bytes()).unwrap()
+    }
+
+    /// Whether the artifact bucket holds `key`.
+    pub async fn object_exists(&self, key: &str) -> bool {
+        self.s3.head_object().bucket(BUCKET).key(key).send().await.is_ok()
+    }
+
+    /// Worker: a signed progress report for `(id, attempt, nonce)`.
+    pub async fn progress(&self, id: &str, attempt: i32, nonce: &str, percent: i64, stage: &str) -> Answer {
+        self.webhook(&progress_body(id, attempt, nonce, percent, stage)).await
+    }
+
+    /// Worker of attempt `attempt`: a valid result (one 8×8 PNG "hero") under that attempt's
+    /// prefix, then the completion report.
+    pub async fn complete_at(&self, id: &str, attempt: i32) -> Answer {
+        let report = self.upload_result_at(id, attempt).await;
+        self.webhook(&report).await
+    }
+
+    /// Worker of attempt `attempt`: uploads a valid result; the completion report to send.
+    pub async fn upload_result_at(&self, id: &str, attempt: i32) -> Value {
+        let m = self.manifest_at(id, attempt).await;
+        let prefix = format!("code2des/{id}/{attempt}/");
+        let image = format!("{prefix}images/hero.png");
+        let mut art = artifact(id, &m.nonce, json!({"hero": {"key": image, "mime_type": "image/png"}}), &["hero"]);
+        art["attempt"] = json!(attempt);
+        self.put(&image, png(8, 8)).await;
+        let key = format!("{prefix}result.json");
+        self.put(&key, serde_json::to_vec(&art).unwrap()).await;
+        json!({
+            "code2des_id": id, "attempt": attempt, "nonce": m.nonce, "status": "completed",
+            "result_url": format!("s3://{BUCKET}/{key}"), "warning_count": art["warning_count"],
+        })
+    }
+
+    /// Worker of attempt `attempt`: a failure report with `message`.
+    pub async fn fail_at(&self, id: &str, attempt: i32, message: &str) -> Answer {
+        let m = self.manifest_at(id, attempt).await;
+        self.webhook(&json!({"code2des_id": id, "attempt": attempt, "nonce": m.nonce, "status": "failed",
+                              "error_message": message}))
+            .await
+    }
+
+    /// Every row of the job tables as text, in a stable order: equal before and after means
+    /// nothing was written.
+    pub async fn snapshot(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for table in ["code2des", "code2des_attempt", "code2des_idempotency"] {
+            for r in
+                self.sql(&format!("SELECT row_to_json(t)::text FROM {table} t ORDER BY row_to_json(t)::text")).await
+            {
+                out.push(format!("{table}: {}", r.get::<_, String>(0)));
+            }
+        }
+        out
+    }
+
+    /// Every key in the artifact bucket.
+    pub async fn object_keys(&self) -> Vec<String> {
+        let out = self.s3.list_objects_v2().bucket(BUCKET).send().await.unwrap();
+        let mut keys: Vec<String> = out.contents().iter().filter_map(|o| o.key().map(str::to_owned)).collect();
+        keys.sort();
+        keys
+    }
 }
 
 impl Drop for TestApp {
@@ -462,4 +572,10 @@ pub fn png(w: u32, h: u32) -> Vec<u8> {
 /// A real PNG of the given size; `noise` makes it incompressible.
 pub fn png_with(w: u32, h: u32, noise: bool) -> Vec<u8> {
     code2des_local::seed::png(w, h, noise)
+}
+
+/// A worker's progress report body.
+pub fn progress_body(id: &str, attempt: i32, nonce: &str, percent: i64, stage: &str) -> Value {
+    json!({"code2des_id": id, "attempt": attempt, "nonce": nonce, "status": "processing",
+           "progress": {"percent": percent, "stage": stage}})
 }

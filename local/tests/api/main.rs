@@ -4,6 +4,7 @@
 mod helpers;
 
 mod bootstrap;
+mod cancel;
 mod deadline;
 mod events;
 mod faults;
@@ -11,5 +12,6 @@ mod lifecycle;
 mod local_stack;
 mod placement;
 mod result_get;
+mod retry;
 mod trigger;
 mod webhook;

@@ -251,3 +251,38 @@ async fn many_databases_migrate_at_once_and_share_the_role() {
         assert_eq!(n, 0);
     }
 }
+
+/// The migrate function's half of the proxy design: the role's password is set from its
+/// secret as a SCRAM verifier, which PostgreSQL stores as sent (so the password itself never
+/// reaches the server). On a throwaway role: the application role is shared by every database.
+#[tokio::test]
+async fn the_role_password_is_set_from_the_secret_as_a_scram_verifier() {
+    use base64::Engine;
+    shared::db::install_crypto_provider();
+    let admin = shared::db::connect(&DbConfig::from_url(&admin_url()).unwrap(), None).await.unwrap();
+    let role = format!("c2d_pw_probe_{}", std::process::id());
+    admin.batch_execute(&format!("DROP ROLE IF EXISTS {role}; CREATE ROLE {role} NOLOGIN")).await.unwrap();
+
+    let secret = serde_json::json!({"username": role, "password": "Gen3ratedWithoutPunctuation"}).to_string();
+    assert_eq!(shared::rds_iam::set_app_role_password(&admin, &secret).await.unwrap(), role);
+    let row =
+        admin.query_one("SELECT rolcanlogin, rolpassword FROM pg_authid WHERE rolname = $1", &[&role]).await.unwrap();
+    let stored: String = row.get(1);
+    assert!(row.get::<_, bool>(0), "LOGIN");
+    // Recomputed from the stored salt: PostgreSQL kept exactly the verifier sent.
+    let salt_b64 = stored.strip_prefix("SCRAM-SHA-256$4096:").and_then(|r| r.split('$').next()).expect(&stored);
+    let salt = base64::engine::general_purpose::STANDARD.decode(salt_b64).unwrap();
+    assert_eq!(stored, shared::rds_iam::scram_sha256_verifier("Gen3ratedWithoutPunctuation", &salt, 4096));
+    // A second run salts afresh.
+    shared::rds_iam::set_app_role_password(&admin, &secret).await.unwrap();
+    let again: String =
+        admin.query_one("SELECT rolpassword FROM pg_authid WHERE rolname = $1", &[&role]).await.unwrap().get(0);
+    assert_ne!(again, stored);
+
+    for bad in
+        [r#"{"username":"x\"; DROP TABLE t; --","password":"p"}"#, r#"{"username":"Upper","password":"p"}"#, "{}"]
+    {
+        assert!(shared::rds_iam::set_app_role_password(&admin, bad).await.is_err(), "{bad}");
+    }
+    admin.batch_execute(&format!("DROP ROLE {role}")).await.unwrap();
+}

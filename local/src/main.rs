@@ -40,6 +40,10 @@ enum Command {
         /// The member's subject (the token's `sub`); default: a fresh `dev-…` one.
         #[arg(long)]
         sub: Option<String>,
+        /// The page import's id; default: a fresh `page-import-…` one. (`pi-example` makes the
+        /// committed events/trigger.json work as it is.)
+        #[arg(long)]
+        page_import: Option<String>,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -95,7 +99,9 @@ async fn main() -> std::process::ExitCode {
             Err(e) => Err(e.to_string()),
         },
         Command::Migrate => stack::prepare_database(&cfg.database_url).await.map(|_| ()).map_err(|e| e.to_string()),
-        Command::Seed { sub, json } => code2des_local::seed::seed_command(&cfg, sub, json).await,
+        Command::Seed { sub, page_import, json } => {
+            code2des_local::seed::seed_command(&cfg, sub, page_import, json).await
+        }
         Command::Demo => {
             let mut cfg = cfg;
             cfg.addr = SocketAddr::from(([127, 0, 0, 1], 0));

@@ -38,14 +38,22 @@ pub async fn tenant(
 
 /// `code2des-local seed`: creates the database if missing, seeds a tenant with a completed
 /// page import for `sub`, and prints what a plugin developer needs to call the local stack.
-pub async fn seed_command(cfg: &crate::stack::Config, sub: Option<String>, json: bool) -> Result<(), String> {
+pub async fn seed_command(
+    cfg: &crate::stack::Config,
+    sub: Option<String>,
+    page_import: Option<String>,
+    json: bool,
+) -> Result<(), String> {
     let sub = sub.unwrap_or_else(|| format!("dev-{}", &uuid::Uuid::now_v7().simple().to_string()[20..]));
     if shared::types::Subject::parse(&sub).is_none() {
         return Err("--sub must be 1-50 characters with no control character".into());
     }
     let db = crate::stack::prepare_database(&cfg.database_url).await.map_err(|e| e.to_string())?;
     let client = shared::db::connect(&db, None).await.map_err(|e| shared::error::chain(&*e))?;
-    let page_import = format!("page-import-{}", uuid::Uuid::now_v7());
+    let page_import = page_import.unwrap_or_else(|| format!("page-import-{}", uuid::Uuid::now_v7()));
+    if shared::types::PageImportId::parse(&page_import).is_err() {
+        return Err("--page-import must be 1-255 characters with no control character".into());
+    }
     let t = tenant(&client, &format!("{sub}'s organization"), &sub, &page_import, "1", None)
         .await
         .map_err(|e| shared::error::chain(&e))?;

@@ -209,9 +209,14 @@ fn emitted_codes() -> BTreeSet<String> {
     }
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        for marker in ["conflict(", "Conflict {", "Unprocessable {", "error(StatusCode::"] {
+        for marker in ["conflict(", "Conflict {", "Unprocessable {", "error("] {
             for (i, _) in text.match_indices(marker) {
                 let rest = &text[i + marker.len()..];
+                // The gateway's own errors: `error(StatusCode::…, "code", …)`, however rustfmt
+                // breaks the line.
+                if marker == "error(" && !rest.trim_start().starts_with("StatusCode::") {
+                    continue;
+                }
                 // The first string literal after the marker is the code; skip declarations.
                 let Some(open) = rest.find('"') else { continue };
                 if rest[..open].contains(';') || rest[..open].contains("=>") || rest[..open].contains("code,") {
@@ -255,6 +260,7 @@ fn every_error_code_is_documented() {
         "idempotency_key_reused",
         "artifact_invalid",
         "service_unavailable",
+        "method_not_allowed",
     ] {
         assert!(emitted.contains(known), "the scan missed {known}");
     }

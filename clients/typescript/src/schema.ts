@@ -589,7 +589,7 @@ export interface components {
             status: "processing" | "completed" | "failed";
         };
         /** @enum {string} */
-        ErrorCode: "invalid_request" | "unauthorized" | "not_found" | "page_import_not_completed" | "not_ready" | "job_failed" | "job_not_completed" | "fenced" | "already_terminal" | "gone" | "payload_too_large" | "idempotency_key_reused" | "artifact_invalid" | "service_unavailable" | "not_failed" | "attempts_exhausted" | "internal_error";
+        ErrorCode: "invalid_request" | "unauthorized" | "not_found" | "page_import_not_completed" | "not_ready" | "job_failed" | "job_not_completed" | "fenced" | "already_terminal" | "gone" | "payload_too_large" | "idempotency_key_reused" | "artifact_invalid" | "service_unavailable" | "not_failed" | "attempts_exhausted" | "internal_error" | "method_not_allowed";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];

@@ -69,8 +69,9 @@ async fn shutdown_signal() {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    if matches!(cli.command, Some(Command::Demo)) && std::env::var_os("RUST_LOG").is_none() {
-        // The demo prints its own story; only problems should interrupt it.
+    if matches!(cli.command, Some(Command::Demo | Command::Seed { .. })) && std::env::var_os("RUST_LOG").is_none() {
+        // The demo prints its own story and seed its ids (`--json`: one object a script
+        // parses); only problems should interrupt them.
         std::env::set_var("RUST_LOG", "warn");
     }
     shared::telemetry::init_local();

@@ -37,6 +37,9 @@ pub struct Config {
     /// What the five functions are built from, exactly as a Lambda builds them.
     pub settings: Settings,
     pub demo_worker: bool,
+    /// How often the deadline sweep runs (`SWEEP_INTERVAL_SECONDS`, default 60: the schedule
+    /// template.yaml gives it in AWS).
+    pub sweep_every: Duration,
 }
 
 impl std::fmt::Debug for Config {
@@ -70,7 +73,14 @@ impl Config {
             // One server stands in for many Lambda instances at once.
             settings.pool_size = 16;
         }
-        Ok(Self { addr, s3_addr, data_dir, database_url, settings, demo_worker })
+        let sweep_every = match var("SWEEP_INTERVAL_SECONDS") {
+            None => Duration::from_secs(60),
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Duration::from_secs(n),
+                _ => return Err("SWEEP_INTERVAL_SECONDS must be a positive integer".into()),
+            },
+        };
+        Ok(Self { addr, s3_addr, data_dir, database_url, settings, demo_worker, sweep_every })
     }
 
     /// The webhook secret as the demo worker signs with it.
@@ -213,6 +223,24 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
                 .await
         }));
     }
+    // The sweep, as EventBridge Scheduler runs it in AWS: the same function, on a timer.
+    let sweep = code2des_sweep::Deps::new(&resources).await.map_err(|e| StartError::Config(e.to_string()))?;
+    let mut sweep_stopped = stopped.clone();
+    let every = cfg.sweep_every;
+    tasks.push(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = sweep_stopped.changed() => return,
+                _ = tick.tick() => {
+                    if let Err(e) = code2des_sweep::sweep(&sweep).await {
+                        tracing::warn!(error = %e, "sweep failed; the next tick tries again");
+                    }
+                }
+            }
+        }
+    }));
     // SPEC section 6: said once, at start-up, so nobody mistakes this for the deployed API.
     tracing::warn!(
         "local identity: `x-code2des-dev-sub`, or the `sub` of an `Authorization: Bearer` token read WITHOUT \

@@ -161,10 +161,11 @@ async fn every_transition_and_refusal_is_one_emf_record_on_stdout() {
     let waited = Instant::now();
     loop {
         let (_, job) = call(reqwest::Method::GET, format!("{base}/{c_id}"), None).await;
-        assert_eq!(job["status"] == "processing", waited.elapsed() < Duration::from_secs(2), "{job}");
         if job["status"] == "failed" {
+            assert_eq!(job["errorMessage"], "timed out", "{job}");
             break;
         }
+        assert!(waited.elapsed() < Duration::from_secs(60), "never timed out: {job}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // Reads show the timeout at once; give the sweep (every second) time to persist it.

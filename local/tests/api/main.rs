@@ -4,14 +4,18 @@
 mod helpers;
 
 mod bootstrap;
+mod caching;
 mod cancel;
 mod deadline;
+mod delete;
 mod events;
 mod faults;
 mod lifecycle;
 mod local_stack;
 mod placement;
+mod progress;
 mod result_get;
 mod retry;
+mod sweep;
 mod trigger;
 mod webhook;

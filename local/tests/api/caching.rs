@@ -1,0 +1,235 @@
+//! SPEC section 7, result caching, and issue 13's S3 budget: a completed result carries an
+//! opaque ETag and immutable caching, `If-None-Match` with it is 304 without any S3 request, and
+//! a result GET costs at most 1 + images S3 requests (no HEAD).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use shared::bucket::ArtifactBucket;
+
+use crate::helpers::*;
+
+const IMMUTABLE: &str = "private, max-age=86400, immutable";
+
+/// S3 requests the result function sends, by HTTP method.
+#[derive(Debug, Default)]
+struct S3Requests {
+    get: AtomicU64,
+    head: AtomicU64,
+    other: AtomicU64,
+}
+
+impl S3Requests {
+    fn take(&self) -> (u64, u64, u64) {
+        (self.get.swap(0, Ordering::SeqCst), self.head.swap(0, Ordering::SeqCst), self.other.swap(0, Ordering::SeqCst))
+    }
+}
+
+#[derive(Debug)]
+struct Count(Arc<S3Requests>);
+
+impl aws_sdk_s3::config::Intercept for Count {
+    fn name(&self) -> &'static str {
+        "test-s3-request-counter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_s3::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _rc: &aws_sdk_s3::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_s3::config::ConfigBag,
+    ) -> Result<(), aws_sdk_s3::error::BoxError> {
+        let counter = match context.request().method() {
+            "GET" => &self.0.get,
+            "HEAD" => &self.0.head,
+            _ => &self.0.other,
+        };
+        counter.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// The result function's S3 client, with every request it sends counted (each retry too).
+fn count_s3(app: &mut TestApp) -> Arc<S3Requests> {
+    let requests = Arc::new(S3Requests::default());
+    let conf = app.s3.config().to_builder().interceptor(Count(requests.clone())).build();
+    app.result.bucket = ArtifactBucket::new(aws_sdk_s3::Client::from_conf(conf), BUCKET);
+    requests
+}
+
+/// A completed job whose result uses `n` distinct PNGs.
+async fn completed_with_images(app: &TestApp, t: &Tenant, n: usize) -> String {
+    let id = app.new_job(t).await;
+    let nonce = app.manifest(&id).await.nonce;
+    let mut images = serde_json::Map::new();
+    let mut files = Vec::new();
+    let names: Vec<String> = (0..n).map(|i| format!("img{i}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        let key = format!("code2des/{id}/1/images/{name}.png");
+        images.insert(name.clone(), json!({"key": key, "mime_type": "image/png"}));
+        files.push((key, png(4 + i as u32, 4)));
+    }
+    let used: Vec<&str> = names.iter().map(String::as_str).collect();
+    let art = artifact(&id, &nonce, Value::Object(images), &used);
+    let refs: Vec<(&str, Vec<u8>)> = files.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    assert_eq!(app.complete_with(&id, art, &refs).await.status, 200);
+    id
+}
+
+fn header<'a>(a: &'a Answer, name: &str) -> Option<&'a str> {
+    a.headers.get(name).map(|v| v.to_str().unwrap())
+}
+
+#[tokio::test]
+async fn a_completed_result_has_an_opaque_immutable_etag() {
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let id = app.new_job(&t).await;
+    let nonce = app.manifest(&id).await.nonce;
+    assert_eq!(app.complete(&id).await.status, 200);
+    let a = app.result(&t, Some(&t.sub), &id).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    let etag = header(&a, "etag").expect("an ETag").to_owned();
+    assert!(etag.len() > 2 && etag.starts_with('"') && etag.ends_with('"'), "a strong, quoted ETag: {etag}");
+    let simple = id.replace('-', "");
+    for leak in
+        [nonce.as_str(), &nonce[..16], id.as_str(), &simple[..12], BUCKET, "code2des", "s3:", "result.json", "hero"]
+    {
+        assert!(!etag.contains(leak), "the ETag reveals {leak:?}: {etag}");
+    }
+    assert_eq!(header(&a, "cache-control"), Some(IMMUTABLE));
+    // Stable: the same result has the same tag on every GET.
+    assert_eq!(header(&app.result(&t, Some(&t.sub), &id).await, "etag"), Some(etag.as_str()));
+    // A `?images=` answer is another representation: its own tag, the same caching.
+    let part = app.result_images(&t, &id, "hero").await;
+    assert_eq!(part.status, 200);
+    let part_tag = header(&part, "etag").expect("an ETag on ?images=");
+    assert_ne!(part_tag, etag);
+    assert_eq!(header(&part, "cache-control"), Some(IMMUTABLE));
+    // Another job's result has another tag.
+    let other = app.new_job(&t).await;
+    assert_eq!(app.complete(&other).await.status, 200);
+    assert_ne!(header(&app.result(&t, Some(&t.sub), &other).await, "etag"), Some(etag.as_str()));
+}
+
+#[tokio::test]
+async fn if_none_match_with_the_etag_is_304_without_any_s3_request() {
+    let mut app = TestApp::new().await;
+    let t = app.tenant().await;
+    let id = completed_with_images(&app, &t, 2).await;
+    let s3 = count_s3(&mut app);
+    let full = app.result(&t, Some(&t.sub), &id).await;
+    assert_eq!(full.status, 200);
+    assert_eq!(s3.take(), (3, 0, 0), "the full GET reads the artifact and its two images");
+    let etag = header(&full, "etag").unwrap().to_owned();
+
+    for inm in [etag.clone(), format!("W/{etag}"), format!("\"other\", {etag}"), "*".to_owned()] {
+        let a = app.result_if_none_match(&t, &id, &inm).await;
+        assert_eq!(a.status, 304, "If-None-Match: {inm}: {a:?}");
+        assert!(a.json.is_null(), "304 has no body: {a:?}");
+        assert_eq!(header(&a, "etag"), Some(etag.as_str()));
+        assert_eq!(header(&a, "cache-control"), Some(IMMUTABLE));
+        assert_eq!(s3.take(), (0, 0, 0), "If-None-Match: {inm}: a 304 read S3");
+    }
+    // The proof without the counter: with S3 gone, a 304 still answers; a full GET cannot.
+    app.stop_s3().await;
+    let ev = {
+        let mut ev = user_event("result.json", &t, Some(&t.sub), Some(&id), None);
+        ev["headers"]["if-none-match"] = json!(etag);
+        ev
+    };
+    let resp = code2des_result::handler::handle(&app.result, to_request(&ev)).await;
+    assert_eq!(resp.status(), 304);
+    assert!(resp.body().as_ref().is_empty(), "304 has an empty body");
+    assert_eq!(app.result(&t, Some(&t.sub), &id).await.status, 503);
+}
+
+#[tokio::test]
+async fn a_stale_or_foreign_etag_gets_the_full_result() {
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let id = app.new_job(&t).await;
+    assert_eq!(app.complete(&id).await.status, 200);
+    let other = app.new_job(&t).await;
+    assert_eq!(app.complete(&other).await.status, 200);
+    let etag = header(&app.result(&t, Some(&t.sub), &id).await, "etag").unwrap().to_owned();
+    let other_tag = header(&app.result(&t, Some(&t.sub), &other).await, "etag").unwrap().to_owned();
+    let part_tag = header(&app.result_images(&t, &id, "hero").await, "etag").unwrap().to_owned();
+    let unquoted = etag.trim_matches('"').to_owned();
+    for inm in [other_tag, part_tag, "\"r1-00000000000000000000000000000000\"".to_owned(), unquoted, String::new()] {
+        let a = app.result_if_none_match(&t, &id, &inm).await;
+        assert_eq!(a.status, 200, "If-None-Match: {inm:?}: {a:?}");
+        assert_eq!(a.json["kind"], "result");
+        assert_eq!(header(&a, "etag"), Some(etag.as_str()));
+    }
+}
+
+#[tokio::test]
+async fn a_failure_artifact_is_not_cached_as_immutable() {
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let id = app.new_job(&t).await;
+    let nonce = app.manifest(&id).await.nonce;
+    let key = format!("code2des/{id}/1/failure.json");
+    let art = json!({"version": 1, "kind": "failure", "code2des_id": id, "attempt": 1, "nonce": nonce,
+                     "warning_count": 0, "document": null, "images": {}});
+    app.put(&key, serde_json::to_vec(&art).unwrap()).await;
+    let report = json!({"code2des_id": id, "attempt": 1, "nonce": nonce, "status": "failed",
+                        "result_url": format!("s3://{BUCKET}/{key}"), "error_message": "fonts missing"});
+    assert_eq!(app.webhook(&report).await.status, 200);
+    let a = app.result(&t, Some(&t.sub), &id).await;
+    assert_eq!((a.status, a.json["kind"].as_str()), (200, Some("failure")), "{a:?}");
+    assert!(header(&a, "etag").is_none(), "a failed job can be retried: its artifact is not forever");
+    assert!(!header(&a, "cache-control").unwrap_or("").contains("immutable"), "{a:?}");
+    let star = app.result_if_none_match(&t, &id, "*").await;
+    assert_eq!(star.status, 200, "no 304 without an ETag: {star:?}");
+}
+
+#[tokio::test]
+async fn only_a_completed_job_that_is_there_answers_304() {
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let stranger = app.tenant().await;
+    let id = app.new_job(&t).await;
+    assert_eq!(app.complete(&id).await.status, 200);
+    let etag = header(&app.result(&t, Some(&t.sub), &id).await, "etag").unwrap().to_owned();
+    let processing = app.new_job(&t).await;
+    let a = app.result_if_none_match(&t, &processing, "*").await;
+    assert_eq!((a.status, a.code()), (409, "not_ready"), "{a:?}");
+    // Someone else holding the tag learns nothing.
+    let mut ev = user_event("result.json", &t, Some(&stranger.sub), Some(&id), None);
+    ev["headers"]["if-none-match"] = json!(etag);
+    let foreign = Answer::from(code2des_result::handler::handle(&app.result, to_request(&ev)).await);
+    assert_eq!(foreign.status, 404, "{foreign:?}");
+    // A deleted job is gone, cached or not.
+    assert_eq!(app.delete(&t, Some(&t.sub), &id).await.status, 204);
+    assert_eq!(app.result_if_none_match(&t, &id, &etag).await.status, 404);
+}
+
+#[tokio::test]
+async fn a_result_get_costs_one_s3_request_per_object_and_no_head() {
+    let mut app = TestApp::new().await;
+    let t = app.tenant().await;
+    let jobs = [
+        (0, completed_with_images(&app, &t, 0).await),
+        (1, completed_with_images(&app, &t, 1).await),
+        (3, completed_with_images(&app, &t, 3).await),
+        (8, completed_with_images(&app, &t, 8).await),
+    ];
+    let s3 = count_s3(&mut app);
+    for (n, id) in &jobs {
+        let a = app.result(&t, Some(&t.sub), id).await;
+        assert_eq!(a.status, 200, "{a:?}");
+        assert_eq!(a.json["images"].as_object().unwrap().len(), *n);
+        assert_eq!(s3.take(), (1 + *n as u64, 0, 0), "{n} images: (GET, HEAD, other)");
+    }
+    // `?images=` reads the artifact (to validate the refs) and exactly the images named.
+    let a = app.result_images(&t, &jobs[3].1, "img2,img5").await;
+    assert_eq!(a.status, 200);
+    assert_eq!(s3.take(), (3, 0, 0));
+    // Reads before S3: a processing job costs no S3 request either.
+    let processing = app.new_job(&t).await;
+    assert_eq!(app.result(&t, Some(&t.sub), &processing).await.status, 409);
+    assert_eq!(s3.take(), (0, 0, 0));
+}

@@ -1,0 +1,356 @@
+//! SPEC section 7 "reads stay reads" and issue 13: lifecycle GET, list and result GET send no
+//! UPDATE, INSERT or DELETE (proven from the database's side), an overdue job still reads as
+//! failed `timed out`, and the sweep persists that expiry with the webhook's fence.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use shared::db::DbConfig;
+
+use crate::helpers::*;
+
+/// Every statement that writes a job table, zero-row ones included (statement-level triggers
+/// fire whether or not a row matched), is logged in `write_log`.
+async fn log_writes(app: &TestApp) {
+    app.batch(
+        "CREATE TABLE write_log (tbl text NOT NULL, op text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp()); \
+         CREATE FUNCTION log_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           INSERT INTO write_log (tbl, op) VALUES (TG_TABLE_NAME, TG_OP); RETURN NULL; END $$; \
+         CREATE TRIGGER log_write AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON code2des \
+           FOR EACH STATEMENT EXECUTE FUNCTION log_write(); \
+         CREATE TRIGGER log_write AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON code2des_attempt \
+           FOR EACH STATEMENT EXECUTE FUNCTION log_write(); \
+         CREATE TRIGGER log_write AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON code2des_idempotency \
+           FOR EACH STATEMENT EXECUTE FUNCTION log_write();",
+    )
+    .await;
+}
+
+async fn writes(app: &TestApp) -> Vec<String> {
+    app.sql("SELECT tbl || ' ' || op FROM write_log ORDER BY at").await.iter().map(|r| r.get(0)).collect()
+}
+
+/// A pool whose every transaction is READ ONLY, as a reader endpoint's would be: a statement
+/// that writes (or takes a row lock) fails there instead of succeeding.
+fn read_only_pool(app: &TestApp) -> deadpool_postgres::Pool {
+    let url = format!("{}?options=-c%20default_transaction_read_only%3Don", db_url(&app.db_name));
+    shared::db::pool(&DbConfig::from_url(&url).unwrap(), None, 4).unwrap()
+}
+
+/// Everything a plugin reads about these jobs: each GET, the list under every filter, each
+/// result (plain, revalidated, and by image).
+async fn read_everything(app: &TestApp, t: &Tenant, ids: &[&str], completed: &str, etag: &str) -> Vec<Answer> {
+    let mut out = Vec::new();
+    for id in ids {
+        out.push(app.get(t, Some(&t.sub), id).await);
+        out.push(app.result(t, Some(&t.sub), id).await);
+    }
+    for q in [
+        &[][..],
+        &[("status", "processing")],
+        &[("status", "failed")],
+        &[("status", "completed")],
+        &[("figmaFileKey", "FILEkey123"), ("status", "failed")],
+        &[("limit", "1")],
+    ] {
+        out.push(app.list(t, Some(&t.sub), q).await);
+    }
+    let first = app.list(t, Some(&t.sub), &[("limit", "2")]).await;
+    let cursor = first.json["nextCursor"].as_str().unwrap().to_owned();
+    out.push(first);
+    out.push(app.list(t, Some(&t.sub), &[("limit", "2"), ("cursor", &cursor)]).await);
+    out.push(app.result_if_none_match(t, completed, etag).await);
+    out.push(app.result_images(t, completed, "hero").await);
+    out
+}
+
+#[tokio::test]
+async fn reads_send_no_insert_update_or_delete() {
+    let mut app = TestApp::with_deadline(Duration::from_secs(60)).await;
+    let t = app.tenant().await;
+    let overdue = app.new_job(&t).await;
+    let nonce = app.manifest(&overdue).await.nonce;
+    assert_eq!(app.progress(&overdue, 1, &nonce, 30, "rendering").await.status, 200);
+    app.age(&overdue, 120).await;
+    let fresh = app.new_job(&t).await;
+    let completed = app.new_job(&t).await;
+    assert_eq!(app.complete(&completed).await.status, 200);
+    let failed = app.new_job(&t).await;
+    assert_eq!(app.fail(&failed, "boom").await.status, 200);
+    let cancelled = app.new_job(&t).await;
+    assert_eq!(app.cancel(&t, Some(&t.sub), &cancelled).await.status, 200);
+    let etag = app.result(&t, Some(&t.sub), &completed).await.headers["etag"].to_str().unwrap().to_owned();
+    let ids = [overdue.as_str(), &fresh, &completed, &failed, &cancelled];
+    log_writes(&app).await;
+    let rows = app.snapshot().await;
+
+    let reads = read_everything(&app, &t, &ids, &completed, &etag).await;
+    assert_eq!(writes(&app).await, Vec::<String>::new(), "a read sent a write statement");
+    assert_eq!(app.snapshot().await, rows);
+
+    // The overdue job reads as failed `timed out` everywhere, from the row as it is stored.
+    assert_eq!(app.job_row(&overdue).await.get::<_, String>("status_label"), "0");
+    let j = &reads[0].json;
+    assert_eq!((j["status"].as_str(), j["errorMessage"].as_str()), (Some("failed"), Some("timed out")), "{j}");
+    assert_eq!(j["updatedBy"], "system:deadline");
+    assert!(reads[0].headers.get("retry-after").is_none());
+    assert_eq!((reads[1].status, reads[1].code(), reads[1].message()), (409, "job_failed", "timed out"));
+    let listed = |a: &Answer| -> Vec<String> {
+        a.json["items"].as_array().unwrap().iter().map(|i| i["code2desId"].as_str().unwrap().to_owned()).collect()
+    };
+    let n = ids.len() * 2;
+    assert_eq!(listed(&reads[n + 1]), vec![fresh.clone()], "status=processing");
+    assert!(listed(&reads[n + 2]).contains(&overdue), "status=failed");
+    assert_eq!(
+        reads[n].json["items"].as_array().unwrap().iter().find(|i| i["code2desId"] == overdue.as_str()).unwrap(),
+        j
+    );
+
+    // The probe sees a write statement even when it matches no row: a refused cancel's
+    // fenced UPDATE, the shape of the read-time expiry reads used to carry.
+    assert_eq!(app.cancel(&t, Some(&t.sub), &completed).await.status, 409);
+    assert!(writes(&app).await.contains(&"code2des UPDATE".to_owned()), "{:?}", writes(&app).await);
+    assert_eq!(app.snapshot().await, rows);
+
+    // The same reads on a connection that refuses to write: the same answers.
+    let ro = read_only_pool(&app);
+    app.lifecycle.pool = ro.clone();
+    app.result.pool = ro;
+    let refused = app.cancel(&t, Some(&t.sub), &fresh).await;
+    assert_ne!(refused.status, 200, "the read-only pool took a write: {refused:?}");
+    assert_eq!(app.job_row(&fresh).await.get::<_, String>("status_label"), "0");
+    let again = read_everything(&app, &t, &ids, &completed, &etag).await;
+    for (a, b) in reads.iter().zip(&again) {
+        assert_eq!((a.status, &a.json), (b.status, &b.json), "a read behaves differently when it may not write");
+    }
+
+    // Persisting the expiry is the sweep's work, off the read path.
+    assert_eq!(app.sweep().await, 1);
+    assert_eq!(app.job_row(&overdue).await.get::<_, String>("status_label"), "2");
+}
+
+#[tokio::test]
+async fn no_overdue_job_survives_a_sweep() {
+    let app = TestApp::with_deadline(Duration::from_secs(60)).await;
+    let t = app.tenant().await;
+    let mut overdue = Vec::new();
+    let mut others = Vec::new();
+    for i in 0..6 {
+        let id = app.new_job(&t).await;
+        if i % 2 == 0 {
+            let n = app.manifest(&id).await.nonce;
+            assert_eq!(app.progress(&id, 1, &n, 70, "uploading").await.status, 200);
+        }
+        app.age(&id, 61 + i * 1000).await;
+        overdue.push(id);
+    }
+    for _ in 0..3 {
+        others.push(app.new_job(&t).await);
+    }
+    for _ in 0..2 {
+        let done = app.new_job(&t).await;
+        assert_eq!(app.complete(&done).await.status, 200);
+        app.age(&done, 600).await;
+        let failed = app.new_job(&t).await;
+        assert_eq!(app.fail(&failed, "boom").await.status, 200);
+        app.age(&failed, 600).await;
+        let cancelled = app.new_job(&t).await;
+        assert_eq!(app.cancel(&t, Some(&t.sub), &cancelled).await.status, 200);
+        app.age(&cancelled, 600).await;
+        others.extend([done, failed, cancelled]);
+    }
+    let mut deleted = Vec::new();
+    for _ in 0..3 {
+        let id = app.new_job(&t).await;
+        assert_eq!(app.delete(&t, Some(&t.sub), &id).await.status, 204);
+        app.age(&id, 600).await;
+        deleted.push(id);
+    }
+    // Retried: created long ago, its second attempt fresh (not overdue) or itself overdue.
+    let retried_fresh = app.new_job(&t).await;
+    assert_eq!(app.fail(&retried_fresh, "first").await.status, 200);
+    app.age(&retried_fresh, 3600).await;
+    assert_eq!(app.retry(&t, &retried_fresh, Some(1)).await.status, 202);
+    others.push(retried_fresh);
+    let retried_overdue = app.new_job(&t).await;
+    assert_eq!(app.fail(&retried_overdue, "first").await.status, 200);
+    assert_eq!(app.retry(&t, &retried_overdue, Some(1)).await.status, 202);
+    app.age(&retried_overdue, 61).await;
+    overdue.push(retried_overdue);
+    // And more overdue jobs than one batch of the sweep holds, seeded in SQL.
+    app.batch(&format!(
+        "INSERT INTO code2des (id, organization_id, project_id, page_import_id, figma_file_key, screen_id, nonce, \
+           created_by, updated_by, created_at, updated_at) \
+         SELECT gen_random_uuid()::text, {org}, {project}, '{pi}', 'bulk', 'screen', md5(g::text), 'seed', 'seed', \
+           now() - interval '2 hours', now() - interval '2 hours' FROM generate_series(1, 1234) g; \
+         INSERT INTO code2des_attempt (code2des_id, attempt, started_at) \
+         SELECT id, 1, created_at FROM code2des WHERE figma_file_key = 'bulk'",
+        org = t.org,
+        project = t.project,
+        pi = t.page_import
+    ))
+    .await;
+
+    let views = |ids: Vec<String>| {
+        let app = &app;
+        let t = &t;
+        async move {
+            let mut out = Vec::new();
+            for id in ids {
+                out.push(app.get(t, Some(&t.sub), &id).await.json);
+            }
+            out
+        }
+    };
+    let all: Vec<String> = overdue.iter().chain(&others).cloned().collect();
+    let seen_before = views(all.clone()).await;
+    let not_overdue: Vec<String> = others.iter().chain(&deleted).cloned().collect();
+    let rows_before = rows_of(&app, &not_overdue).await;
+
+    assert_eq!(app.sweep().await, overdue.len() + 1234, "every overdue job, across batches");
+
+    let left = app
+        .scalar_i64(
+            "SELECT count(*) FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id \
+             WHERE c.status = '0' AND c.deleted_at IS NULL \
+             AND COALESCE(a.started_at, c.created_at) < now() - interval '60 seconds'",
+        )
+        .await;
+    assert_eq!(left, 0, "an overdue job survived the sweep");
+    for id in &overdue {
+        let row = app.job_row(id).await;
+        assert_eq!(row.get::<_, String>("status_label"), "2");
+        assert_eq!(row.get::<_, Option<String>>("error_message").as_deref(), Some("timed out"));
+        assert_eq!(row.get::<_, String>("updated_by"), "system:deadline");
+    }
+    assert_eq!(
+        rows_of(&app, &not_overdue).await,
+        rows_before,
+        "the sweep touched a job that was not overdue, or an attempt row"
+    );
+    for id in &deleted {
+        assert_eq!(app.job_row(id).await.get::<_, String>("status_label"), "0", "a deleted job was swept");
+    }
+    // The sweep changes what is stored, never what anyone sees.
+    assert_eq!(views(all).await, seen_before);
+    assert_eq!(app.sweep().await, 0);
+}
+
+#[tokio::test]
+async fn a_late_webhook_after_the_sweep_is_409_already_terminal() {
+    let app = TestApp::with_deadline(Duration::from_secs(60)).await;
+    let t = app.tenant().await;
+    let id = app.new_job(&t).await;
+    let report = app.upload_result(&id, &artifact(&id, &app.manifest(&id).await.nonce, json!({}), &[]), &[]).await;
+    let nonce = report["nonce"].as_str().unwrap().to_owned();
+    app.age(&id, 61).await;
+    assert_eq!(app.sweep().await, 1);
+    let before = app.snapshot().await;
+    for body in [
+        report,
+        json!({"code2des_id": id, "attempt": 1, "nonce": nonce, "status": "failed", "error_message": "timed out"}),
+        progress_body(&id, 1, &nonce, 99, "late"),
+    ] {
+        let a = app.webhook(&body).await;
+        assert_eq!((a.status, a.code()), (409, "already_terminal"), "{body}: {a:?}");
+        assert!(a.message().contains("timed out"), "{a:?}");
+    }
+    assert_eq!(app.snapshot().await, before);
+    let j = app.get(&t, Some(&t.sub), &id).await.json;
+    assert_eq!((j["status"].as_str(), j["errorMessage"].as_str()), (Some("failed"), Some("timed out")));
+}
+
+/// These jobs' rows, and every attempt row, as text.
+async fn rows_of(app: &TestApp, ids: &[String]) -> Vec<String> {
+    let ids = ids.iter().map(|i| format!("'{i}'")).collect::<Vec<_>>().join(",");
+    let mut out = Vec::new();
+    for q in [
+        format!("SELECT row_to_json(c)::text FROM code2des c WHERE id IN ({ids}) ORDER BY id"),
+        "SELECT row_to_json(a)::text FROM code2des_attempt a ORDER BY code2des_id".to_owned(),
+    ] {
+        out.extend(app.sql(&q).await.iter().map(|r| r.get::<_, String>(0)));
+    }
+    out
+}
+
+/// Puts the start of the job's current attempt `secs` (fractional) into the past.
+async fn started_ago(app: &TestApp, id: &str, secs: f64) {
+    app.batch(&format!(
+        "UPDATE code2des_attempt SET started_at = clock_timestamp() - make_interval(secs => {secs}) \
+         WHERE code2des_id = '{id}'"
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sweep_racing_a_webhook_has_exactly_one_winner() {
+    let deadline = 2.0;
+    let app = Arc::new(TestApp::with_deadline(Duration::from_secs_f64(deadline)).await);
+    let t = app.tenant().await;
+    app.widen_race_window(30).await;
+    let (mut worker, mut sweep) = (0, 0);
+    for round in 0..30 {
+        let id = app.new_job(&t).await;
+        let nonce = app.manifest(&id).await.nonce;
+        let report = app.upload_result(&id, &artifact(&id, &nonce, json!({}), &[]), &[]).await;
+        // The deadline passes within a few milliseconds of now, before or after.
+        started_ago(&app, &id, deadline - 0.04 + f64::from(round % 10) * 0.01).await;
+        let w = {
+            let (app, report) = (app.clone(), report.clone());
+            tokio::spawn(async move { app.webhook(&report).await })
+        };
+        let s = {
+            let app = app.clone();
+            tokio::spawn(async move { app.sweep().await })
+        };
+        let (w, expired) = (w.await.unwrap(), s.await.unwrap());
+        let row = app.job_row(&id).await;
+        let stored = (
+            row.get::<_, String>("status_label"),
+            row.get::<_, Option<String>>("error_message"),
+            row.get::<_, String>("updated_by"),
+        );
+        match (w.status, w.code()) {
+            (200, _) => {
+                assert_eq!(stored, ("1".to_owned(), None, "system:worker".to_owned()), "round {round}: {w:?}");
+                assert_eq!(expired, 0, "round {round}: the sweep expired a job the worker completed");
+                worker += 1;
+            }
+            (409, "already_terminal") => {
+                let timed_out = ("2".to_owned(), Some("timed out".to_owned()), "system:deadline".to_owned());
+                assert_eq!(stored, timed_out, "round {round}: {w:?}");
+                assert!(expired <= 1, "round {round}");
+                sweep += 1;
+            }
+            _ => panic!("round {round}: webhook {w:?}, sweep expired {expired}, row {stored:?}"),
+        }
+    }
+    eprintln!("sweep vs webhook, 30 rounds: worker won {worker}, deadline won {sweep}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sweep_racing_a_retry_never_fails_the_new_attempt() {
+    let app = Arc::new(TestApp::with_deadline(Duration::from_secs(60)).await);
+    let t = app.tenant().await;
+    app.widen_race_window(30).await;
+    for round in 0..20 {
+        let id = app.new_job(&t).await;
+        app.age(&id, 61).await;
+        let r = {
+            let (app, t, id) = (app.clone(), t.clone(), id.clone());
+            tokio::spawn(async move { app.retry(&t, &id, Some(1)).await })
+        };
+        let s = {
+            let app = app.clone();
+            tokio::spawn(async move { app.sweep().await })
+        };
+        let (r, expired) = (r.await.unwrap(), s.await.unwrap());
+        assert_eq!(r.status, 202, "round {round}: an overdue job is retried whether or not it was swept: {r:?}");
+        assert!(expired <= 1, "round {round}");
+        let j: Value = app.get(&t, Some(&t.sub), &id).await.json;
+        assert_eq!((j["status"].as_str(), j["attempt"].as_i64()), (Some("processing"), Some(2)), "round {round}");
+        assert_eq!(j, r.json, "round {round}");
+        assert_eq!(app.complete_at(&id, 2).await.status, 200, "round {round}: attempt 2 is alive");
+    }
+}

@@ -97,3 +97,22 @@ async fn a_hung_database_or_s3_is_cut_well_below_the_gateway_limit() {
     assert_unavailable(&app.trigger(&t).await);
     assert!(started.elapsed() < Duration::from_secs(20), "cut after {:?}", started.elapsed());
 }
+
+#[tokio::test]
+async fn a_statement_the_database_refuses_is_a_500_without_retry_after_and_writes_nothing() {
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    // A bug of ours, simulated: a constraint every new attempt row violates. Retrying cannot
+    // help, so the client is not told to (no 503, no Retry-After), and trigger's transaction
+    // leaves no job behind.
+    app.batch("ALTER TABLE code2des_attempt ADD CONSTRAINT simulated_bug CHECK (attempt < 0) NOT VALID").await;
+    let a = app.trigger(&t).await;
+    assert_eq!((a.status, a.code()), (500, "internal_error"), "{a:?}");
+    assert!(!a.headers.contains_key("retry-after"), "{a:?}");
+    assert!(a.json["requestId"].is_string());
+    assert!(!a.message().contains("simulated_bug") && !a.message().contains("code2des_attempt"), "no SQL leaks");
+    assert_eq!(app.count_jobs().await, 0);
+    // The connection went back to the pool clean: the next request works.
+    app.batch("ALTER TABLE code2des_attempt DROP CONSTRAINT simulated_bug").await;
+    assert_eq!(app.trigger(&t).await.status, 202);
+}

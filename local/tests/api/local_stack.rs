@@ -157,14 +157,33 @@ async fn the_local_gateway_answers_preflight_unknown_routes_and_missing_identity
     assert_eq!(pre.status().as_u16(), 204);
     let h = pre.headers();
     assert_eq!(h["access-control-allow-origin"], "*");
-    let methods = h["access-control-allow-methods"].to_str().unwrap();
-    assert!(methods.contains("GET") && methods.contains("POST"));
-    let allowed = h["access-control-allow-headers"].to_str().unwrap();
-    for name in ["authorization", "content-type", "idempotency-key"] {
-        assert!(allowed.contains(name), "{allowed}");
-    }
-    let r = http.get(format!("{}/nope", stack.base)).send().await.unwrap();
+    // SPEC section 7's CORS, exactly.
+    let list = |name: &str| {
+        let mut v: Vec<String> = h[name].to_str().unwrap().split(',').map(|s| s.trim().to_lowercase()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(list("access-control-allow-methods"), ["delete", "get", "post"]);
+    assert_eq!(
+        list("access-control-allow-headers"),
+        ["authorization", "content-type", "idempotency-key", "if-none-match"]
+    );
+    let r = http.get(format!("{}/nope", stack.base)).header("origin", "null").send().await.unwrap();
     assert_eq!(r.status().as_u16(), 404);
+    let mut exposed: Vec<String> =
+        r.headers()["access-control-expose-headers"].to_str().unwrap().split(',').map(str::to_owned).collect();
+    exposed.sort();
+    assert_eq!(exposed, ["etag", "location", "retry-after"]);
+    // A known path with a method it does not serve: 405 naming the ones it does, never served
+    // by a route of another method (a DELETE is not a GET).
+    let item = format!("{url}/01890a5d-ac96-774b-bcce-b302099a8057");
+    let r = http.put(&item).header("x-code2des-dev-sub", "u").send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 405);
+    assert_eq!(r.headers()["allow"], "GET, DELETE");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "method_not_allowed");
+    let r = http.get(format!("{}/code2des/webhook", stack.base)).send().await.unwrap();
+    assert_eq!((r.status().as_u16(), r.headers()["allow"].to_str().unwrap()), (405, "POST"));
     let r = http.get(&url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 401, "no x-code2des-dev-sub, no identity");
     let body: Value = r.json().await.unwrap();

@@ -1,9 +1,10 @@
 //! Security: no existence leak across tenants, and no secret in any answer or log line.
 //!
-//! - Every user route × every foreign scope (non-member, other organization, other project in
-//!   another organization, other project of the same organization, soft-deleted organization,
-//!   project, page import, job) answers 404 with exactly the body of a row that never existed
-//!   (only `requestId` differs).
+//! - Every user route (SPEC section 7's retry, cancel and delete included) × every foreign
+//!   scope (non-member, other organization, other project in another organization, other
+//!   project of the same organization, soft-deleted organization, project, page import, job)
+//!   answers 404 with exactly the body of a row that never existed (only `requestId` differs),
+//!   and changes nothing: no row, no attempt, no manifest. Without an identity, 401.
 //! - A full job lifecycle, with its error paths, runs in-process while every tracing line is
 //!   captured: no nonce, webhook secret, S3 location or SQL text in any response; no nonce or
 //!   secret in any log line.
@@ -69,27 +70,49 @@ enum Op {
     Get,
     Result,
     Placement,
+    Retry,
+    Cancel,
+    Delete,
 }
 
-const OPS: [Op; 5] = [Op::Trigger, Op::List, Op::Get, Op::Result, Op::Placement];
+const OPS: [Op; 8] = [Op::Trigger, Op::List, Op::Get, Op::Result, Op::Placement, Op::Retry, Op::Cancel, Op::Delete];
 
-/// One request as a caller sees it: identity, path scope, job id, page import in the body.
+/// The routes that change a job: the owner's own calls to them come after the matrix.
+const WRITES: [Op; 3] = [Op::Retry, Op::Cancel, Op::Delete];
+
+/// A tenant's jobs, each in the state in which its routes would act: the completed one is read
+/// and placed, the failed one retried, the processing one cancelled and deleted.
+#[derive(Debug, Clone)]
+struct Jobs {
+    completed: String,
+    failed: String,
+    processing: String,
+}
+
+impl Jobs {
+    fn never() -> Self {
+        let id = || uuid::Uuid::now_v7().to_string();
+        Self { completed: id(), failed: id(), processing: id() }
+    }
+}
+
+/// One request as a caller sees it: identity, path scope, job ids, page import in the body.
 #[derive(Debug, Clone)]
 struct Call {
     sub: String,
     org: i32,
     project: i32,
-    job: String,
+    job: Jobs,
     page_import: String,
 }
 
 impl Call {
-    fn own(t: &Tenant, job: &str) -> Self {
+    fn own(t: &Tenant, job: &Jobs) -> Self {
         Self {
             sub: t.sub.clone(),
             org: t.org,
             project: t.project,
-            job: job.to_owned(),
+            job: job.clone(),
             page_import: t.page_import.clone(),
         }
     }
@@ -100,13 +123,21 @@ impl Call {
 }
 
 async fn send(app: &TestApp, op: Op, c: &Call) -> Answer {
+    send_as(app, op, c, Some(&c.sub)).await
+}
+
+/// `op` with `sub` as the identity (`None`: no identity at all).
+async fn send_as(app: &TestApp, op: Op, c: &Call, sub: Option<&str>) -> Answer {
     let t = c.tenant();
     match op {
-        Op::Trigger => app.trigger_raw(trigger_event(&t, Some(&c.sub), default_body(&t), None)).await,
-        Op::List => app.list(&t, Some(&c.sub), &[]).await,
-        Op::Get => app.get(&t, Some(&c.sub), &c.job).await,
-        Op::Result => app.result(&t, Some(&c.sub), &c.job).await,
-        Op::Placement => app.place(&t, Some(&c.sub), &c.job, "1:2").await,
+        Op::Trigger => app.trigger_raw(trigger_event(&t, sub, default_body(&t), None)).await,
+        Op::List => app.list(&t, sub, &[]).await,
+        Op::Get => app.get(&t, sub, &c.job.completed).await,
+        Op::Result => app.result(&t, sub, &c.job.completed).await,
+        Op::Placement => app.place(&t, sub, &c.job.completed, "1:2").await,
+        Op::Retry => app.retry_as(&t, sub, &c.job.failed, Some(1)).await,
+        Op::Cancel => app.cancel(&t, sub, &c.job.processing).await,
+        Op::Delete => app.delete(&t, sub, &c.job.processing).await,
     }
 }
 
@@ -131,19 +162,22 @@ fn cell(op: Op, scope: &str) -> Cell {
     }
 }
 
-/// A tenant with one completed job (artifact and image in S3).
-async fn tenant_with_job(app: &TestApp) -> (Tenant, String) {
+/// A tenant with a completed job (artifact and image in S3), a failed one and a processing one.
+async fn tenant_with_jobs(app: &TestApp) -> (Tenant, Jobs) {
     let t = app.tenant().await;
-    let id = app.new_job(&t).await;
-    assert_eq!(app.complete(&id).await.status, 200);
-    (t, id)
+    let completed = app.new_job(&t).await;
+    assert_eq!(app.complete(&completed).await.status, 200);
+    let failed = app.new_job(&t).await;
+    assert_eq!(app.fail(&failed, "boom").await.status, 200);
+    let processing = app.new_job(&t).await;
+    (t, Jobs { completed, failed, processing })
 }
 
 #[tokio::test]
 async fn every_user_route_answers_404_alike_for_every_foreign_scope() {
     let app = TestApp::new().await;
-    let (a, job_a) = tenant_with_job(&app).await;
-    let (b, _job_b) = tenant_with_job(&app).await;
+    let (a, job_a) = tenant_with_jobs(&app).await;
+    let (b, _job_b) = tenant_with_jobs(&app).await;
     let own = Call::own(&a, &job_a);
 
     // A second project in A's organization, with nothing in it.
@@ -152,24 +186,20 @@ async fn every_user_route_answers_404_alike_for_every_foreign_scope() {
             .get(0);
 
     // Tenants whose org / project / page import / job is then soft-deleted.
-    let (del_org, del_org_job) = tenant_with_job(&app).await;
-    let (del_project, del_project_job) = tenant_with_job(&app).await;
-    let (del_pi, del_pi_job) = tenant_with_job(&app).await;
-    let (del_job, del_job_job) = tenant_with_job(&app).await;
+    let (del_org, del_org_job) = tenant_with_jobs(&app).await;
+    let (del_project, del_project_job) = tenant_with_jobs(&app).await;
+    let (del_pi, del_pi_job) = tenant_with_jobs(&app).await;
+    let (del_job, del_job_job) = tenant_with_jobs(&app).await;
     app.sql(&format!("UPDATE organization SET deleted_at = now() WHERE id = {}", del_org.org)).await;
     app.sql(&format!("UPDATE project SET deleted_at = now() WHERE id = {}", del_project.project)).await;
     app.sql(&format!("UPDATE page_import SET deleted_at = now() WHERE id = '{}'", del_pi.page_import)).await;
-    app.sql(&format!("UPDATE code2des SET deleted_at = now(), deleted_by = 'test' WHERE id = '{del_job_job}'")).await;
+    for id in [&del_job_job.completed, &del_job_job.failed, &del_job_job.processing] {
+        app.sql(&format!("UPDATE code2des SET deleted_at = now(), deleted_by = 'test' WHERE id = '{id}'")).await;
+    }
 
     // Never existed: the reference body per route, in the caller's own valid scope.
-    let never = Call {
-        project: i32::MAX,
-        job: uuid::Uuid::now_v7().to_string(),
-        page_import: "pi-never-existed".into(),
-        ..own.clone()
-    };
-    let never_job =
-        Call { job: uuid::Uuid::now_v7().to_string(), page_import: "pi-never-existed".into(), ..own.clone() };
+    let never = Call { project: i32::MAX, job: Jobs::never(), page_import: "pi-never-existed".into(), ..own.clone() };
+    let never_job = Call { job: Jobs::never(), page_import: "pi-never-existed".into(), ..own.clone() };
 
     let stranger = format!("stranger-{}", uuid::Uuid::new_v4());
     let scopes: Vec<(&str, Call)> = vec![
@@ -188,10 +218,19 @@ async fn every_user_route_answers_404_alike_for_every_foreign_scope() {
         ("soft-deleted job", Call::own(&del_job, &del_job_job)),
     ];
 
-    // The owner gets through on every route: the 404s below are about scope, nothing else.
-    for op in OPS {
+    // The owner gets through on every route that reads (the ones that write: after the matrix):
+    // the 404s below are about scope, nothing else.
+    for op in OPS.into_iter().filter(|op| !WRITES.contains(op)) {
         let a = send(&app, op, &own).await;
         assert!(a.status == 200 || a.status == 202, "{op:?} own scope: {a:?}");
+    }
+    let rows = app.snapshot().await;
+    let objects = app.object_keys().await;
+
+    // No identity at all: 401 on every route.
+    for op in OPS {
+        let a = send_as(&app, op, &own, None).await;
+        assert_eq!((a.status, a.code()), (401, "unauthorized"), "{op:?} without identity: {a:?}");
     }
 
     let mut checked = 0;
@@ -201,19 +240,22 @@ async fn every_user_route_answers_404_alike_for_every_foreign_scope() {
         assert_eq!(reference.status, 404, "{op:?} never existed: {reference:?}");
         assert!(reference.json["requestId"].is_string());
         for (name, call) in &scopes {
+            let cell = cell(op, name);
+            if matches!(cell, Cell::Skip) {
+                // Not sent at all: such a call is the caller's own and would succeed.
+                continue;
+            }
             let a = send(&app, op, call).await;
-            match cell(op, name) {
-                Cell::Skip => continue,
-                Cell::ListedWithout => {
-                    assert_eq!(a.status, 200, "{name}: {a:?}");
-                    let items = a.json["items"].as_array().unwrap();
+            if matches!(cell, Cell::ListedWithout) {
+                assert_eq!(a.status, 200, "{name}: {a:?}");
+                let items = a.json["items"].as_array().unwrap();
+                for hidden in [&call.job.completed, &call.job.failed, &call.job.processing] {
                     assert!(
-                        !items.iter().any(|j| j["code2desId"] == call.job.as_str()),
+                        !items.iter().any(|j| j["code2desId"] == hidden.as_str()),
                         "{name}: a hidden job is listed"
                     );
-                    continue;
                 }
-                Cell::NotFound => {}
+                continue;
             }
             assert_eq!(a.status, 404, "{op:?} × {name}: {a:?}");
             assert_eq!(
@@ -225,18 +267,25 @@ async fn every_user_route_answers_404_alike_for_every_foreign_scope() {
             checked += 1;
         }
     }
-    // 5 routes × 10 scopes, less the cells where the project is the caller's own and alive.
+    // 8 routes × 10 scopes, less the cells where the project is the caller's own and alive.
     let expected = OPS
         .iter()
         .flat_map(|op| scopes.iter().map(move |(n, _)| cell(*op, n)))
         .filter(|c| matches!(c, Cell::NotFound))
         .count();
     assert_eq!(checked, expected);
-    assert!(checked >= 45, "{checked}");
+    assert!(checked >= 75, "{checked}");
 
-    // Nothing of A changed through any of those calls.
-    let row = app.job_row(&job_a).await;
+    // Nothing changed through any of those calls: no job, attempt or key row, no manifest.
+    assert_eq!(app.snapshot().await, rows, "a refused call wrote");
+    assert_eq!(app.object_keys().await, objects, "a refused call dispatched an attempt");
+    let row = app.job_row(&job_a.completed).await;
     assert_eq!(row.get::<_, Option<String>>("materialized_node_id").as_deref(), Some("1:2"));
+
+    // And the jobs were live all along: their owner retries, cancels and deletes them.
+    assert_eq!(send(&app, Op::Retry, &own).await.status, 202);
+    assert_eq!(send(&app, Op::Cancel, &own).await.status, 200);
+    assert_eq!(send(&app, Op::Delete, &own).await.status, 204);
 }
 
 // --- responses and logs --------------------------------------------------------------------------
@@ -322,6 +371,23 @@ async fn no_secret_in_any_response_or_log_line() {
     answers.push(app.complete_with(&third, bad, &[]).await);
     answers.push(app.result(&t, Some(&t.sub), &third).await);
 
+    // SPEC section 7: a retry (its new nonce is a secret too), progress, cancels, a retry of an
+    // attempt already past and one of a completed job, a revalidated result, a delete and the
+    // deleted job's webhook.
+    answers.push(app.retry(&t, &second, Some(1)).await);
+    let n2 = app.manifest_at(&second, 2).await.nonce;
+    answers.push(app.progress(&second, 2, &n2, 50, "rendering").await);
+    answers.push(app.progress(&second, 1, &nonces[1], 60, "fenced").await);
+    answers.push(app.get(&t, Some(&t.sub), &second).await);
+    answers.push(app.cancel(&t, Some(&t.sub), &second).await);
+    answers.push(app.cancel(&t, Some(&t.sub), &id).await);
+    answers.push(app.retry(&t, &second, Some(1)).await);
+    answers.push(app.retry(&t, &id, None).await);
+    let etag = app.result(&t, Some(&t.sub), &id).await.headers["etag"].to_str().unwrap().to_owned();
+    answers.push(app.result_if_none_match(&t, &id, &etag).await);
+    answers.push(app.delete(&t, Some(&t.sub), &third).await);
+    answers.push(app.progress(&third, 1, &m3.nonce, 1, "gone").await);
+
     // Dependency faults: S3 gone at trigger and at result.
     app.stop_s3().await;
     answers.push(app.trigger(&t).await);
@@ -329,6 +395,7 @@ async fn no_secret_in_any_response_or_log_line() {
 
     let mut secrets: Vec<String> = nonces;
     secrets.push(m3.nonce.clone());
+    secrets.push(n2);
     secrets.push(SECRET.to_owned());
     let mut seen = Vec::new();
     for a in &answers {
@@ -347,6 +414,10 @@ async fn no_secret_in_any_response_or_log_line() {
         "409 job_failed",
         "502 artifact_invalid",
         "503 service_unavailable",
+        "409 not_failed",
+        "410 gone",
+        "304 ",
+        "204 ",
     ] {
         assert!(
             seen.iter().any(|s| s == expected || (expected.ends_with(' ') && s.starts_with(expected))),

@@ -1,6 +1,6 @@
-//! Property-based fuzzing of every parser of outside input: request bodies, path and query
-//! parameters, the signature header, cursors, the webhook body, S3 pointers, node ids and the
-//! worker's artifact. Each property says what the parser must accept, that it never panics on
+//! Property-based fuzzing of every parser of outside input: request bodies (trigger's retry body
+//! included), path and query parameters, the signature header, cursors, the webhook body (its
+//! progress reports included), S3 pointers, node ids and the worker's artifact. Each property says what the parser must accept, that it never panics on
 //! anything else, and that every rejection is a 4xx `ApiError` naming the field.
 //!
 //! `PROPTEST_CASES` overrides the number of cases per property (default below).
@@ -704,6 +704,184 @@ proptest! {
         prop_assert_eq!(got.is_ok(), is_key_under(&key, PREFIX), "{:?}", key);
         if got.is_ok() {
             prop_assert!(key.starts_with(PREFIX) && !key.split('/').any(|s| s == ".."));
+        }
+    }
+}
+
+// --- SPEC section 7: the retry body and progress reports ----------------------------------------
+
+use code2des_trigger::handler::parse_retry_body;
+
+/// What a retry body means, from the rule alone: empty (or whitespace) or an object whose only
+/// member is `attempt`, absent, null or an integer from 1 to 2^31 - 1. Else the field at fault.
+fn retry_oracle(bytes: &[u8]) -> Result<Option<i32>, &'static str> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(bytes) else {
+        return Err("body");
+    };
+    if m.keys().any(|k| k != "attempt") {
+        return Err("body");
+    }
+    match m.get("attempt") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_i64() {
+            Some(n) if (1..=i64::from(i32::MAX)).contains(&n) => Ok(Some(n as i32)),
+            _ => Err("attempt"),
+        },
+    }
+}
+
+fn check_retry(bytes: &[u8]) -> Result<(), TestCaseError> {
+    match (parse_retry_body(bytes), retry_oracle(bytes)) {
+        (Ok(got), Ok(want)) => prop_assert_eq!(got, want),
+        (Err(e), Err(field)) => assert_client_error(&e, field),
+        (got, want) => {
+            prop_assert!(false, "{:?}: parsed {got:?}, the rule says {want:?}", String::from_utf8_lossy(bytes))
+        }
+    }
+    Ok(())
+}
+
+fn attempt_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        arb_json(),
+        any::<i64>().prop_map(Value::from),
+        (-3i64..5).prop_map(Value::from),
+        Just(json!(i32::MAX)),
+        Just(json!(i64::from(i32::MAX) + 1)),
+        Just(json!(u64::MAX)),
+        Just(json!(1.0)),
+        Just(json!(2.5)),
+        Just(json!("1")),
+    ]
+}
+
+/// What a progress object should parse to: `(percent, stage)`, or the field at fault. Unknown
+/// members are refused first, then percent, then stage.
+fn progress_oracle(v: &Value) -> Result<(i16, String), &'static str> {
+    let Value::Object(p) = v else { return Err("progress") };
+    if p.keys().any(|k| k != "percent" && k != "stage") {
+        return Err("progress");
+    }
+    let percent = match p.get("percent").and_then(Value::as_i64) {
+        // Integers only: a float such as 50.0 has no i64 value.
+        Some(n @ 0..=100) => n as i16,
+        _ => return Err("progress.percent"),
+    };
+    match p.get("stage") {
+        Some(Value::String(s)) if (1..=64).contains(&s.chars().count()) && !s.chars().any(char::is_control) => {
+            Ok((percent, s.clone()))
+        }
+        _ => Err("progress.stage"),
+    }
+}
+
+fn processing_body(progress: Option<Value>) -> Map<String, Value> {
+    let mut m =
+        json!({"code2des_id": ID, "attempt": 2, "nonce": "n0nce", "status": "processing"}).as_object().unwrap().clone();
+    if let Some(p) = progress {
+        m.insert("progress".into(), p);
+    }
+    m
+}
+
+fn check_progress(progress: Option<Value>) -> Result<(), TestCaseError> {
+    let want = match &progress {
+        None => Err("progress"),
+        Some(v) => progress_oracle(v),
+    };
+    match (WebhookBody::parse(&processing_body(progress.clone()), "bkt"), want) {
+        (Ok(b), Ok((percent, stage))) => {
+            prop_assert_eq!(b.status, Status::Processing);
+            let p = b.progress.expect("a processing report carries its progress");
+            prop_assert_eq!((p.percent, p.stage.as_str()), (percent, stage.as_str()));
+            prop_assert!(b.result_url.is_none() && b.warning_count.is_none() && b.error_message.is_none());
+        }
+        (Err(e), Err(field)) => {
+            assert_client_error(&e, field);
+            // "progress" must not be satisfied by "progress.percent" and the like: exact field.
+            prop_assert!(e.to_string()[field.len()..].starts_with(':'), "{e} should name exactly {field}");
+        }
+        (got, want) => prop_assert!(false, "{progress:?}: parsed {got:?}, the rule says {want:?}"),
+    }
+    Ok(())
+}
+
+fn stage_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        arb_json(),
+        nasty_string().prop_map(Value::String),
+        "[a-z ]{60,70}".prop_map(Value::String),
+        (1usize..=64).prop_map(|n| Value::String("é".repeat(n))),
+        (63usize..=66).prop_map(|n| Value::String("s".repeat(n))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn retry_bodies_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..128)) {
+        check_retry(&bytes)?;
+    }
+
+    #[test]
+    fn retry_bodies_on_json_trees(v in arb_json()) {
+        check_retry(&serde_json::to_vec(&v).unwrap())?;
+    }
+
+    #[test]
+    fn retry_bodies_name_the_attempt(
+        attempt in prop::option::of(attempt_value()),
+        extra in prop::option::of(("[a-z]{1,8}", arb_json())),
+        spaces in "[ \t\r\n]{0,3}",
+    ) {
+        let mut m = Map::new();
+        if let Some(a) = attempt {
+            m.insert("attempt".into(), a);
+        }
+        if let Some((k, v)) = extra {
+            m.insert(k, v);
+        }
+        check_retry(format!("{spaces}{}{spaces}", Value::Object(m)).as_bytes())?;
+    }
+
+    #[test]
+    fn progress_reports_are_checked(
+        percent in prop::option::of(prop_oneof![arb_json(), (-5i64..110).prop_map(Value::from), Just(json!(50.0))]),
+        stage in prop::option::of(stage_value()),
+        extra in prop::option::of(("[a-z]{1,8}", arb_json())),
+    ) {
+        let mut p = Map::new();
+        if let Some(v) = percent {
+            p.insert("percent".into(), v);
+        }
+        if let Some(v) = stage {
+            p.insert("stage".into(), v);
+        }
+        if let Some((k, v)) = extra {
+            p.insert(k, v);
+        }
+        check_progress(Some(Value::Object(p)))?;
+    }
+
+    #[test]
+    fn progress_members_of_any_shape_never_panic(v in prop::option::of(arb_json())) {
+        check_progress(v)?;
+    }
+
+    #[test]
+    fn processing_reports_carry_no_result(url in prop_oneof![s3_url().prop_map(Value::String), arb_json()]) {
+        let mut body = processing_body(Some(json!({"percent": 5, "stage": "x"})));
+        body.insert("result_url".into(), url.clone());
+        match WebhookBody::parse(&body, "bkt") {
+            Ok(_) => prop_assert!(url.is_null()),
+            Err(e) => {
+                prop_assert!(!url.is_null());
+                assert_client_error(&e, "result_url");
+            }
         }
     }
 }

@@ -155,8 +155,9 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
     }
 }
 
-/// `{}` or `{"attempt": n}`: the attempt being retried, so racing retries converge.
-fn parse_retry_body(bytes: &[u8]) -> Result<Option<i32>, ApiError> {
+/// `{}` or `{"attempt": n}`: the attempt being retried, so racing retries converge. Public for
+/// shared/tests/fuzz.rs.
+pub fn parse_retry_body(bytes: &[u8]) -> Result<Option<i32>, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }

@@ -127,8 +127,12 @@ impl Dispatcher {
             tracing::error!(code2des_id = %job.id, attempt = job.attempt, "manifest write failed; failing the attempt");
             let id = Code2desId::parse(&job.id).map_err(|_| ApiError::Internal)?;
             let message = "the job could not be dispatched to the worker";
-            if let Err(fail) = store::fail_undispatched(&***client, id, job.attempt, nonce, message, what).await {
-                tracing::error!(code2des_id = %job.id, error = %fail, "could not fail the undispatched attempt; the deadline will");
+            match store::fail_undispatched(&***client, id, job.attempt, nonce, message, what).await {
+                // A terminal transition like any other (SPEC section 8); the attempt never ran.
+                Ok(()) => crate::metrics::job_failed(None),
+                Err(fail) => {
+                    tracing::error!(code2des_id = %job.id, error = %fail, "could not fail the undispatched attempt; the deadline will")
+                }
             }
             return Err(e);
         }

@@ -4,13 +4,15 @@
 //!
 //! ```sh
 //! aws lambda invoke --function-name "$MIGRATE_FUNCTION" out.json && cat out.json
-//! # {"database":"code2des","applied":["V1__code2des"]}   then, on a second run: "applied":[]
+//! # {"database":"code2des","applied":["V1__code2des",…],"appRole":"code2des_app"}
+//! # then, on a second run: "applied":[] (the role's password is set again from its secret)
 //! ```
 //!
 //! The API functions never migrate on their own: a cold start must not wait on DDL, and two
 //! instances must not race to apply the same version.
 
 use lambda_runtime::{Error, LambdaEvent};
+use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
 use shared::db::DbConfig;
 
@@ -19,16 +21,33 @@ use shared::db::DbConfig;
 /// finds nothing to do. The value is arbitrary but fixed: "c2dmigr" in ASCII.
 pub const MIGRATION_LOCK: i64 = 0x0063_3264_6d69_6772;
 
+/// Where the application role's login secret (`{"username","password"}`) comes from.
+pub enum AppRoleSecret {
+    /// `DB_APP_SECRET_ARN`: read afresh at every invocation, so a rotated secret is applied by
+    /// the next run.
+    Arn(String),
+    /// The JSON itself (tests).
+    Json(SecretString),
+}
+
 /// Settings read once per instance.
 pub struct Deps {
     pub db: DbConfig,
     pub ca_bundle: Option<String>,
+    /// The application role the functions log in as through RDS Proxy: after migrating, its
+    /// password is set to this secret's, so the proxy's `code2des_app` user can log in.
+    pub app_role: Option<AppRoleSecret>,
 }
 
 impl Deps {
-    /// `DB_SECRET_ARN` (+ `DB_HOST`/`DB_PORT`/`DB_NAME`) in AWS, `DATABASE_URL` elsewhere.
+    /// `DB_SECRET_ARN` (+ `DB_HOST`/`DB_PORT`/`DB_NAME`) in AWS, `DATABASE_URL` elsewhere;
+    /// `DB_APP_SECRET_ARN` when the application role's password is to be set.
     pub async fn from_env() -> Result<Self, shared::setup::SetupError> {
-        Ok(Self { db: shared::setup::db_config().await?, ca_bundle: shared::setup::var("DB_CA_BUNDLE") })
+        Ok(Self {
+            db: shared::setup::db_config().await?,
+            ca_bundle: shared::setup::var("DB_CA_BUNDLE"),
+            app_role: shared::setup::var("DB_APP_SECRET_ARN").map(AppRoleSecret::Arn),
+        })
     }
 }
 
@@ -44,5 +63,20 @@ pub async fn handle(deps: &Deps, _event: LambdaEvent<Value>) -> Result<Value, Er
     client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]).await?;
     let applied = applied?;
     tracing::info!(applied = ?applied, "migrations applied");
-    Ok(json!({ "database": deps.db.pg.get_dbname(), "applied": applied }))
+    let app_role = match &deps.app_role {
+        None => None,
+        Some(source) => {
+            let secret = match source {
+                AppRoleSecret::Arn(arn) => {
+                    shared::setup::forget_secret(arn).await;
+                    shared::setup::secret(arn).await?
+                }
+                AppRoleSecret::Json(json) => json.clone(),
+            };
+            let role = shared::rds_iam::set_app_role_password(&client, secret.expose_secret()).await?;
+            tracing::info!(role = %role, "application role password set");
+            Some(role)
+        }
+    };
+    Ok(json!({ "database": deps.db.pg.get_dbname(), "applied": applied, "appRole": app_role }))
 }

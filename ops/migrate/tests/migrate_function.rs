@@ -30,7 +30,7 @@ async fn migrate_function_applies_every_version_once() {
 
     let mut cfg = DbConfig::from_url(&admin_url()).unwrap();
     cfg.pg.dbname(&name);
-    let deps = Deps { db: cfg.clone(), ca_bundle: None };
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None };
     let outcome = async {
         let first = handle(&deps, invocation()).await.expect("first run");
         let second = handle(&deps, invocation()).await.expect("second run");
@@ -67,4 +67,28 @@ async fn migrate_function_applies_every_version_once() {
         indexes,
         ["code2des_org_project_file_status_idx", "code2des_page_import_idx", "code2des_project_status_idx"]
     );
+}
+
+#[tokio::test]
+async fn migrate_function_sets_the_application_role_password_from_its_secret() {
+    let name = format!("c2d_migrate_{:016x}", rand::random::<u64>());
+    let admin = admin().await;
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let mut cfg = DbConfig::from_url(&admin_url()).unwrap();
+    cfg.pg.dbname(&name);
+    let password = format!("p{:032x}", rand::random::<u128>());
+    let secret = json!({"username": "code2des_app", "password": password}).to_string();
+    let deps =
+        Deps { db: cfg.clone(), ca_bundle: None, app_role: Some(code2des_migrate::AppRoleSecret::Json(secret.into())) };
+    let outcome = handle(&deps, invocation()).await;
+    // Roles are the cluster's: the verifier stored for it is read back as the owner.
+    let stored: Option<String> =
+        admin.query_one("SELECT rolpassword FROM pg_authid WHERE rolname = 'code2des_app'", &[]).await.unwrap().get(0);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+
+    let out = outcome.expect("migrate and set the password");
+    assert_eq!(out["appRole"], "code2des_app", "{out}");
+    let stored = stored.expect("a password is set");
+    assert!(stored.starts_with("SCRAM-SHA-256$4096:"), "a SCRAM verifier, never the password itself");
+    assert!(!stored.contains(&password) && !out.to_string().contains(&password));
 }

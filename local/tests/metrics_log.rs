@@ -199,6 +199,19 @@ async fn every_transition_and_refusal_is_one_emf_record_on_stdout() {
     assert_eq!(total(&recs, "WebhookRejected", Some("fenced")), 1.0);
     assert_eq!(total(&recs, "WebhookRejected", Some("already_terminal")), 1.0);
     assert_eq!(total(&recs, "WebhookRejected", None), 3.0);
+    // Every record carries the dimension set the template's alarms and dashboard query
+    // (`Namespace: Code2Des`, `Service: code2des`): a metric published under any other set is
+    // a metric no alarm sees.
+    let template = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    assert!(
+        template.contains("Namespace: Code2Des")
+            && template.contains("- Name: Service\n                  Value: code2des")
+    );
+    for r in &recs {
+        assert_eq!(r["Service"], "code2des", "{r}");
+        let sets = r["_aws"]["CloudWatchMetrics"][0]["Dimensions"].as_array().unwrap();
+        assert!(sets.contains(&json!(["Service"])), "{r}");
+    }
     // Nothing secret rides along.
     for secret in [SECRET, m.nonce.as_str(), m2.nonce.as_str(), token.as_str()] {
         assert!(!out.contains(secret), "a secret in the log");

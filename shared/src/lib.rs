@@ -21,6 +21,7 @@ pub mod signature;
 pub mod store;
 pub mod telemetry;
 pub mod types;
+pub mod webhook_keys;
 
 pub use error::ApiError;
 pub use lambda_http;

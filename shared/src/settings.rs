@@ -190,6 +190,16 @@ impl Resources {
             .cloned()
     }
 
+    /// The webhook's HMAC keys: the secret, re-read from Secrets Manager on a mismatch when it
+    /// comes from there (see `shared::webhook_keys`).
+    pub async fn webhook_keys(&self) -> Result<crate::webhook_keys::WebhookKeys, SetupError> {
+        let secret = self.webhook_secret().await?;
+        Ok(match &self.settings.webhook_secret {
+            SecretSource::Arn(arn) => crate::webhook_keys::WebhookKeys::from_secret(arn.clone(), secret),
+            _ => crate::webhook_keys::WebhookKeys::fixed(secret),
+        })
+    }
+
     /// The webhook HMAC secret (fetched once when it is an ARN).
     pub async fn webhook_secret(&self) -> Result<SecretString, SetupError> {
         self.secret

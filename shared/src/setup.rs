@@ -197,6 +197,18 @@ pub async fn secret(arn: &str) -> Result<SecretString, SetupError> {
     Ok(s)
 }
 
+/// One version stage of a secret (`AWSCURRENT`, `AWSPREVIOUS`), read now, never cached; `None`
+/// when the secret has no version in that stage (a secret never rotated has no previous one).
+pub async fn secret_stage(arn: &str, stage: &str) -> Result<Option<SecretString>, SetupError> {
+    use aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueError;
+    let client = aws_sdk_secretsmanager::Client::new(sdk_config().await);
+    match client.get_secret_value().secret_id(arn).version_stage(stage).send().await {
+        Ok(out) => Ok(out.secret_string().map(|v| SecretString::from(v.to_owned()))),
+        Err(e) if matches!(e.as_service_error(), Some(GetSecretValueError::ResourceNotFoundException(_))) => Ok(None),
+        Err(e) => Err(format!("cannot read secret {arn} ({stage}): {}", crate::error::chain(&e)).into()),
+    }
+}
+
 /// Drops a cached secret so the next read fetches it again (after a rotation).
 pub async fn forget_secret(arn: &str) {
     if let Some(cache) = SECRETS.get() {

@@ -7,70 +7,29 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use secrecy::ExposeSecret;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+mod common;
 
 const DB_ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:rds!cluster-abc";
 const HOOK_ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:code2des-webhook-xyz";
 
 /// Answers GetSecretValue for two ARNs and counts the calls per ARN.
 async fn emulator() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let (db_calls, hook_calls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let (d, h) = (db_calls.clone(), hook_calls.clone());
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
-            let (d, h) = (d.clone(), h.clone());
-            tokio::spawn(async move {
-                loop {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    // Read one request: headers, then Content-Length bytes of JSON.
-                    let body = loop {
-                        let Ok(n) = sock.read(&mut chunk).await else { return };
-                        if n == 0 {
-                            return;
-                        }
-                        buf.extend_from_slice(&chunk[..n]);
-                        let text = String::from_utf8_lossy(&buf).to_string();
-                        if let Some(end) = text.find("\r\n\r\n") {
-                            let len = text[..end]
-                                .lines()
-                                .find_map(|l| {
-                                    l.to_ascii_lowercase()
-                                        .strip_prefix("content-length:")
-                                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                                })
-                                .unwrap_or(0);
-                            if buf.len() >= end + 4 + len {
-                                break String::from_utf8_lossy(&buf[end + 4..end + 4 + len]).to_string();
-                            }
-                        }
-                    };
-                    let secret = if body.contains(DB_ARN) {
-                        d.fetch_add(1, Ordering::SeqCst);
-                        serde_json::json!({"engine": "postgres", "host": "db.internal.example", "port": 5433,
-                            "username": "code2des", "password": "p@ss w0rd", "dbname": "code2des"})
-                        .to_string()
-                    } else {
-                        h.fetch_add(1, Ordering::SeqCst);
-                        "generated-webhook-secret".to_owned()
-                    };
-                    let out = serde_json::json!({"ARN": "arn", "Name": "n", "SecretString": secret, "VersionId": "v1"})
-                        .to_string();
-                    let resp = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.1\r\ncontent-length: {}\r\n\r\n{out}",
-                        out.len()
-                    );
-                    if sock.write_all(resp.as_bytes()).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (format!("http://{addr}"), db_calls, hook_calls)
+    let endpoint = common::secrets_manager(Arc::new(move |body: &str| {
+        Some(if body.contains(DB_ARN) {
+            d.fetch_add(1, Ordering::SeqCst);
+            serde_json::json!({"engine": "postgres", "host": "db.internal.example", "port": 5433,
+                "username": "code2des", "password": "p@ss w0rd", "dbname": "code2des"})
+            .to_string()
+        } else {
+            h.fetch_add(1, Ordering::SeqCst);
+            "generated-webhook-secret".to_owned()
+        })
+    }))
+    .await;
+    (endpoint, db_calls, hook_calls)
 }
 
 #[tokio::test]

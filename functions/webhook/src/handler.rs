@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use lambda_http::{Body, Request, Response};
-use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use shared::http::{self, json_object, raw_body};
 use shared::metrics::{self, Reason};
@@ -17,11 +16,12 @@ use shared::setup::SetupError;
 use shared::signature;
 use shared::store::{self, AttemptRef, Outcome, Progressed, DEADLINE_ACTOR, WORKER_ACTOR};
 use shared::types::Status;
+use shared::webhook_keys::WebhookKeys;
 use shared::ApiError;
 
 pub struct Deps {
     pub pool: deadpool_postgres::Pool,
-    pub secret: SecretString,
+    pub keys: WebhookKeys,
     pub bucket: String,
     pub deadline: Duration,
 }
@@ -30,7 +30,7 @@ impl Deps {
     pub async fn new(r: &Resources) -> Result<Self, SetupError> {
         Ok(Self {
             pool: r.pool().await?,
-            secret: r.webhook_secret().await?,
+            keys: r.webhook_keys().await?,
             bucket: r.settings.bucket()?.to_owned(),
             deadline: r.settings.deadline,
         })
@@ -81,7 +81,7 @@ fn same_outcome(job: &Job, body: &WebhookBody) -> bool {
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let bytes = raw_body(req)?;
     let header = req.headers().get(signature::HEADER).and_then(|v| v.to_str().ok());
-    if let Err(e) = signature::verify(deps.secret.expose_secret().as_bytes(), header, bytes, now_unix()) {
+    if let Err(e) = deps.keys.verify(header, bytes, now_unix()).await {
         tracing::warn!(request_id, reason = %e, "webhook signature refused");
         return Err(ApiError::Unauthorized("invalid or missing Code2des-Signature"));
     }

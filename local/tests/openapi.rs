@@ -334,15 +334,23 @@ fn statuses_headers_and_security_are_documented() {
     // SPEC section 7's headers: polling, caching, and where a retried attempt lives.
     let op = |m: &str, tail: &str| {
         ops.iter()
-            .find(|(om, p, _)| om == m && *p == format!("/organizations/{{organizationId}}/projects/{{projectId}}/code2des{tail}"))
+            .find(|(om, p, _)| {
+                om == m && *p == format!("/organizations/{{organizationId}}/projects/{{projectId}}/code2des{tail}")
+            })
             .map(|(_, _, op)| op.clone())
             .unwrap_or_else(|| panic!("{m} {tail}"))
     };
     let get = op("GET", "/{code2desId}");
-    assert!(resolve(&spec, &get["responses"]["200"])["headers"]["Retry-After"].is_object(), "GET job documents Retry-After");
+    assert!(
+        resolve(&spec, &get["responses"]["200"])["headers"]["Retry-After"].is_object(),
+        "GET job documents Retry-After"
+    );
     let result = op("GET", "/{code2desId}/result");
     let ok = resolve(&spec, &result["responses"]["200"]);
-    assert!(ok["headers"]["ETag"].is_object() && ok["headers"]["Cache-Control"].is_object(), "result documents caching");
+    assert!(
+        ok["headers"]["ETag"].is_object() && ok["headers"]["Cache-Control"].is_object(),
+        "result documents caching"
+    );
     assert!(resolve(&spec, &result["responses"]["304"])["content"].is_null(), "304 has no body");
     assert!(result["parameters"].as_array().unwrap().iter().any(|p| resolve(&spec, p)["name"] == "If-None-Match"));
     let retry = op("POST", "/{code2desId}/retry");

@@ -395,13 +395,11 @@ pub async fn retry(
 
 // --- lifecycle -----------------------------------------------------------------------------
 
-const GET_JOB: &str = concat!(
-    "SELECT ",
-    read_columns!("$5"),
-    " FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
-    "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
-    visible!("$4")
-);
+/// GET_JOB's statement (`read_columns!` under `visible!`) lives in migration V3 as the PL/pgSQL
+/// function `code2des_get_job`, whose plan the server keeps per session: `query_typed` plans
+/// only this trivial call, where it planned the six-relation read every time (issue 13,
+/// docs/PERFORMANCE.md §5). Same parameters, same columns, same rows.
+const GET_JOB: &str = "SELECT * FROM code2des_get_job($1, $2, $3, $4, $5)";
 
 /// One job visible to the caller, as of now (the deadline applied by the read, not written).
 pub async fn get_job(
@@ -436,25 +434,12 @@ pub struct ListQuery<'a> {
     pub limit: i64,
 }
 
-const LIST_JOBS: &str = concat!(
-    // `scope` yields one row exactly when the caller may list this project, so "not yours"
-    // (no row: 404) and "nothing yet" (one all-NULL row: empty page) stay apart in ONE statement.
-    "WITH scope AS (SELECT 1 AS ok FROM organization_member m ",
-    "JOIN organization o ON o.id = m.organization_id AND o.deleted_at IS NULL ",
-    "JOIN project p ON p.organization_id = o.id AND p.deleted_at IS NULL ",
-    "WHERE m.organization_id = $1 AND m.subject = $3 AND p.id = $2) ",
-    "SELECT j.* FROM scope LEFT JOIN LATERAL (SELECT ",
-    read_columns!("$4"),
-    " FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
-    "WHERE c.organization_id = $1 AND c.project_id = $2 AND c.deleted_at IS NULL ",
-    "AND ($5::varchar IS NULL OR c.figma_file_key = $5) ",
-    "AND ($6::text IS NULL OR CASE WHEN ",
-    overdue!("$4"),
-    " THEN '2' ELSE c.status::text END = $6::text) ",
-    "AND ($7::timestamptz IS NULL OR (c.created_at, c.id) < ($7::timestamptz, $8::varchar)) ",
-    "AND EXISTS (SELECT 1 FROM page_import pi WHERE pi.id = c.page_import_id AND pi.deleted_at IS NULL) ",
-    "ORDER BY c.created_at DESC, c.id DESC LIMIT $9) j ON true"
-);
+/// The list's statement lives in migration V3 as `code2des_list_jobs` (see GET_JOB): the scope
+/// check yields one row exactly when the caller may list this project, so "not yours" (no row:
+/// 404) and "nothing yet" (one all-NULL row: empty page) stay apart in ONE statement; the
+/// status filter compares the status as read, deadline applied; keyset position
+/// `(created_at, id)`, newest first.
+const LIST_JOBS: &str = "SELECT * FROM code2des_list_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
 /// Newest first, at most `limit` jobs (callers ask for one more to learn if a page follows).
 /// `None` when the caller may not list this project at all.

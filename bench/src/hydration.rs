@@ -2,9 +2,16 @@
 //! (latency, in-process, interleaved), with the image fetch concurrency at 1, the default
 //! (`Limits::fetch_concurrency`) and 32; and the peak memory of one result call, measured in a
 //! fresh child process per case (VmHWM from /proc/self/status before and after the call).
+//!
+//! With S3's first-byte latency injected (20 ms before every request): the S3 requests and the
+//! latency of one result GET (1 and 8 images, issue 13) beside the previous request pattern
+//! replayed with the same client (a HEAD before every GET: the artifact's HEAD and GET, then
+//! every image's HEAD at once, then every GET at once), and a revisit with `If-None-Match`.
 
 use std::sync::Arc;
 use std::time::Instant;
+
+use futures::future::join_all;
 
 use code2des_local::s3server;
 use shared::artifact::Limits;
@@ -20,7 +27,7 @@ const S3_LATENCY_MS: u64 = 20;
 pub async fn run(app: Arc<App>, quick: bool) {
     let t = app.tenant().await;
     let mut jobs = Vec::new();
-    for n in [1usize, 32, 64] {
+    for n in [1usize, 8, 32, 64] {
         let id = app.insert_jobs(&t, 1).await.remove(0);
         app.complete(&id, n, SIDE).await;
         jobs.push((n, id));
@@ -104,6 +111,8 @@ pub async fn run(app: Arc<App>, quick: bool) {
         "S3 requests/call",
         "floor: sequential S3 waits ms",
     ]);
+    // Artifact GET, then one wave of image GETs (none without images).
+    let floor = |n: usize| S3_LATENCY_MS * if n == 0 { 1 } else { 2 };
     let slow_cases = [1usize, 32, 64];
     let mut slow_lat: Vec<Vec<f64>> = vec![Vec::new(); slow_cases.len()];
     let mut slow_calls = vec![0u64; slow_cases.len()];
@@ -132,11 +141,12 @@ pub async fn run(app: Arc<App>, quick: bool) {
             f2(pct(&slow_lat[k], 90.0)),
             f2(median(&slow_lat[k]) / slow_base),
             slow_calls[k].to_string(),
-            // Artifact HEAD + GET, then one wave of image HEADs and one of GETs.
-            (4 * S3_LATENCY_MS).to_string(),
+            floor(*n).to_string(),
         ]);
     }
     slow_table.print();
+
+    requests_per_get(&app, &t, &jobs, &slow_deps, rounds).await;
 
     // Peak memory, one child process per case and repetition.
     let reps = if quick { 1 } else { 3 };
@@ -177,6 +187,128 @@ pub async fn run(app: Arc<App>, quick: bool) {
     }
     println!("Peak memory of ONE result call in a fresh process ({reps} processes per case):\n");
     mem.print();
+}
+
+/// Issue 13's figures: S3 requests and latency of one result GET now, beside the previous
+/// request pattern replayed, and a revisit that names the ETag it holds.
+async fn requests_per_get(
+    app: &App,
+    t: &Tenant,
+    jobs: &[(usize, String)],
+    deps: &code2des_result::handler::Deps,
+    rounds: usize,
+) {
+    let slow = crate::latency::s3_with_latency(&app.s3, std::time::Duration::from_millis(S3_LATENCY_MS));
+    let cases = [1usize, 8];
+    // (now, previous replayed, revisit): latencies and S3 requests of the last call.
+    let mut lat = vec![[Vec::new(), Vec::new(), Vec::new()]; cases.len()];
+    let mut calls = vec![[[0u64; 2]; 3]; cases.len()];
+    for round in 0..=rounds {
+        for (k, n) in cases.iter().enumerate() {
+            let id = &jobs.iter().find(|j| j.0 == *n).unwrap().1;
+            let ev = fixture::result_event(t, id);
+            let mut etag = String::new();
+            for (side, l) in lat[k].iter_mut().enumerate() {
+                let before = app.s3_calls.snapshot();
+                let t0 = Instant::now();
+                let ok = match side {
+                    0 => {
+                        let resp = code2des_result::handler::handle(deps, request(&ev)).await;
+                        etag = resp.headers().get("etag").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                        resp.status() == 200
+                    }
+                    1 => previous_pattern(app, &slow, t, id, *n).await,
+                    _ => {
+                        let revisit = with_header(&ev, "if-none-match", &etag);
+                        code2des_result::handler::handle(deps, request(&revisit)).await.status() == 304
+                    }
+                };
+                let el = ms(t0.elapsed());
+                let after = app.s3_calls.snapshot();
+                assert!(ok, "result GET with {n} images, case {side}");
+                if round > 0 {
+                    l.push(el);
+                }
+                calls[k][side] = [after[0] - before[0], after[1] - before[1]];
+            }
+        }
+    }
+    println!(
+        "S3 requests per result GET with {S3_LATENCY_MS} ms injected before every S3 request ({rounds} rounds): \
+         the handler now, the previous pattern (HEAD before every GET) replayed, a revisit with If-None-Match:\n"
+    );
+    let mut table = Table::new(&[
+        "result GET",
+        "S3 requests (GET/HEAD)",
+        "p50 ms",
+        "p90 ms",
+        "previous pattern: S3 requests (GET/HEAD)",
+        "previous pattern: p50 ms",
+        "now / previous (p50)",
+    ]);
+    for (k, n) in cases.iter().enumerate() {
+        let [now, prev, revisit] = &lat[k];
+        let [c_now, c_prev, c_rev] = calls[k];
+        table.row(vec![
+            format!("{n} image{}", if *n == 1 { "" } else { "s" }),
+            format!("{} ({}/{})", c_now[0] + c_now[1], c_now[0], c_now[1]),
+            f2(median(now)),
+            f2(pct(now, 90.0)),
+            format!("{} ({}/{})", c_prev[0] + c_prev[1], c_prev[0], c_prev[1]),
+            f2(median(prev)),
+            f2(median(now) / median(prev)),
+        ]);
+        table.row(vec![
+            format!("{n} image{}, revisit: If-None-Match → 304", if *n == 1 { "" } else { "s" }),
+            format!("{} ({}/{})", c_rev[0] + c_rev[1], c_rev[0], c_rev[1]),
+            f2(median(revisit)),
+            f2(pct(revisit, 90.0)),
+            String::new(),
+            String::new(),
+            f2(median(revisit) / median(prev)),
+        ]);
+    }
+    table.print();
+}
+
+/// The result GET's S3 requests as they were before issue 13, replayed on `s3`: the job read,
+/// HEAD then GET of the artifact, then every image's HEAD at once, then every image's GET at
+/// once (bodies read; no validation or encoding).
+async fn previous_pattern(app: &App, s3: &aws_sdk_s3::Client, t: &Tenant, id: &str, images: usize) -> bool {
+    let scope = shared::store::Scope {
+        organization_id: shared::types::OrganizationId::parse(&t.org.to_string()).unwrap(),
+        project_id: shared::types::ProjectId::parse(&t.project.to_string()).unwrap(),
+        subject: shared::types::Subject::parse(&t.sub).unwrap(),
+    };
+    let job_id = shared::types::Code2desId::parse(id).unwrap();
+    {
+        let c = app.pool.get().await.unwrap();
+        let deadline = shared::setup::DEFAULT_DEADLINE;
+        if !matches!(shared::store::get_job(&**c, &scope, job_id, deadline).await, Ok(Some(_))) {
+            return false;
+        }
+    }
+    let head = |key: String| async move { s3.head_object().bucket(BUCKET).key(key).send().await.is_ok() };
+    let get = |key: String| async move {
+        match s3.get_object().bucket(BUCKET).key(key).send().await {
+            Ok(o) => o.body.collect().await.is_ok(),
+            Err(_) => false,
+        }
+    };
+    let prefix = format!("code2des/{id}/1/");
+    if !head(format!("{prefix}result.json")).await || !get(format!("{prefix}result.json")).await {
+        return false;
+    }
+    let keys: Vec<String> = (0..images).map(|i| format!("{prefix}images/img{i}.png")).collect();
+    join_all(keys.iter().cloned().map(head)).await.into_iter().all(|ok| ok)
+        && join_all(keys.into_iter().map(get)).await.into_iter().all(|ok| ok)
+}
+
+/// An event with one more request header (API Gateway v2 lower-cases header names).
+fn with_header(ev: &str, name: &str, value: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(ev).expect("an event");
+    v["headers"][name] = serde_json::json!(value);
+    v.to_string()
 }
 
 fn tenant_arg(t: &Tenant) -> String {

@@ -2,7 +2,7 @@
 //! (the machine is noisy; absolute numbers are not the point). See docs/PERFORMANCE.md.
 //!
 //! ```text
-//! code2des-bench [all|coldstart|roundtrips|warm|hydration] [--quick] [--rounds N] [--extra NAME=PATH]...
+//! code2des-bench [all|coldstart|roundtrips|warm|reads|hydration] [--quick] [--rounds N] [--extra NAME=PATH]...
 //! ```
 //! `--quick` runs every benchmark with a few iterations (CI checks that they still run; it
 //! asserts nothing about speed). `--extra` adds another binary to the cold-start table (a
@@ -14,6 +14,7 @@ mod hydration;
 mod latency;
 mod pg;
 mod pgproxy;
+mod reads;
 mod roundtrips;
 mod stats;
 mod warm;
@@ -87,7 +88,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: code2des-bench [all|coldstart|roundtrips|warm|hydration] [--quick] [--rounds N] [--extra NAME=PATH]..."
+                "{e}\nusage: code2des-bench [all|coldstart|roundtrips|warm|reads|hydration] [--quick] [--rounds N] [--extra NAME=PATH]..."
             );
             std::process::exit(2);
         }
@@ -101,7 +102,7 @@ fn main() {
 fn run(args: Args) -> Result<(), String> {
     machine();
     let c = args.command.as_str();
-    if !matches!(c, "all" | "coldstart" | "roundtrips" | "warm" | "hydration") {
+    if !matches!(c, "all" | "coldstart" | "roundtrips" | "warm" | "reads" | "hydration") {
         return Err(format!("unknown command {c:?}"));
     }
     if matches!(c, "all" | "coldstart") {
@@ -133,6 +134,9 @@ fn run(args: Args) -> Result<(), String> {
             let held: Vec<_> = futures::future::join_all((0..32).map(|_| app.pool.get())).await;
             drop(held);
             warm::run(app.clone(), Arc::new(raw), quick, rounds).await;
+        }
+        if matches!(c, "all" | "reads") {
+            reads::run(app.clone(), quick, rounds).await?;
         }
         if matches!(c, "all" | "hydration") {
             hydration::run(app.clone(), quick).await;

@@ -1,0 +1,922 @@
+//! Reads at the database's speed (issue 13): the lifecycle GET and the list through the
+//! release `code2des-local` (HTTP on loopback, driven by a minimal keep-alive HTTP/1.1 client
+//! so the client costs little), beside the ways to run the same read on plain tokio-postgres
+//! connections, all in ONE run at concurrency 1 and 8:
+//!
+//! - the baseline: the read's SELECT as a named prepared statement (the best known way to get
+//!   the same answer; what RDS Proxy cannot have without pinning the session);
+//! - the options for `query_typed` (unnamed: parsed and planned on every call): the SELECT
+//!   itself (what shared::store ran before), a simpler equivalent SELECT, the PL/pgSQL functions
+//!   of migration V3 (what shared::store runs now), the same without their SET clause, SQL
+//!   functions, and a SELECT without the visibility rules (NOT equivalent: the floor).
+//!
+//! The SELECTs are read back from the functions' bodies in pg_proc, so the baseline is exactly
+//! the statement the function runs. Variants rotate their order every round; each ratio is
+//! taken to the prepared baseline of the same round, then its median across rounds. Every
+//! variant is checked to return the same job(s) before anything is timed.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use shared::model::Job;
+use shared::store::{self, ListQuery, Scope};
+use shared::types::Code2desId;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Row, Statement};
+
+use crate::fixture::{App, Tenant};
+use crate::stats::{f2, median, ms, pct, Table};
+
+const DEADLINE: Duration = shared::setup::DEFAULT_DEADLINE;
+/// shared::store's GET_JOB and LIST_JOBS (checked below to answer exactly as shared::store does).
+const GET_CALL: &str = "SELECT * FROM code2des_get_job($1, $2, $3, $4, $5)";
+const LIST_CALL: &str = "SELECT * FROM code2des_list_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+/// Rows per page the list handler asks for by default (limit 50, plus one to see a next page).
+const LIST_LIMIT: i64 = 51;
+/// Jobs in the listed project (one page).
+const LIST_ITEMS: usize = 20;
+
+type Op = Arc<dyn Fn(usize) -> BoxFuture<'static, bool> + Send + Sync>;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Read {
+    Get,
+    List,
+}
+
+struct Variant {
+    read: Read,
+    name: String,
+    /// The baseline of its read (a ratio of 1 by definition).
+    baseline: bool,
+    op: Op,
+    /// SQL run (by the admin connection) before and after this variant's calls: the "before"
+    /// rows swap the stack's function for one that plans its SELECT on every call.
+    swap: Option<(Arc<str>, Arc<str>)>,
+}
+
+struct Sample {
+    lat_ms: Vec<f64>,
+    tput: f64,
+    failures: usize,
+}
+
+/// `total` calls of `op` by `conc` workers, or fewer if `cap` runs out first.
+async fn drive(conc: usize, total: usize, cap: Duration, op: Op) -> Sample {
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let fails = Arc::new(AtomicUsize::new(0));
+    let lats = Arc::new(Mutex::new(Vec::with_capacity(total)));
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..conc)
+        .map(|w| {
+            let (next, done, fails, lats, op) = (next.clone(), done.clone(), fails.clone(), lats.clone(), op.clone());
+            tokio::spawn(async move {
+                let mut mine = Vec::new();
+                while next.fetch_add(1, Ordering::Relaxed) < total && start.elapsed() < cap {
+                    let t0 = Instant::now();
+                    if !op(w).await {
+                        fails.fetch_add(1, Ordering::Relaxed);
+                    }
+                    mine.push(ms(t0.elapsed()));
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                lats.lock().unwrap().extend(mine);
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let elapsed = start.elapsed();
+    let lat_ms = std::mem::take(&mut *lats.lock().unwrap());
+    Sample {
+        lat_ms,
+        tput: done.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64(),
+        failures: fails.load(Ordering::Relaxed),
+    }
+}
+
+// --- the local stack and a minimal HTTP client ------------------------------------------------
+
+/// The release `code2des-local`, on free loopback ports, against the bench database.
+struct LocalStack {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+/// `CODE2DES_LOCAL_BIN`, else the `code2des-local` beside this binary (the same build: what
+/// scripts/bench built, or the directory CI hands over in `CODE2DES_BIN_DIR`).
+fn local_bin() -> Result<std::path::PathBuf, String> {
+    let path = match std::env::var_os("CODE2DES_LOCAL_BIN") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("code2des-local"),
+    };
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!("{} not found: build it with the bench (scripts/bench builds every binary)", path.display()))
+    }
+}
+
+impl LocalStack {
+    async fn start(database_url: &str) -> Result<Self, String> {
+        let bin = local_bin()?;
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let addr: SocketAddr = format!("127.0.0.1:{}", crate::pg::free_port()).parse().unwrap();
+        let s3_addr = format!("127.0.0.1:{}", crate::pg::free_port());
+        // A clean environment: the local defaults plus this database; logs at warn (a log line
+        // per request would be the server's largest cost, and a Lambda's goes to CloudWatch).
+        let log = std::fs::File::create(dir.path().join("log")).map_err(|e| e.to_string())?;
+        let child = Command::new(&bin)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("DATABASE_URL", database_url)
+            .env("RUST_LOG", "warn")
+            .args(["--addr", &addr.to_string(), "--s3-addr", &s3_addr, "--data-dir"])
+            .arg(dir.path())
+            .arg("serve")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", bin.display()))?;
+        let mut stack = Self { child, addr, _dir: dir };
+        let t0 = Instant::now();
+        loop {
+            if let Ok(Some(status)) = stack.child.try_wait() {
+                let log = std::fs::read_to_string(stack._dir.path().join("log")).unwrap_or_default();
+                return Err(format!("code2des-local exited during start-up ({status}): {log}"));
+            }
+            if let Ok(mut c) = HttpConn::connect(addr).await {
+                let status = c.call(&get_request("/bench-unrouted", None)).await.map_err(|e| e.to_string())?;
+                if status == 404 {
+                    return Ok(stack);
+                }
+                return Err(format!("code2des-local answered {status} to an unrouted request"));
+            }
+            if t0.elapsed() > Duration::from_secs(60) {
+                return Err("code2des-local did not listen within 60 s".into());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for LocalStack {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection: write a request, read one response (status line,
+/// headers up to the blank line, `content-length` bytes of body). Nothing else: the client
+/// should cost as little as possible next to the server it measures.
+struct HttpConn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+fn get_request(path: &str, sub: Option<&str>) -> Vec<u8> {
+    let who = sub.map(|s| format!("x-code2des-dev-sub: {s}\r\n")).unwrap_or_default();
+    format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: application/json\r\n{who}\r\n").into_bytes()
+}
+
+impl HttpConn {
+    async fn connect(addr: SocketAddr) -> std::io::Result<Self> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(Self { stream, buf: Vec::with_capacity(64 * 1024) })
+    }
+
+    async fn fill(&mut self) -> std::io::Result<()> {
+        if self.stream.read_buf(&mut self.buf).await? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(())
+    }
+
+    /// Sends `request`, reads the whole response; its status.
+    async fn call(&mut self, request: &[u8]) -> std::io::Result<u16> {
+        self.stream.write_all(request).await?;
+        self.buf.clear();
+        let head_end = loop {
+            if let Some(i) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i;
+            }
+            self.fill().await?;
+        };
+        let head = std::str::from_utf8(&self.buf[..head_end]).map_err(|_| std::io::ErrorKind::InvalidData)?;
+        let status = head.get(9..12).and_then(|s| s.parse().ok()).ok_or(std::io::ErrorKind::InvalidData)?;
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length").then(|| v.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        while self.buf.len() < head_end + 4 + len {
+            self.fill().await?;
+        }
+        Ok(status)
+    }
+}
+
+/// `conc` connections to the stack, each used by one worker, all sending `request`.
+async fn http_op(addr: SocketAddr, conc: usize, request: Vec<u8>, expect: u16) -> Op {
+    let mut conns = Vec::new();
+    for _ in 0..conc {
+        conns.push(tokio::sync::Mutex::new(HttpConn::connect(addr).await.expect("connect to code2des-local")));
+    }
+    let (conns, request) = (Arc::new(conns), Arc::new(request));
+    Arc::new(move |w| {
+        let (conns, request) = (conns.clone(), request.clone());
+        Box::pin(async move { matches!(conns[w].lock().await.call(&request).await, Ok(s) if s == expect) })
+    })
+}
+
+// --- the statements ----------------------------------------------------------------------------
+
+/// What the benchmark knows of a V3 function: its SELECT, as a statement of its own (comments
+/// dropped, whitespace collapsed, GET's INTO clause removed), and its definition.
+struct Function {
+    /// The SELECT, with the function's positional parameters.
+    sql: String,
+    /// `pg_get_functiondef`: CREATE OR REPLACE FUNCTION … with its SET clause and body.
+    def: String,
+    /// The input parameters (`pg_get_function_arguments` without the OUT ones).
+    inputs: String,
+    /// The result columns (`name type, …`), from its OUT parameters or its RETURNS TABLE.
+    columns: String,
+}
+
+async fn function(c: &Client, name: &str) -> Function {
+    let row = c
+        .query_one(
+            "SELECT prosrc, pg_get_functiondef(oid), pg_get_function_arguments(oid), pg_get_function_result(oid) \
+             FROM pg_proc WHERE proname = $1",
+            &[&name],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name} in pg_proc: {e}"));
+    let (src, def, args, result): (String, String, String, String) = (row.get(0), row.get(1), row.get(2), row.get(3));
+    let code: String = src.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n");
+    let code = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    let body = code.split_once("BEGIN ").map(|(_, b)| b).expect("a BEGIN");
+    let body = &body[..body.rfind(';').expect("a statement end")];
+    let mut sql = body.strip_prefix("RETURN QUERY ").unwrap_or(body).to_owned();
+    if let (Some(i), Some(j)) = (sql.find(" INTO "), sql.find(" FROM code2des c ")) {
+        sql.replace_range(i..j, "");
+    }
+    let (inputs, columns) = match args.split_once(", OUT ") {
+        Some((inputs, outs)) => (inputs.to_owned(), outs.replace(", OUT ", ", ")),
+        None => {
+            let table = result.strip_prefix("TABLE(").and_then(|r| r.strip_suffix(')')).expect("RETURNS TABLE");
+            (args, table.to_owned())
+        }
+    };
+    Function { sql, def, inputs, columns }
+}
+
+impl Function {
+    /// This function's definition under another name, changed by `edit`.
+    fn renamed(&self, name: &str, copy: &str, edit: impl Fn(&str) -> String) -> String {
+        edit(&self.def).replacen(&format!(".{name}("), &format!(".{copy}("), 1)
+    }
+
+    /// The definition (same signature, SET clause, privileges) with `body` as its code.
+    fn with_body(&self, body: &str) -> String {
+        let start = self.def.find("AS $function$").expect("a $function$ body");
+        format!("{}AS $function$\n{body}\n$function$\n", &self.def[..start])
+    }
+
+    /// A new function `copy` returning the same columns as a set, in `language`.
+    fn set_returning(&self, copy: &str, language: &str, set: bool, body: &str) -> String {
+        let set = if set { " SET search_path = pg_catalog, public, pg_temp" } else { "" };
+        format!(
+            "CREATE FUNCTION {copy}({}) RETURNS TABLE({}) LANGUAGE {language} STABLE{set} AS $bench$ {body} $bench$",
+            self.inputs, self.columns
+        )
+    }
+
+    /// Names of the result columns.
+    fn column_names(&self) -> String {
+        self.columns.split(", ").map(|c| c.split(' ').next().unwrap_or(c)).collect::<Vec<_>>().join(", ")
+    }
+}
+
+fn without_set(def: &str) -> String {
+    def.lines().filter(|l| !l.trim_start().starts_with("SET ")).collect::<Vec<_>>().join("\n")
+}
+
+fn placeholders(n: usize) -> String {
+    (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
+struct GetArgs {
+    id: String,
+    org: i32,
+    project: i32,
+    sub: String,
+    deadline: f64,
+}
+
+const GET_TYPES: [Type; 5] = [Type::VARCHAR, Type::INT4, Type::INT4, Type::VARCHAR, Type::FLOAT8];
+const LIST_TYPES: [Type; 9] = [
+    Type::INT4,
+    Type::INT4,
+    Type::VARCHAR,
+    Type::FLOAT8,
+    Type::VARCHAR,
+    Type::TEXT,
+    Type::TIMESTAMPTZ,
+    Type::VARCHAR,
+    Type::INT8,
+];
+
+fn get_params(a: &GetArgs) -> [&(dyn ToSql + Sync); 5] {
+    [&a.id, &a.org, &a.project, &a.sub, &a.deadline]
+}
+
+struct ListArgs {
+    org: i32,
+    project: i32,
+    sub: String,
+    deadline: f64,
+    none_text: Option<String>,
+    none_ts: Option<std::time::SystemTime>,
+    limit: i64,
+}
+
+fn list_params(a: &ListArgs) -> [&(dyn ToSql + Sync); 9] {
+    [&a.org, &a.project, &a.sub, &a.deadline, &a.none_text, &a.none_text, &a.none_ts, &a.none_text, &a.limit]
+}
+
+fn typed<'a, const N: usize>(
+    params: [&'a (dyn ToSql + Sync); N],
+    types: &[Type; N],
+) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+    params.into_iter().zip(types.iter().cloned()).collect()
+}
+
+/// The jobs of a read's rows, as shared::store decodes them (a list's all-NULL scope row skipped).
+fn jobs(rows: &[Row]) -> Option<Vec<Job>> {
+    rows.iter().filter(|r| r.get::<_, Option<String>>("id").is_some()).map(|r| Job::from_row(r).ok()).collect()
+}
+
+fn scope(t: &Tenant) -> Scope {
+    Scope {
+        organization_id: shared::types::OrganizationId::parse(&t.org.to_string()).unwrap(),
+        project_id: shared::types::ProjectId::parse(&t.project.to_string()).unwrap(),
+        subject: shared::types::Subject::parse(&t.sub).unwrap(),
+    }
+}
+
+/// Statement text → an op on the raw connections: prepared once per connection (named), or
+/// sent with `query_typed` (unnamed) every call. Succeeds when it decodes `rows` jobs.
+async fn sql_op<const N: usize>(
+    raw: &Arc<Vec<Client>>,
+    sql: &str,
+    types: &'static [Type; N],
+    prepared: bool,
+    args: Arc<dyn Fn() -> Box<dyn ArgsOf<N>> + Send + Sync>,
+    rows: usize,
+) -> Op {
+    let stmts: Option<Arc<Vec<Statement>>> = if prepared {
+        let mut v = Vec::new();
+        for c in raw.iter() {
+            v.push(c.prepare_typed(sql, types).await.unwrap_or_else(|e| panic!("prepare {sql}: {e}")));
+        }
+        Some(Arc::new(v))
+    } else {
+        None
+    };
+    let (raw, sql) = (raw.clone(), Arc::<str>::from(sql));
+    let a = Arc::<dyn ArgsOf<N>>::from(args());
+    Arc::new(move |w| {
+        let (raw, sql, stmts, a) = (raw.clone(), sql.clone(), stmts.clone(), a.clone());
+        Box::pin(async move {
+            let params = a.params();
+            let result = match &stmts {
+                Some(s) => raw[w].query(&s[w], &params).await,
+                None => raw[w].query_typed(&sql, &typed(params, types)).await,
+            };
+            matches!(result.ok().as_deref().and_then(jobs), Some(j) if j.len() == rows)
+        })
+    })
+}
+
+trait ArgsOf<const N: usize>: Send + Sync {
+    fn params(&self) -> [&(dyn ToSql + Sync); N];
+}
+
+impl ArgsOf<5> for GetArgs {
+    fn params(&self) -> [&(dyn ToSql + Sync); 5] {
+        get_params(self)
+    }
+}
+
+impl ArgsOf<9> for ListArgs {
+    fn params(&self) -> [&(dyn ToSql + Sync); 9] {
+        list_params(self)
+    }
+}
+
+/// Median planning and execution time (ms) of `sql` by EXPLAIN ANALYZE, unnamed, `n` times.
+async fn explain<const N: usize>(
+    c: &Client,
+    sql: &str,
+    params: [&(dyn ToSql + Sync); N],
+    types: &[Type; N],
+    n: usize,
+) -> (f64, f64) {
+    let (mut plan, mut exec) = (Vec::new(), Vec::new());
+    let text = format!("EXPLAIN (ANALYZE, TIMING OFF) {sql}");
+    for _ in 0..n {
+        let rows = c.query_typed(&text, &typed(params, types)).await.unwrap_or_else(|e| panic!("{text}: {e}"));
+        for r in rows {
+            let line: String = r.get(0);
+            let value = |p: &str| line.strip_prefix(p)?.trim().trim_end_matches(" ms").parse::<f64>().ok();
+            if let Some(v) = value("Planning Time:") {
+                plan.push(v);
+            }
+            if let Some(v) = value("Execution Time:") {
+                exec.push(v);
+            }
+        }
+    }
+    (median(&plan), median(&exec))
+}
+
+/// One sample of a variant, its function swapped in for the time of it.
+async fn run_variant(admin: &Client, v: &Variant, conc: usize, total: usize, cap: Duration) -> Result<Sample, String> {
+    if let Some((swap, _)) = &v.swap {
+        admin.batch_execute(swap).await.map_err(|e| format!("swap for {}: {e}", v.name))?;
+    }
+    let s = drive(conc, total, cap, v.op.clone()).await;
+    if let Some((_, undo)) = &v.swap {
+        admin.batch_execute(undo).await.map_err(|e| format!("undo the swap for {}: {e}", v.name))?;
+    }
+    Ok(s)
+}
+
+/// The benchmark's own functions (variants of V3's), created for the run and dropped after it.
+const DROP_COPIES: &str = "DROP FUNCTION IF EXISTS bench_get_job_noset, bench_get_job_out, bench_get_job_sql, \
+     bench_get_job_sql_set, bench_list_jobs_noset, bench_get_job_execute";
+
+// --- the benchmark -----------------------------------------------------------------------------
+
+pub async fn run(app: Arc<App>, quick: bool, rounds: usize) -> Result<(), String> {
+    // Data: a completed job to read (issue 13's case), a project of 20 completed jobs to list,
+    // and other tenants' jobs around them so the tables are not trivially small.
+    let t = app.tenant().await;
+    let done = app.insert_jobs(&t, 1).await.remove(0);
+    app.complete(&done, 1, 8).await;
+    let lt = app.tenant().await;
+    for id in app.insert_jobs(&lt, LIST_ITEMS).await {
+        app.complete(&id, 0, 8).await;
+    }
+    for _ in 0..if quick { 2 } else { 40 } {
+        let other = app.tenant().await;
+        app.insert_jobs(&other, 50).await;
+    }
+    let admin = app.raw_client().await;
+    let db_name = app.db.pg.get_dbname().unwrap_or("code2des_bench").to_owned();
+    // pg_stat_statements.track = top for the sessions of this benchmark, as on Aurora by default:
+    // the bench cluster tracks nested statements for the round-trip count (§2), which would
+    // charge a function call for a second entry that production does not record.
+    admin
+        .batch_execute(&format!("ANALYZE; ALTER DATABASE \"{db_name}\" SET pg_stat_statements.track = 'top'"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let result = measure(&app, &admin, &t, &done, &lt, quick, rounds).await;
+    let _ = admin
+        .batch_execute(&format!("ALTER DATABASE \"{db_name}\" RESET pg_stat_statements.track; {DROP_COPIES}"))
+        .await;
+    result
+}
+
+async fn measure(
+    app: &App,
+    admin: &Client,
+    t: &Tenant,
+    done: &str,
+    lt: &Tenant,
+    quick: bool,
+    rounds: usize,
+) -> Result<(), String> {
+    let stack = LocalStack::start(&app.url).await?;
+    let conc_max = 8;
+    let mut raw = Vec::new();
+    for _ in 0..conc_max {
+        raw.push(app.raw_client().await);
+    }
+    let raw = Arc::new(raw);
+
+    // The statements: the functions' own SELECTs, a simpler equivalent, the floor.
+    let get_fn = function(admin, "code2des_get_job").await;
+    let list_fn = function(admin, "code2des_list_jobs").await;
+    let (get_sql, list_sql) = (get_fn.sql.clone(), list_fn.sql.clone());
+    let from = " FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id WHERE ";
+    let columns = &get_sql[..get_sql.find(from).expect("GET's FROM clause")];
+    // Equivalent: the row must be in ($2, $3), so membership, organization and project are one
+    // uncorrelated check (planned as a one-time filter), the page import another.
+    let simpler = format!(
+        "{columns}{from}c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL \
+         AND EXISTS (SELECT 1 FROM organization_member m JOIN organization o ON o.id = m.organization_id \
+         AND o.deleted_at IS NULL JOIN project p ON p.organization_id = o.id AND p.deleted_at IS NULL \
+         WHERE m.organization_id = $2 AND m.subject = $4 AND p.id = $3) \
+         AND EXISTS (SELECT 1 FROM page_import pi WHERE pi.id = c.page_import_id AND pi.deleted_at IS NULL)"
+    );
+    let floor =
+        format!("{columns}{from}c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL");
+    // The "before" swaps: each function planning its SELECT on every call, as the unnamed
+    // SELECT did (dynamic SQL has no cached plan), same signature, SET clause and privileges.
+    let replanning = |f: &Function, n: usize| {
+        let body = format!("BEGIN\n    RETURN QUERY EXECUTE $bench${}$bench$ USING {};\nEND", f.sql, placeholders(n));
+        (f.with_body(&body), f.def.clone())
+    };
+    let get_swap = replanning(&get_fn, 5);
+    let list_swap = replanning(&list_fn, 9);
+    // GET as a function with OUT parameters (SELECT … INTO them: one row, no result set).
+    let out_def = format!(
+        "CREATE FUNCTION bench_get_job_out({}, {}) LANGUAGE plpgsql STABLE \
+         SET search_path = pg_catalog, public, pg_temp AS $bench$ #variable_conflict use_column\nBEGIN {}; END $bench$",
+        get_fn.inputs,
+        get_fn.columns.split(", ").map(|c| format!("OUT {c}")).collect::<Vec<_>>().join(", "),
+        get_sql.replacen(" FROM code2des c ", &format!(" INTO {} FROM code2des c ", get_fn.column_names()), 1)
+    );
+    admin.batch_execute(DROP_COPIES).await.map_err(|e| e.to_string())?;
+    for def in [
+        get_fn.renamed("code2des_get_job", "bench_get_job_noset", without_set),
+        list_fn.renamed("code2des_list_jobs", "bench_list_jobs_noset", without_set),
+        out_def,
+        get_fn.set_returning("bench_get_job_sql", "sql", false, &get_sql),
+        get_fn.set_returning("bench_get_job_sql_set", "sql", true, &get_sql),
+        get_swap.0.replacen(".code2des_get_job(", ".bench_get_job_execute(", 1),
+    ] {
+        admin.batch_execute(&def).await.map_err(|e| format!("{def}: {e}"))?;
+    }
+    let lifecycle = Arc::new(app.lifecycle(&app.pool).await);
+
+    let deadline = DEADLINE.as_secs_f64();
+    let get_args = {
+        let (done, t) = (done.to_owned(), (t.org, t.project, t.sub.clone()));
+        Arc::new(move || -> Box<dyn ArgsOf<5>> {
+            Box::new(GetArgs { id: done.clone(), org: t.0, project: t.1, sub: t.2.clone(), deadline })
+        }) as Arc<dyn Fn() -> Box<dyn ArgsOf<5>> + Send + Sync>
+    };
+    let list_args = {
+        let t = (lt.org, lt.project, lt.sub.clone());
+        Arc::new(move || -> Box<dyn ArgsOf<9>> {
+            Box::new(ListArgs {
+                org: t.0,
+                project: t.1,
+                sub: t.2.clone(),
+                deadline,
+                none_text: None,
+                none_ts: None,
+                limit: LIST_LIMIT,
+            })
+        }) as Arc<dyn Fn() -> Box<dyn ArgsOf<9>> + Send + Sync>
+    };
+
+    // Every variant must give the same answer as shared::store.
+    let id = Code2desId::parse(done).unwrap();
+    let want_get = format!("{:?}", store::get_job(&raw[0], &scope(t), id, DEADLINE).await.map_err(|e| e.to_string())?);
+    let q = ListQuery { figma_file_key: None, status: None, after: None, limit: LIST_LIMIT };
+    let want_list =
+        format!("{:?}", store::list_jobs(&raw[0], &scope(lt), &q, DEADLINE).await.map_err(|e| e.to_string())?);
+    let get_texts = [
+        GET_CALL.to_owned(),
+        get_sql.clone(),
+        simpler.clone(),
+        "SELECT * FROM bench_get_job_noset($1, $2, $3, $4, $5)".into(),
+        "SELECT * FROM bench_get_job_execute($1, $2, $3, $4, $5)".into(),
+        "SELECT * FROM bench_get_job_out($1, $2, $3, $4, $5) WHERE id IS NOT NULL".into(),
+        "SELECT * FROM bench_get_job_sql($1, $2, $3, $4, $5)".into(),
+        "SELECT * FROM bench_get_job_sql_set($1, $2, $3, $4, $5)".into(),
+    ];
+    for sql in &get_texts {
+        let a = GetArgs { id: done.to_owned(), org: t.org, project: t.project, sub: t.sub.clone(), deadline };
+        let rows =
+            raw[0].query_typed(sql, &typed(get_params(&a), &GET_TYPES)).await.map_err(|e| format!("{sql}: {e}"))?;
+        let got = format!("{:?}", jobs(&rows).and_then(|mut v| v.pop()));
+        if got != want_get {
+            return Err(format!("{sql} answers {got}, shared::store {want_get}"));
+        }
+    }
+    for sql in [
+        LIST_CALL.to_owned(),
+        list_sql.clone(),
+        "SELECT * FROM bench_list_jobs_noset($1, $2, $3, $4, $5, $6, $7, $8, $9)".into(),
+    ] {
+        let a = list_args();
+        let rows =
+            raw[0].query_typed(&sql, &typed(a.params(), &LIST_TYPES)).await.map_err(|e| format!("{sql}: {e}"))?;
+        let got = format!("{:?}", jobs(&rows));
+        if got != want_list {
+            return Err(format!("{sql} answers {got}, shared::store {want_list}"));
+        }
+    }
+
+    // Why: planning against execution of the SELECT and of the function call, unnamed.
+    let n = if quick { 5 } else { 50 };
+    let a = GetArgs { id: done.to_owned(), org: t.org, project: t.project, sub: t.sub.clone(), deadline };
+    let la = list_args();
+    let explained = [
+        ("lifecycle GET: the SELECT", explain(admin, &get_sql, get_params(&a), &GET_TYPES, n).await),
+        (
+            "lifecycle GET: SELECT * FROM code2des_get_job(…)",
+            explain(admin, "SELECT * FROM code2des_get_job($1, $2, $3, $4, $5)", get_params(&a), &GET_TYPES, n).await,
+        ),
+        ("list: the SELECT", explain(admin, &list_sql, la.params(), &LIST_TYPES, n).await),
+        (
+            "list: SELECT * FROM code2des_list_jobs(…)",
+            explain(
+                admin,
+                "SELECT * FROM code2des_list_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                la.params(),
+                &LIST_TYPES,
+                n,
+            )
+            .await,
+        ),
+    ];
+
+    let get_path = format!("/organizations/{}/projects/{}/code2des/{done}", t.org, t.project);
+    let list_path = format!("/organizations/{}/projects/{}/code2des", lt.org, lt.project);
+    let concs = [1usize, conc_max];
+    // Each sample: as many calls as fit in `cap`, at most `total` (bounded in count and time);
+    // throughput = calls / elapsed.
+    let (total, cap) = if quick { (2_000, Duration::from_millis(100)) } else { (100_000, Duration::from_secs(1)) };
+    let mut table = Table::new(&["read", "conc", "p50 ms", "p99 ms", "req/s", "× prepared (same read, same round)"]);
+    let mut goals = Vec::new();
+    for &c in &concs {
+        // Worker w uses connection w (at concurrency 1, the first only).
+        let raw_c = raw.clone();
+        // shared::store's own statements, sent like the other options (store::get_job adds
+        // only its query timeout around the same query_typed).
+        let store_get = sql_op(&raw_c, GET_CALL, &GET_TYPES, false, get_args.clone(), 1).await;
+        let store_list = sql_op(&raw_c, LIST_CALL, &LIST_TYPES, false, list_args.clone(), LIST_ITEMS).await;
+        let g = |name: &str, baseline: bool, op: Op| Variant {
+            read: Read::Get,
+            name: name.into(),
+            baseline,
+            op,
+            swap: None,
+        };
+        let l = |name: &str, baseline: bool, op: Op| Variant {
+            read: Read::List,
+            name: name.into(),
+            baseline,
+            op,
+            swap: None,
+        };
+        let swapped = |mut v: Variant, swap: &(String, String)| {
+            v.swap = Some((swap.0.as_str().into(), swap.1.as_str().into()));
+            v
+        };
+        let handler_op = |ev: String| -> Op {
+            let (deps, ev) = (lifecycle.clone(), Arc::new(ev));
+            Arc::new(move |_| {
+                let (deps, ev) = (deps.clone(), ev.clone());
+                Box::pin(async move {
+                    code2des_lifecycle::handler::handle(&deps, crate::fixture::request(&ev)).await.status() == 200
+                })
+            })
+        };
+        let variants = vec![
+            g(
+                "HTTP: unrouted request (404), code2des-local",
+                false,
+                http_op(stack.addr, c, get_request("/bench-unrouted", None), 404).await,
+            ),
+            g(
+                "HTTP: lifecycle GET, code2des-local",
+                false,
+                http_op(stack.addr, c, get_request(&get_path, Some(&t.sub)), 200).await,
+            ),
+            swapped(
+                g(
+                    "HTTP: lifecycle GET, code2des-local, SELECT planned every call (as before V3)",
+                    false,
+                    http_op(stack.addr, c, get_request(&get_path, Some(&t.sub)), 200).await,
+                ),
+                &get_swap,
+            ),
+            g(
+                "in-process lifecycle handler: GET event → response (no HTTP)",
+                false,
+                handler_op(crate::fixture::get_event(t, done)),
+            ),
+            g(
+                "GET: prepared SELECT (baseline)",
+                true,
+                sql_op(&raw_c, &get_sql, &GET_TYPES, true, get_args.clone(), 1).await,
+            ),
+            g("GET: code2des_get_job, unnamed (= shared::store now)", false, store_get),
+            g(
+                "GET: code2des_get_job without its SET clause, unnamed",
+                false,
+                sql_op(
+                    &raw_c,
+                    "SELECT * FROM bench_get_job_noset($1, $2, $3, $4, $5)",
+                    &GET_TYPES,
+                    false,
+                    get_args.clone(),
+                    1,
+                )
+                .await,
+            ),
+            g(
+                "GET: function with OUT parameters (SELECT … INTO), unnamed",
+                false,
+                sql_op(
+                    &raw_c,
+                    "SELECT * FROM bench_get_job_out($1, $2, $3, $4, $5) WHERE id IS NOT NULL",
+                    &GET_TYPES,
+                    false,
+                    get_args.clone(),
+                    1,
+                )
+                .await,
+            ),
+            g(
+                "GET: the SELECT, unnamed (= shared::store before)",
+                false,
+                sql_op(&raw_c, &get_sql, &GET_TYPES, false, get_args.clone(), 1).await,
+            ),
+            g(
+                "GET: function planning every call (RETURN QUERY EXECUTE), unnamed",
+                false,
+                sql_op(
+                    &raw_c,
+                    "SELECT * FROM bench_get_job_execute($1, $2, $3, $4, $5)",
+                    &GET_TYPES,
+                    false,
+                    get_args.clone(),
+                    1,
+                )
+                .await,
+            ),
+            g(
+                "GET: simpler SELECT (scope as one uncorrelated EXISTS), unnamed",
+                false,
+                sql_op(&raw_c, &simpler, &GET_TYPES, false, get_args.clone(), 1).await,
+            ),
+            g(
+                "GET: LANGUAGE sql function (inlined), unnamed",
+                false,
+                sql_op(
+                    &raw_c,
+                    "SELECT * FROM bench_get_job_sql($1, $2, $3, $4, $5)",
+                    &GET_TYPES,
+                    false,
+                    get_args.clone(),
+                    1,
+                )
+                .await,
+            ),
+            g(
+                "GET: LANGUAGE sql function with SET (not inlined), unnamed",
+                false,
+                sql_op(
+                    &raw_c,
+                    "SELECT * FROM bench_get_job_sql_set($1, $2, $3, $4, $5)",
+                    &GET_TYPES,
+                    false,
+                    get_args.clone(),
+                    1,
+                )
+                .await,
+            ),
+            g(
+                "GET: no visibility rules, unnamed (NOT equivalent: floor)",
+                false,
+                sql_op(&raw_c, &floor, &GET_TYPES, false, get_args.clone(), 1).await,
+            ),
+            l(
+                "HTTP: list (20 items), code2des-local",
+                false,
+                http_op(stack.addr, c, get_request(&list_path, Some(&lt.sub)), 200).await,
+            ),
+            swapped(
+                l(
+                    "HTTP: list (20 items), code2des-local, SELECT planned every call (as before V3)",
+                    false,
+                    http_op(stack.addr, c, get_request(&list_path, Some(&lt.sub)), 200).await,
+                ),
+                &list_swap,
+            ),
+            l(
+                "in-process lifecycle handler: list event → response (no HTTP)",
+                false,
+                handler_op(crate::fixture::list_event(lt)),
+            ),
+            l(
+                "list: prepared SELECT (baseline)",
+                true,
+                sql_op(&raw_c, &list_sql, &LIST_TYPES, true, list_args.clone(), LIST_ITEMS).await,
+            ),
+            l("list: code2des_list_jobs, unnamed (= shared::store now)", false, store_list),
+            l(
+                "list: code2des_list_jobs without its SET clause, unnamed",
+                false,
+                sql_op(
+                    &raw_c,
+                    "SELECT * FROM bench_list_jobs_noset($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    &LIST_TYPES,
+                    false,
+                    list_args.clone(),
+                    LIST_ITEMS,
+                )
+                .await,
+            ),
+            l(
+                "list: the SELECT, unnamed (= shared::store before)",
+                false,
+                sql_op(&raw_c, &list_sql, &LIST_TYPES, false, list_args.clone(), LIST_ITEMS).await,
+            ),
+        ];
+        // Warm-up: every connection's plan caches (and the stack's pool) before timing.
+        for v in &variants {
+            let s = run_variant(admin, v, c, 30 * c, cap).await?;
+            if s.failures > 0 {
+                return Err(format!("{} failed {} of its warm-up calls", v.name, s.failures));
+            }
+        }
+        let mut samples: Vec<Vec<Sample>> = variants.iter().map(|_| Vec::new()).collect();
+        let mut ratios: Vec<Vec<f64>> = variants.iter().map(|_| Vec::new()).collect();
+        for round in 0..rounds {
+            let n = variants.len();
+            let mut tput = vec![0.0; n];
+            for k in 0..n {
+                let i = (k + round * 5) % n;
+                let s = run_variant(admin, &variants[i], c, total, cap).await?;
+                tput[i] = s.tput;
+                samples[i].push(s);
+            }
+            for (i, v) in variants.iter().enumerate() {
+                let base = variants.iter().position(|b| b.baseline && b.read == v.read).unwrap();
+                ratios[i].push(tput[i] / tput[base]);
+            }
+        }
+        for (i, v) in variants.iter().enumerate() {
+            let fails: usize = samples[i].iter().map(|s| s.failures).sum();
+            if fails > 0 {
+                eprintln!("warning: {} c={c}: {fails} calls failed", v.name);
+            }
+            let lat: Vec<f64> = samples[i].iter().flat_map(|s| s.lat_ms.iter().copied()).collect();
+            let tput = median(&samples[i].iter().map(|s| s.tput).collect::<Vec<_>>());
+            let ratio = median(&ratios[i]);
+            table.row(vec![
+                v.name.clone(),
+                c.to_string(),
+                f2(median(&lat)),
+                f2(pct(&lat, 99.0)),
+                format!("{tput:.0}"),
+                f2(ratio),
+            ]);
+            if v.name.starts_with("HTTP: lifecycle GET") || v.name.starts_with("HTTP: list") {
+                goals.push(format!("- {}, concurrency {c}: {ratio:.2} × prepared", v.name));
+            }
+            if v.name.starts_with("HTTP: unrouted") {
+                // A handler that cost nothing beyond the prepared SELECT and the HTTP hop: its
+                // time per request is the sum of the two.
+                let ceiling = median(&ratios[i].iter().map(|r| 1.0 / (1.0 + 1.0 / r)).collect::<Vec<_>>());
+                goals.push(format!(
+                    "- ceiling, concurrency {c}: a handler costing nothing but the prepared SELECT plus the HTTP hop \
+                     of an unrouted request would reach {ceiling:.2} × prepared (GET)"
+                ));
+            }
+        }
+    }
+    drop(stack);
+
+    println!(
+        "## Reads at the database's speed: lifecycle GET and list through code2des-local vs the same read on \
+         plain connections ({rounds} rounds, variants rotating, ratios per round)\n"
+    );
+    table.print();
+    println!("Planning and execution of one read, unnamed (EXPLAIN ANALYZE, median of {n}):\n");
+    let mut ex = Table::new(&["statement", "planning ms", "execution ms"]);
+    for (name, (plan, exec)) in explained {
+        ex.row(vec![name.into(), format!("{plan:.3}"), format!("{exec:.3}")]);
+    }
+    ex.print();
+    println!("Goals of issue 13 (≥ 0.5 × the prepared SELECT of the same read at concurrency 8):\n");
+    for line in goals {
+        println!("{line}");
+    }
+    println!();
+    Ok(())
+}

@@ -68,12 +68,14 @@ struct Target {
     s3_conns: u64,
 }
 
-pub fn release_dir() -> PathBuf {
+/// The directory this bench binary was built into (`target/release/` from `scripts/bench`, or the
+/// shared build CI hands it through `CODE2DES_BIN_DIR`): every workspace binary sits beside it.
+pub fn bin_dir() -> PathBuf {
     std::env::current_exe().unwrap().parent().unwrap().to_path_buf()
 }
 
 pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
-    let dir = release_dir();
+    let dir = bin_dir();
     let mut targets: Vec<Target> = std::iter::once("hello")
         .chain(FUNCTIONS)
         .map(|n| (n.to_owned(), dir.join(n)))
@@ -83,7 +85,7 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
     for t in &targets {
         if !t.path.exists() {
             return Err(format!(
-                "{} not found: build first (scripts/bench does `cargo build --release --workspace --bins`)",
+                "{} not found: build every binary with this one (scripts/bench does `cargo build --release --workspace --bins`)",
                 t.path.display()
             ));
         }

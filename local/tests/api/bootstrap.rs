@@ -4,40 +4,59 @@
 //! what the in-process tests cannot: each `main.rs` (runtime flavor, settings read from the
 //! environment, SDK configuration from it) and `lambda_http`'s own event and response mapping.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use code2des_local::runtime_api::{Report, RuntimeApi};
 use serde_json::{json, Value};
 
 use crate::helpers::*;
 
-/// The function binaries (dev profile), built by cargo itself: `cargo test` builds only the
-/// binaries of the package under test, and these belong to the five function packages.
-fn binaries() -> &'static HashMap<String, PathBuf> {
-    static BINS: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
-    BINS.get_or_init(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).args([
-            "build",
-            "--locked",
-            "--bins",
-            "--message-format=json-render-diagnostics",
-        ]);
-        for p in ["trigger", "lifecycle", "result", "webhook", "placement"] {
-            cmd.args(["-p", &format!("code2des-{p}")]);
+/// The function binaries of the profile this test was built with, from the profile's directory
+/// (`target/<profile>/`, the parent of the `deps/` this test runs from). `cargo test` builds
+/// only the binaries of the package whose integration tests run, and these belong to the five
+/// function packages, so the outer command builds them in the same invocation as the tests:
+/// `scripts/test` runs `cargo build --workspace --all-targets` first (by hand:
+/// `cargo build --workspace --all-targets && cargo test --workspace`). No nested build here.
+/// A binary older than its sources (a function's or the shared crate's `src/`) fails the test
+/// rather than testing old code.
+fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
+    let bin = dir.join(name);
+    let rebuild = "build them with the tests first: `cargo build --workspace --all-targets` (same profile)";
+    let built = std::fs::metadata(&bin)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("{}: {e}: {rebuild}", bin.display()));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root");
+    for src in [root.join("functions").join(name).join("src"), root.join("shared/src")] {
+        if let Some((path, changed)) = newest(&src) {
+            assert!(changed <= built, "{} is older than {}: {rebuild}", bin.display(), path.display());
         }
-        let out = cmd.stderr(Stdio::inherit()).output().expect("cargo runs");
-        assert!(out.status.success(), "building the function binaries failed");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter_map(|m| Some((m["target"]["name"].as_str()?.to_owned(), PathBuf::from(m["executable"].as_str()?))))
-            .collect()
-    })
+    }
+    bin
+}
+
+/// The most recently modified `.rs` file under `dir`, with its time.
+fn newest(dir: &Path) -> Option<(PathBuf, SystemTime)> {
+    let mut best: Option<(PathBuf, SystemTime)> = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let found = if path.is_dir() {
+            newest(&path)
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            entry.metadata().and_then(|m| m.modified()).ok().map(|t| (path, t))
+        } else {
+            None
+        };
+        if let Some((p, t)) = found {
+            if best.as_ref().is_none_or(|(_, b)| t > *b) {
+                best = Some((p, t));
+            }
+        }
+    }
+    best
 }
 
 /// One function process with a Lambda's environment (no AWS keys: the local S3 keys apply).
@@ -49,9 +68,9 @@ struct Function {
 impl Function {
     fn start(app: &TestApp, name: &str) -> Self {
         let api = RuntimeApi::start().unwrap();
-        let bin = binaries().get(name).unwrap_or_else(|| panic!("no binary {name}"));
+        let bin = binary(name);
         let s3 = app.s3_server.as_ref().expect("S3 running").endpoint();
-        let child = Command::new(bin)
+        let child = Command::new(&bin)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("AWS_LAMBDA_RUNTIME_API", api.host_port())

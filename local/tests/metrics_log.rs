@@ -22,6 +22,17 @@ fn admin_base() -> String {
     admin.rsplit_once('/').unwrap().0.to_owned()
 }
 
+/// Kills the stack when the test ends, passing or not: a failed assertion must not leave a
+/// server running.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 struct DropDb(String);
 
 impl Drop for DropDb {
@@ -73,7 +84,7 @@ async fn every_transition_and_refusal_is_one_emf_record_on_stdout() {
     let token = tenant["token"].as_str().unwrap().to_owned();
     let (org, project, page_import) = (&tenant["organizationId"], &tenant["projectId"], &tenant["pageImportId"]);
 
-    let mut child = Command::new(exe)
+    let child = Command::new(exe)
         .args(["--addr", &format!("127.0.0.1:{port}"), "--s3-addr", &format!("127.0.0.1:{s3_port}")])
         .args(["--data-dir".as_ref(), dir.path().as_os_str()])
         .env("DATABASE_URL", &database_url)
@@ -88,6 +99,7 @@ async fn every_transition_and_refusal_is_one_emf_record_on_stdout() {
         .stderr(Stdio::null())
         .spawn()
         .expect("code2des-local runs");
+    let mut child = KillOnDrop(child);
     let started = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(started.elapsed() < Duration::from_secs(60), "code2des-local did not open its port");
@@ -171,10 +183,10 @@ async fn every_transition_and_refusal_is_one_emf_record_on_stdout() {
     // Reads show the timeout at once; give the sweep (every second) time to persist it.
     tokio::time::sleep(Duration::from_secs(3)).await;
 
-    let _ = child.kill();
+    let _ = child.0.kill();
     let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    let _ = child.wait();
+    child.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let _ = child.0.wait();
     let recs = records(&out);
 
     assert_eq!(total(&recs, "JobsTriggered", None), 3.0, "{out}");

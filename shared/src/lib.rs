@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod model;
 pub mod protocol;
 pub mod rds_iam;
+pub mod record;
 pub mod routes;
 pub mod settings;
 pub mod setup;

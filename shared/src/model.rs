@@ -4,7 +4,11 @@ use std::fmt;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
+use tokio_postgres::types::FromSql;
 use tokio_postgres::Row;
+
+pub use crate::record::BoxError;
+use crate::record::Record;
 
 use crate::types::Status;
 
@@ -41,7 +45,7 @@ impl fmt::Debug for Nonce {
 }
 
 /// One `code2des` row as the service reads it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Job {
     pub id: String,
     pub organization_id: i32,
@@ -78,16 +82,80 @@ pub struct Progress {
     pub updated_at: DateTime<Utc>,
 }
 
-/// A column that only some statements return (a new job has no progress yet, so INSERT ...
-/// RETURNING has none); a column that IS there but does not read is still an error.
-fn optional<'a, T: tokio_postgres::types::FromSql<'a>>(
-    row: &'a Row,
-    name: &str,
-) -> Result<Option<T>, tokio_postgres::Error> {
-    if row.columns().iter().any(|c| c.name() == name) {
-        row.try_get::<_, Option<T>>(name)
-    } else {
-        Ok(None)
+/// Where a job's columns come from: a statement's row, by name ([`Row`]), or the one record
+/// `code2des_read_job` answers, by position ([`ReadRecord`]). One decoder reads both.
+pub trait Columns<'a> {
+    /// A column every job statement returns.
+    fn get<T: FromSql<'a>>(&self, name: &'static str) -> Result<T, BoxError>;
+    /// A column that only some statements return (a new job has no progress yet, so INSERT
+    /// ... RETURNING has none): None when absent or NULL; a column that IS there but does
+    /// not read is still an error.
+    fn optional<T: FromSql<'a>>(&self, name: &'static str) -> Result<Option<T>, BoxError>;
+}
+
+impl<'a> Columns<'a> for &'a Row {
+    fn get<T: FromSql<'a>>(&self, name: &'static str) -> Result<T, BoxError> {
+        Ok(self.try_get(name)?)
+    }
+
+    fn optional<T: FromSql<'a>>(&self, name: &'static str) -> Result<Option<T>, BoxError> {
+        if self.columns().iter().any(|c| c.name() == name) {
+            Ok(self.try_get::<_, Option<T>>(name)?)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// The fields of `code2des_read_job`'s record (migration V5), in its order: the names the
+/// decoder asks for, by position. A test reads every kind of job through both the record and
+/// the statement's own row and compares them (shared/tests).
+pub const READ_COLUMNS: [&str; 24] = [
+    "id",
+    "organization_id",
+    "project_id",
+    "page_import_id",
+    "figma_file_key",
+    "screen_id",
+    "placement_target",
+    "status",
+    "attempt",
+    "nonce",
+    "result_url",
+    "warning_count",
+    "error_message",
+    "materialized_at",
+    "materialized_node_id",
+    "created_at",
+    "updated_at",
+    "created_by",
+    "updated_by",
+    "progress_percent",
+    "progress_stage",
+    "progress_updated_at",
+    "attempt_started_at",
+    "cancelled_at",
+];
+
+/// `code2des_read_job`'s record, its fields named by [`READ_COLUMNS`].
+pub struct ReadRecord<'a>(pub Record<'a>);
+
+impl ReadRecord<'_> {
+    fn index(&self, name: &'static str) -> Result<usize, BoxError> {
+        if self.0.len() != READ_COLUMNS.len() {
+            return Err(format!("the read record has {} fields, not {}", self.0.len(), READ_COLUMNS.len()).into());
+        }
+        READ_COLUMNS.iter().position(|c| *c == name).ok_or_else(|| format!("no field {name} in the read record").into())
+    }
+}
+
+impl<'a> Columns<'a> for ReadRecord<'a> {
+    fn get<T: FromSql<'a>>(&self, name: &'static str) -> Result<T, BoxError> {
+        self.0.get(self.index(name)?)
+    }
+
+    fn optional<T: FromSql<'a>>(&self, name: &'static str) -> Result<Option<T>, BoxError> {
+        self.0.get(self.index(name)?)
     }
 }
 
@@ -140,40 +208,45 @@ macro_rules! job_columns {
 }
 
 impl Job {
-    pub fn from_row(row: &Row) -> Result<Self, tokio_postgres::Error> {
-        let status: String = row.try_get("status")?;
+    pub fn from_row(row: &Row) -> Result<Self, BoxError> {
+        Self::decode(row)
+    }
+
+    /// A job from any source of its columns (a row, or the read's record).
+    pub fn decode<'a>(row: impl Columns<'a>) -> Result<Self, BoxError> {
+        let status: String = row.get("status")?;
         Ok(Self {
-            id: row.try_get("id")?,
-            organization_id: row.try_get("organization_id")?,
-            project_id: row.try_get("project_id")?,
-            page_import_id: row.try_get("page_import_id")?,
-            figma_file_key: row.try_get("figma_file_key")?,
-            screen_id: row.try_get("screen_id")?,
-            placement_target: row.try_get("placement_target")?,
+            id: row.get("id")?,
+            organization_id: row.get("organization_id")?,
+            project_id: row.get("project_id")?,
+            page_import_id: row.get("page_import_id")?,
+            figma_file_key: row.get("figma_file_key")?,
+            screen_id: row.get("screen_id")?,
+            placement_target: row.get("placement_target")?,
             // The enum has exactly these three labels (migration V1); anything else would be
             // a schema the service does not know, reported as failed rather than a panic.
             status: Status::from_db(&status).unwrap_or(Status::Failed),
-            attempt: row.try_get("attempt")?,
-            nonce: Nonce::from_db(row.try_get("nonce")?),
-            result_url: row.try_get("result_url")?,
-            warning_count: row.try_get("warning_count")?,
-            error_message: row.try_get("error_message")?,
-            materialized_at: row.try_get("materialized_at")?,
-            materialized_node_id: row.try_get("materialized_node_id")?,
-            created_at: row.try_get("created_at")?,
-            updated_at: row.try_get("updated_at")?,
-            created_by: row.try_get("created_by")?,
-            updated_by: row.try_get("updated_by")?,
-            attempt_started_at: optional(row, "attempt_started_at")?.unwrap_or(row.try_get("created_at")?),
+            attempt: row.get("attempt")?,
+            nonce: Nonce::from_db(row.get("nonce")?),
+            result_url: row.get("result_url")?,
+            warning_count: row.get("warning_count")?,
+            error_message: row.get("error_message")?,
+            materialized_at: row.get("materialized_at")?,
+            materialized_node_id: row.get("materialized_node_id")?,
+            created_at: row.get("created_at")?,
+            updated_at: row.get("updated_at")?,
+            created_by: row.get("created_by")?,
+            updated_by: row.get("updated_by")?,
+            attempt_started_at: row.optional("attempt_started_at")?.unwrap_or(row.get("created_at")?),
             progress: match (
-                optional::<i16>(row, "progress_percent")?,
-                optional::<String>(row, "progress_stage")?,
-                optional::<DateTime<Utc>>(row, "progress_updated_at")?,
+                row.optional::<i16>("progress_percent")?,
+                row.optional::<String>("progress_stage")?,
+                row.optional::<DateTime<Utc>>("progress_updated_at")?,
             ) {
                 (Some(percent), Some(stage), Some(updated_at)) => Some(Progress { percent, stage, updated_at }),
                 _ => None,
             },
-            cancelled_at: optional(row, "cancelled_at")?,
+            cancelled_at: row.optional("cancelled_at")?,
         })
     }
 

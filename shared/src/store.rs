@@ -19,7 +19,8 @@ use tokio_postgres::{GenericClient, Row};
 pub use crate::caller::Scope;
 use crate::error::ApiError;
 use crate::job_columns;
-use crate::model::{Job, Nonce};
+use crate::model::{BoxError, Job, Nonce, ReadRecord};
+use crate::record::Record;
 use crate::types::{Code2desId, FigmaFileKey, NodeId, PageImportId, PlacementTarget, ProgressStage, ScreenId, Status};
 
 /// `updated_by` of a job the deadline failed; the webhook tells a timeout from a worker's
@@ -121,7 +122,7 @@ async fn query(
 }
 
 fn job(row: &Row) -> Result<Job, ApiError> {
-    Job::from_row(row).map_err(|e| crate::error::internal("reading a job row", &e))
+    Job::from_row(row).map_err(|e| crate::error::internal("reading a job row", &*e))
 }
 
 fn secs(d: Duration) -> f64 {
@@ -395,11 +396,14 @@ pub async fn retry(
 
 // --- lifecycle -----------------------------------------------------------------------------
 
-/// GET_JOB's statement (`read_columns!` under `visible!`) lives in migration V3 as the PL/pgSQL
-/// function `code2des_get_job`, whose plan the server keeps per session: `query_typed` plans
+/// GET_JOB's statement (`read_columns!` under `visible!`) lives in migration V5 as the PL/pgSQL
+/// function `code2des_read_job`, whose plan the server keeps per session: `query_typed` plans
 /// only this trivial call, where it planned the six-relation read every time (issue 13,
-/// docs/PERFORMANCE.md §5). Same parameters, same columns, same rows.
-const GET_JOB: &str = "SELECT * FROM code2des_get_job($1, $2, $3, $4, $5)";
+/// docs/PERFORMANCE.md §5). Same parameters, same fields; the job comes back as ONE value, an
+/// anonymous record (`shared::record`, fields in [`crate::model::READ_COLUMNS`] order), NULL
+/// when the caller may not see it: a one-column call costs the server and the client less
+/// than a 24-column set (migration V5 says why).
+const GET_JOB: &str = "SELECT code2des_read_job($1, $2, $3, $4, $5)";
 
 /// One job visible to the caller, as of now (the deadline applied by the read, not written).
 pub async fn get_job(
@@ -421,7 +425,13 @@ pub async fn get_job(
         ],
     )
     .await?;
-    rows.first().map(job).transpose()
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let read = |row: &Row| -> Result<Option<Job>, BoxError> {
+        row.try_get::<_, Option<Record>>(0)?.map(|r| Job::decode(ReadRecord(r))).transpose()
+    };
+    read(row).map_err(|e| crate::error::internal("reading a job record", &*e))
 }
 
 /// Filters and position of one page of the discovery list.

@@ -130,6 +130,70 @@ async fn reads_send_no_insert_update_or_delete() {
     assert_eq!(app.job_row(&overdue).await.get::<_, String>("status_label"), "2");
 }
 
+/// The lifecycle GET reads a job as one record, by position (`code2des_read_job`, migration
+/// V5); the list reads rows by column name. Both decode into the same `Job` for every kind of
+/// job, every field set and unset: a field out of place in either function or in
+/// `shared::model::READ_COLUMNS` shows here as a difference (one of the same type included).
+#[tokio::test]
+async fn the_read_record_and_the_list_row_decode_to_the_same_job() {
+    use shared::store::{self, ListQuery};
+    let app = TestApp::with_deadline(Duration::from_secs(60)).await;
+    let t = app.tenant().await;
+    let fresh = app.new_job(&t).await;
+    let reporting = app.new_job(&t).await;
+    let nonce = app.manifest(&reporting).await.nonce;
+    assert_eq!(app.progress(&reporting, 1, &nonce, 40, "rendering").await.status, 200);
+    let overdue = app.new_job(&t).await;
+    app.age(&overdue, 120).await;
+    let completed = app.new_job(&t).await;
+    assert_eq!(app.complete(&completed).await.status, 200);
+    let placed = app.new_job(&t).await;
+    assert_eq!(app.complete(&placed).await.status, 200);
+    assert_eq!(app.place(&t, Some(&t.sub), &placed, "12:34").await.status, 200);
+    let failed = app.new_job(&t).await;
+    assert_eq!(app.fail(&failed, "boom").await.status, 200);
+    let cancelled = app.new_job(&t).await;
+    assert_eq!(app.cancel(&t, Some(&t.sub), &cancelled).await.status, 200);
+    let retried = app.new_job(&t).await;
+    assert_eq!(app.fail(&retried, "first try").await.status, 200);
+    assert_eq!(app.retry(&t, &retried, None).await.status, 202);
+
+    let scope = shared::caller::Scope {
+        organization_id: shared::types::OrganizationId::parse(&t.org.to_string()).unwrap(),
+        project_id: shared::types::ProjectId::parse(&t.project.to_string()).unwrap(),
+        subject: shared::types::Subject::parse(&t.sub).unwrap(),
+    };
+    let client = app.pool.get().await.unwrap();
+    let deadline = app.policy.deadline;
+    let q = ListQuery { figma_file_key: None, status: None, after: None, limit: 100 };
+    let listed = store::list_jobs(&**client, &scope, &q, deadline).await.unwrap().unwrap();
+    let ids = [&fresh, &reporting, &overdue, &completed, &placed, &failed, &cancelled, &retried];
+    assert_eq!(listed.len(), ids.len());
+    for id in ids {
+        let code2des_id = shared::types::Code2desId::parse(id).unwrap();
+        let read = store::get_job(&**client, &scope, code2des_id, deadline).await.unwrap().expect("visible");
+        let row = listed.iter().find(|j| &j.id == id).unwrap();
+        assert_eq!(&read, row, "{id}");
+    }
+    // Every optional field is set in at least one of them, and unset in another.
+    let all: Vec<_> = listed.iter().collect();
+    for (name, set) in [
+        ("progress", all.iter().filter(|j| j.progress.is_some()).count()),
+        ("cancelled_at", all.iter().filter(|j| j.cancelled_at.is_some()).count()),
+        ("materialized_at", all.iter().filter(|j| j.materialized_at.is_some()).count()),
+        ("result_url", all.iter().filter(|j| j.result_url.is_some()).count()),
+        ("error_message", all.iter().filter(|j| j.error_message.is_some()).count()),
+        ("warning_count", all.iter().filter(|j| j.warning_count.is_some()).count()),
+        ("attempt > 1", all.iter().filter(|j| j.attempt > 1).count()),
+    ] {
+        assert!(set > 0 && set < all.len(), "{name}: set in {set} of {}", all.len());
+    }
+    // Not visible: NULL, not a record of NULLs.
+    let other = shared::caller::Scope { subject: shared::types::Subject::parse("someone-else").unwrap(), ..scope };
+    let id = shared::types::Code2desId::parse(&fresh).unwrap();
+    assert!(store::get_job(&**client, &other, id, deadline).await.unwrap().is_none());
+}
+
 #[tokio::test]
 async fn no_overdue_job_survives_a_sweep() {
     let app = TestApp::with_deadline(Duration::from_secs(60)).await;

@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use shared::model::Job;
+use shared::model::{Job, ReadRecord};
+use shared::record::Record;
 use shared::store::{self, ListQuery, Scope};
 use shared::types::Code2desId;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -35,7 +36,7 @@ use crate::stats::{f2, median, ms, pct, Table};
 
 const DEADLINE: Duration = shared::setup::DEFAULT_DEADLINE;
 /// shared::store's GET_JOB and LIST_JOBS (checked below to answer exactly as shared::store does).
-const GET_CALL: &str = "SELECT * FROM code2des_get_job($1, $2, $3, $4, $5)";
+const GET_CALL: &str = "SELECT code2des_read_job($1, $2, $3, $4, $5)";
 const LIST_CALL: &str = "SELECT * FROM code2des_list_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 /// Rows per page the list handler asks for by default (limit 50, plus one to see a next page).
 const LIST_LIMIT: i64 = 51;
@@ -271,13 +272,21 @@ async fn function(c: &Client, name: &str) -> Function {
     let code: String = src.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n");
     let code = code.split_whitespace().collect::<Vec<_>>().join(" ");
     let body = code.split_once("BEGIN ").map(|(_, b)| b).expect("a BEGIN");
-    let body = &body[..body.rfind(';').expect("a statement end")];
+    // The read is the body's first statement (GET's is followed by its NOT FOUND check).
+    let body = &body[..body.find(';').expect("a statement end")];
     let mut sql = body.strip_prefix("RETURN QUERY ").unwrap_or(body).to_owned();
     if let (Some(i), Some(j)) = (sql.find(" INTO "), sql.find(" FROM code2des c ")) {
         sql.replace_range(i..j, "");
     }
     let (inputs, columns) = match args.split_once(", OUT ") {
         Some((inputs, outs)) => (inputs.to_owned(), outs.replace(", OUT ", ", ")),
+        None if result == "record" => {
+            // One anonymous record (code2des_read_job): its fields are the SELECT's columns.
+            let stmt = c.prepare(&sql).await.unwrap_or_else(|e| panic!("describe {name}'s SELECT: {e}"));
+            let cols: Vec<String> =
+                stmt.columns().iter().map(|c| format!("{} {}", c.name(), c.type_().name())).collect();
+            (args, cols.join(", "))
+        }
         None => {
             let table = result.strip_prefix("TABLE(").and_then(|r| r.strip_suffix(')')).expect("RETURNS TABLE");
             (args, table.to_owned())
@@ -367,8 +376,15 @@ fn typed<'a, const N: usize>(
     params.into_iter().zip(types.iter().cloned()).collect()
 }
 
-/// The jobs of a read's rows, as shared::store decodes them (a list's all-NULL scope row skipped).
+/// The jobs of a read's rows, as shared::store decodes them: a row of columns by name (a list's
+/// all-NULL scope row skipped), or one record (`code2des_read_job`, NULL when not visible).
 fn jobs(rows: &[Row]) -> Option<Vec<Job>> {
+    if let [row] = rows {
+        if row.columns().len() == 1 && *row.columns()[0].type_() == Type::RECORD {
+            let rec = row.try_get::<_, Option<Record>>(0).ok()?;
+            return rec.map(|r| Job::decode(ReadRecord(r)).ok()).into_iter().collect();
+        }
+    }
     rows.iter().filter(|r| r.get::<_, Option<String>>("id").is_some()).map(|r| Job::from_row(r).ok()).collect()
 }
 
@@ -469,8 +485,8 @@ async fn run_variant(admin: &Client, v: &Variant, conc: usize, total: usize, cap
 }
 
 /// The benchmark's own functions (variants of V3's), created for the run and dropped after it.
-const DROP_COPIES: &str = "DROP FUNCTION IF EXISTS bench_get_job_noset, bench_get_job_out, bench_get_job_sql, \
-     bench_get_job_sql_set, bench_list_jobs_noset, bench_get_job_execute";
+const DROP_COPIES: &str = "DROP FUNCTION IF EXISTS bench_read_job_noset, bench_get_job_table, bench_get_job_out, \
+     bench_get_job_sql, bench_get_job_sql_set, bench_list_jobs_noset, bench_read_job_execute";
 
 // --- the benchmark -----------------------------------------------------------------------------
 
@@ -522,7 +538,7 @@ async fn measure(
     let raw = Arc::new(raw);
 
     // The statements: the functions' own SELECTs, a simpler equivalent, the floor.
-    let get_fn = function(admin, "code2des_get_job").await;
+    let get_fn = function(admin, "code2des_read_job").await;
     let list_fn = function(admin, "code2des_list_jobs").await;
     let (get_sql, list_sql) = (get_fn.sql.clone(), list_fn.sql.clone());
     let from = " FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id WHERE ";
@@ -544,7 +560,15 @@ async fn measure(
         let body = format!("BEGIN\n    RETURN QUERY EXECUTE $bench${}$bench$ USING {};\nEND", f.sql, placeholders(n));
         (f.with_body(&body), f.def.clone())
     };
-    let get_swap = replanning(&get_fn, 5);
+    let get_swap = {
+        let body = format!(
+            "DECLARE\n    r record;\n    n bigint;\nBEGIN\n    EXECUTE $bench${}$bench$ INTO r USING {};\n    \
+             GET DIAGNOSTICS n = ROW_COUNT;\n    IF n = 0 THEN\n        RETURN NULL;\n    END IF;\n    RETURN r;\nEND",
+            get_fn.sql,
+            placeholders(5)
+        );
+        (get_fn.with_body(&body), get_fn.def.clone())
+    };
     let list_swap = replanning(&list_fn, 9);
     // GET as a function with OUT parameters (SELECT … INTO them: one row, no result set).
     let out_def = format!(
@@ -556,12 +580,19 @@ async fn measure(
     );
     admin.batch_execute(DROP_COPIES).await.map_err(|e| e.to_string())?;
     for def in [
-        get_fn.renamed("code2des_get_job", "bench_get_job_noset", without_set),
+        get_fn.renamed("code2des_read_job", "bench_read_job_noset", without_set),
+        // V3's shape, the job as a set of 24 columns in FROM (what shared::store sent before V5).
+        get_fn.set_returning(
+            "bench_get_job_table",
+            "plpgsql",
+            true,
+            &format!("#variable_conflict use_column\nBEGIN RETURN QUERY {get_sql}; END"),
+        ),
         list_fn.renamed("code2des_list_jobs", "bench_list_jobs_noset", without_set),
         out_def,
         get_fn.set_returning("bench_get_job_sql", "sql", false, &get_sql),
         get_fn.set_returning("bench_get_job_sql_set", "sql", true, &get_sql),
-        get_swap.0.replacen(".code2des_get_job(", ".bench_get_job_execute(", 1),
+        get_swap.0.replacen(".code2des_read_job(", ".bench_read_job_execute(", 1),
     ] {
         admin.batch_execute(&def).await.map_err(|e| format!("{def}: {e}"))?;
     }
@@ -599,8 +630,9 @@ async fn measure(
         GET_CALL.to_owned(),
         get_sql.clone(),
         simpler.clone(),
-        "SELECT * FROM bench_get_job_noset($1, $2, $3, $4, $5)".into(),
-        "SELECT * FROM bench_get_job_execute($1, $2, $3, $4, $5)".into(),
+        "SELECT bench_read_job_noset($1, $2, $3, $4, $5)".into(),
+        "SELECT bench_read_job_execute($1, $2, $3, $4, $5)".into(),
+        "SELECT * FROM bench_get_job_table($1, $2, $3, $4, $5)".into(),
         "SELECT * FROM bench_get_job_out($1, $2, $3, $4, $5) WHERE id IS NOT NULL".into(),
         "SELECT * FROM bench_get_job_sql($1, $2, $3, $4, $5)".into(),
         "SELECT * FROM bench_get_job_sql_set($1, $2, $3, $4, $5)".into(),
@@ -634,10 +666,7 @@ async fn measure(
     let la = list_args();
     let explained = [
         ("lifecycle GET: the SELECT", explain(admin, &get_sql, get_params(&a), &GET_TYPES, n).await),
-        (
-            "lifecycle GET: SELECT * FROM code2des_get_job(…)",
-            explain(admin, "SELECT * FROM code2des_get_job($1, $2, $3, $4, $5)", get_params(&a), &GET_TYPES, n).await,
-        ),
+        ("lifecycle GET: SELECT code2des_read_job(…)", explain(admin, GET_CALL, get_params(&a), &GET_TYPES, n).await),
         ("list: the SELECT", explain(admin, &list_sql, la.params(), &LIST_TYPES, n).await),
         (
             "list: SELECT * FROM code2des_list_jobs(…)",
@@ -723,13 +752,26 @@ async fn measure(
                 true,
                 sql_op(&raw_c, &get_sql, &GET_TYPES, true, get_args.clone(), 1).await,
             ),
-            g("GET: code2des_get_job, unnamed (= shared::store now)", false, store_get),
+            g("GET: code2des_read_job, one record, unnamed (= shared::store now)", false, store_get),
             g(
-                "GET: code2des_get_job without its SET clause, unnamed",
+                "GET: V3's code2des_get_job, a 24-column set in FROM, unnamed (= shared::store before)",
                 false,
                 sql_op(
                     &raw_c,
-                    "SELECT * FROM bench_get_job_noset($1, $2, $3, $4, $5)",
+                    "SELECT * FROM bench_get_job_table($1, $2, $3, $4, $5)",
+                    &GET_TYPES,
+                    false,
+                    get_args.clone(),
+                    1,
+                )
+                .await,
+            ),
+            g(
+                "GET: code2des_read_job without its SET clause, unnamed",
+                false,
+                sql_op(
+                    &raw_c,
+                    "SELECT bench_read_job_noset($1, $2, $3, $4, $5)",
                     &GET_TYPES,
                     false,
                     get_args.clone(),
@@ -751,16 +793,16 @@ async fn measure(
                 .await,
             ),
             g(
-                "GET: the SELECT, unnamed (= shared::store before)",
+                "GET: the SELECT, unnamed (= shared::store before V3)",
                 false,
                 sql_op(&raw_c, &get_sql, &GET_TYPES, false, get_args.clone(), 1).await,
             ),
             g(
-                "GET: function planning every call (RETURN QUERY EXECUTE), unnamed",
+                "GET: function planning every call (EXECUTE), unnamed",
                 false,
                 sql_op(
                     &raw_c,
-                    "SELECT * FROM bench_get_job_execute($1, $2, $3, $4, $5)",
+                    "SELECT bench_read_job_execute($1, $2, $3, $4, $5)",
                     &GET_TYPES,
                     false,
                     get_args.clone(),
@@ -842,7 +884,7 @@ async fn measure(
                 .await,
             ),
             l(
-                "list: the SELECT, unnamed (= shared::store before)",
+                "list: the SELECT, unnamed (= shared::store before V3)",
                 false,
                 sql_op(&raw_c, &list_sql, &LIST_TYPES, false, list_args.clone(), LIST_ITEMS).await,
             ),
@@ -897,6 +939,18 @@ async fn measure(
                     "- ceiling, concurrency {c}: a handler costing nothing but the prepared SELECT plus the HTTP hop \
                      of an unrouted request would reach {ceiling:.2} × prepared (GET)"
                 ));
+                // The same with the read as the handler sends it (one unnamed call, no named
+                // statement): what any handler reading this way can reach at most.
+                let now = variants.iter().position(|v| v.name.contains("(= shared::store now)") && v.read == Read::Get);
+                if let Some(k) = now {
+                    let per_round: Vec<f64> =
+                        ratios[i].iter().zip(&ratios[k]).map(|(h, r)| 1.0 / (1.0 / h + 1.0 / r)).collect();
+                    goals.push(format!(
+                        "- ceiling, concurrency {c}: a handler costing nothing but its read as sent (one unnamed call) \
+                         plus the HTTP hop of an unrouted request would reach {:.2} × prepared (GET)",
+                        median(&per_round)
+                    ));
+                }
             }
         }
     }

@@ -108,8 +108,9 @@ impl<'a> Columns<'a> for &'a Row {
 }
 
 /// The fields of `code2des_read_job`'s record (migration V5), in its order: the names the
-/// decoder asks for, by position. A test reads every kind of job through both the record and
-/// the statement's own row and compares them (shared/tests).
+/// decoder asks for, by position. A test (local/tests/api/sweep.rs) holds the function's
+/// SELECT to these names and reads every kind of job through both the record and the list's
+/// rows, by name, and compares them.
 pub const READ_COLUMNS: [&str; 24] = [
     "id",
     "organization_id",

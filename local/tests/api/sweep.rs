@@ -192,6 +192,15 @@ async fn the_read_record_and_the_list_row_decode_to_the_same_job() {
     let other = shared::caller::Scope { subject: shared::types::Subject::parse("someone-else").unwrap(), ..scope };
     let id = shared::types::Code2desId::parse(&fresh).unwrap();
     assert!(store::get_job(&**client, &other, id, deadline).await.unwrap().is_none());
+
+    // And by name: the function's SELECT, described by the server, has READ_COLUMNS' columns
+    // in READ_COLUMNS' order.
+    let src: String = app.sql("SELECT prosrc FROM pg_proc WHERE proname = 'code2des_read_job'").await[0].get(0);
+    let select = &src[src.find("SELECT c.id").unwrap()..];
+    let select = select[..select.find(';').unwrap()].replacen("INTO r", "", 1);
+    let described = client.prepare(&select).await.unwrap();
+    let names: Vec<&str> = described.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names, shared::model::READ_COLUMNS);
 }
 
 #[tokio::test]

@@ -22,8 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use shared::model::{Job, ReadRecord};
-use shared::record::Record;
+use shared::model::Job;
 use shared::store::{self, ListQuery, Scope};
 use shared::types::Code2desId;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -381,8 +380,7 @@ fn typed<'a, const N: usize>(
 fn jobs(rows: &[Row]) -> Option<Vec<Job>> {
     if let [row] = rows {
         if row.columns().len() == 1 && *row.columns()[0].type_() == Type::RECORD {
-            let rec = row.try_get::<_, Option<Record>>(0).ok()?;
-            return rec.map(|r| Job::decode(ReadRecord(r)).ok()).into_iter().collect();
+            return Job::from_read_row(row).ok().map(|job| job.into_iter().collect());
         }
     }
     rows.iter().filter(|r| r.get::<_, Option<String>>("id").is_some()).map(|r| Job::from_row(r).ok()).collect()

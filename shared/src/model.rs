@@ -83,7 +83,7 @@ pub struct Progress {
 }
 
 /// Where a job's columns come from: a statement's row, by name ([`Row`]), or the one record
-/// `code2des_read_job` answers, by position ([`ReadRecord`]). One decoder reads both.
+/// `code2des_read_job` answers, by position ([`Job::from_read_row`]). One decoder reads both.
 pub trait Columns<'a> {
     /// A column every job statement returns.
     fn get<T: FromSql<'a>>(&self, name: &'static str) -> Result<T, BoxError>;
@@ -139,13 +139,18 @@ pub const READ_COLUMNS: [&str; 24] = [
 ];
 
 /// `code2des_read_job`'s record, its fields named by [`READ_COLUMNS`].
-pub struct ReadRecord<'a>(pub Record<'a>);
+struct ReadRecord<'a>(Record<'a>);
 
-impl ReadRecord<'_> {
-    fn index(&self, name: &'static str) -> Result<usize, BoxError> {
-        if self.0.len() != READ_COLUMNS.len() {
-            return Err(format!("the read record has {} fields, not {}", self.0.len(), READ_COLUMNS.len()).into());
+impl<'a> ReadRecord<'a> {
+    /// The record, if it has as many fields as [`READ_COLUMNS`] names (checked once, here).
+    fn new(record: Record<'a>) -> Result<Self, BoxError> {
+        if record.len() != READ_COLUMNS.len() {
+            return Err(format!("the read record has {} fields, not {}", record.len(), READ_COLUMNS.len()).into());
         }
+        Ok(Self(record))
+    }
+
+    fn index(&self, name: &'static str) -> Result<usize, BoxError> {
         READ_COLUMNS.iter().position(|c| *c == name).ok_or_else(|| format!("no field {name} in the read record").into())
     }
 }
@@ -211,6 +216,12 @@ macro_rules! job_columns {
 impl Job {
     pub fn from_row(row: &Row) -> Result<Self, BoxError> {
         Self::decode(row)
+    }
+
+    /// The job in the one column `SELECT code2des_read_job(...)` answers: None when that
+    /// record is NULL (no job the caller may see).
+    pub fn from_read_row(row: &Row) -> Result<Option<Self>, BoxError> {
+        row.try_get::<_, Option<Record>>(0)?.map(|r| Self::decode(ReadRecord::new(r)?)).transpose()
     }
 
     /// A job from any source of its columns (a row, or the read's record).

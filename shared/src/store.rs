@@ -19,8 +19,7 @@ use tokio_postgres::{GenericClient, Row};
 pub use crate::caller::Scope;
 use crate::error::ApiError;
 use crate::job_columns;
-use crate::model::{BoxError, Job, Nonce, ReadRecord};
-use crate::record::Record;
+use crate::model::{Job, Nonce};
 use crate::types::{Code2desId, FigmaFileKey, NodeId, PageImportId, PlacementTarget, ProgressStage, ScreenId, Status};
 
 /// `updated_by` of a job the deadline failed; the webhook tells a timeout from a worker's
@@ -428,10 +427,7 @@ pub async fn get_job(
     let Some(row) = rows.first() else {
         return Ok(None);
     };
-    let read = |row: &Row| -> Result<Option<Job>, BoxError> {
-        row.try_get::<_, Option<Record>>(0)?.map(|r| Job::decode(ReadRecord(r))).transpose()
-    };
-    read(row).map_err(|e| crate::error::internal("reading a job record", &*e))
+    Job::from_read_row(row).map_err(|e| crate::error::internal("reading a job record", &*e))
 }
 
 /// Filters and position of one page of the discovery list.

@@ -84,6 +84,7 @@ pub fn event(
     }
     let text = |name: &str| headers.get(name).and_then(|h| h.to_str().ok());
     let now = chrono::Utc::now();
+    let route_key = route.key();
 
     let mut http_ctx = ApiGatewayV2httpRequestContextHttpDescription::default();
     http_ctx.method = method.clone();
@@ -99,7 +100,7 @@ pub fn event(
     ctx.domain_prefix = Some("local".into());
     ctx.http = http_ctx;
     ctx.request_id = Some(request_id.to_owned());
-    ctx.route_key = Some(route.key());
+    ctx.route_key = Some(route_key.clone());
     ctx.stage = Some("$default".into());
     ctx.time = Some(now.format("%d/%b/%Y:%H:%M:%S %z").to_string());
     ctx.time_epoch = now.timestamp_millis();
@@ -115,7 +116,7 @@ pub fn event(
 
     let mut ev = ApiGatewayV2httpRequest::default();
     ev.version = Some("2.0".into());
-    ev.route_key = Some(route.key());
+    ev.route_key = Some(route_key);
     ev.raw_path = Some(path.to_owned());
     ev.raw_query_string = Some(query.to_owned());
     ev.headers = hdrs;

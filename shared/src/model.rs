@@ -82,63 +82,116 @@ pub struct Progress {
     pub updated_at: DateTime<Utc>,
 }
 
-/// Where a job's columns come from: a statement's row, by name ([`Row`]), or the one record
-/// `code2des_read_job` answers, by position ([`Job::from_read_row`]). One decoder reads both.
+/// Where a job's columns come from: a statement's row, its columns found by name once per
+/// statement ([`Layout`]), or the one record `code2des_read_job` answers, by position
+/// ([`Job::from_read_row`]). One decoder reads both.
 pub trait Columns<'a> {
     /// A column every job statement returns.
-    fn get<T: FromSql<'a>>(&self, name: &'static str) -> Result<T, BoxError>;
+    fn get<T: FromSql<'a>>(&self, col: Col) -> Result<T, BoxError>;
     /// A column that only some statements return (a new job has no progress yet, so INSERT
     /// ... RETURNING has none): None when absent or NULL; a column that IS there but does
     /// not read is still an error.
-    fn optional<T: FromSql<'a>>(&self, name: &'static str) -> Result<Option<T>, BoxError>;
+    fn optional<T: FromSql<'a>>(&self, col: Col) -> Result<Option<T>, BoxError>;
 }
 
-impl<'a> Columns<'a> for &'a Row {
-    fn get<T: FromSql<'a>>(&self, name: &'static str) -> Result<T, BoxError> {
-        Ok(self.try_get(name)?)
+/// The job's columns: [`READ_COLUMNS`] (their names, in this order) and [`Col`] (a column by
+/// its position there), from one list so the two cannot drift apart.
+macro_rules! job_fields {
+    ($($name:ident),* $(,)?) => {
+        /// The fields of `code2des_read_job`'s record (migration V5), in its order, which are
+        /// also the names a job's columns have in every other statement. A test
+        /// (local/tests/api/sweep.rs) holds the function's SELECT to these names and reads every
+        /// kind of job through both the record and the list's rows, and compares them.
+        pub const READ_COLUMNS: [&str; 24] = [$(stringify!($name)),*];
+
+        /// A job column, by its position in [`READ_COLUMNS`]: the decoder asks for columns by
+        /// position, so no name is compared while a row is read.
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Col {
+            $($name),*
+        }
+    };
+}
+
+job_fields!(
+    id,
+    organization_id,
+    project_id,
+    page_import_id,
+    figma_file_key,
+    screen_id,
+    placement_target,
+    status,
+    attempt,
+    nonce,
+    result_url,
+    warning_count,
+    error_message,
+    materialized_at,
+    materialized_node_id,
+    created_at,
+    updated_at,
+    created_by,
+    updated_by,
+    progress_percent,
+    progress_stage,
+    progress_updated_at,
+    attempt_started_at,
+    cancelled_at,
+);
+
+impl Col {
+    pub fn name(self) -> &'static str {
+        READ_COLUMNS[self as usize]
+    }
+}
+
+/// Where each job column is in one statement's rows (by name, the first column of that name,
+/// as `Row::get(name)` finds it), found once for all its rows: a list of 20 jobs compared 24
+/// names against 24 columns for every field of every row (docs/PERFORMANCE.md section 5).
+#[derive(Debug, Clone)]
+pub struct Layout([Option<usize>; READ_COLUMNS.len()]);
+
+impl Layout {
+    /// The layout of `row`'s statement (any of its rows: they share their columns).
+    pub fn of(row: &Row) -> Self {
+        let mut at = [None; READ_COLUMNS.len()];
+        for (i, column) in row.columns().iter().enumerate() {
+            if let Some(k) = READ_COLUMNS.iter().position(|name| *name == column.name()) {
+                at[k].get_or_insert(i);
+            }
+        }
+        Self(at)
     }
 
-    fn optional<T: FromSql<'a>>(&self, name: &'static str) -> Result<Option<T>, BoxError> {
-        if self.columns().iter().any(|c| c.name() == name) {
-            Ok(self.try_get::<_, Option<T>>(name)?)
-        } else {
-            Ok(None)
+    /// Whether `row` holds a job: its id is there and not NULL (the list's scope row has none).
+    pub fn has_job(&self, row: &Row) -> bool {
+        self.0[Col::id as usize].is_some_and(|i| matches!(row.try_get::<_, Option<&str>>(i), Ok(Some(_))))
+    }
+}
+
+/// One row, read through its statement's [`Layout`].
+struct Laid<'a> {
+    row: &'a Row,
+    layout: &'a Layout,
+}
+
+impl<'a> Columns<'a> for Laid<'a> {
+    fn get<T: FromSql<'a>>(&self, col: Col) -> Result<T, BoxError> {
+        let i = self.layout.0[col as usize].ok_or_else(|| format!("no column {}", col.name()))?;
+        self.row.try_get(i).map_err(|e| format!("column {}: {e}", col.name()).into())
+    }
+
+    fn optional<T: FromSql<'a>>(&self, col: Col) -> Result<Option<T>, BoxError> {
+        match self.layout.0[col as usize] {
+            Some(i) => self.row.try_get(i).map_err(|e| format!("column {}: {e}", col.name()).into()),
+            None => Ok(None),
         }
     }
 }
 
-/// The fields of `code2des_read_job`'s record (migration V5), in its order: the names the
-/// decoder asks for, by position. A test (local/tests/api/sweep.rs) holds the function's
-/// SELECT to these names and reads every kind of job through both the record and the list's
-/// rows, by name, and compares them.
-pub const READ_COLUMNS: [&str; 24] = [
-    "id",
-    "organization_id",
-    "project_id",
-    "page_import_id",
-    "figma_file_key",
-    "screen_id",
-    "placement_target",
-    "status",
-    "attempt",
-    "nonce",
-    "result_url",
-    "warning_count",
-    "error_message",
-    "materialized_at",
-    "materialized_node_id",
-    "created_at",
-    "updated_at",
-    "created_by",
-    "updated_by",
-    "progress_percent",
-    "progress_stage",
-    "progress_updated_at",
-    "attempt_started_at",
-    "cancelled_at",
-];
-
-/// `code2des_read_job`'s record, its fields named by [`READ_COLUMNS`].
+/// `code2des_read_job`'s record, its fields in [`READ_COLUMNS`]' order.
 struct ReadRecord<'a>(Record<'a>);
 
 impl<'a> ReadRecord<'a> {
@@ -149,19 +202,15 @@ impl<'a> ReadRecord<'a> {
         }
         Ok(Self(record))
     }
-
-    fn index(&self, name: &'static str) -> Result<usize, BoxError> {
-        READ_COLUMNS.iter().position(|c| *c == name).ok_or_else(|| format!("no field {name} in the read record").into())
-    }
 }
 
 impl<'a> Columns<'a> for ReadRecord<'a> {
-    fn get<T: FromSql<'a>>(&self, name: &'static str) -> Result<T, BoxError> {
-        self.0.get(self.index(name)?)
+    fn get<T: FromSql<'a>>(&self, col: Col) -> Result<T, BoxError> {
+        self.0.get(col as usize).map_err(|e| format!("field {}: {e}", col.name()).into())
     }
 
-    fn optional<T: FromSql<'a>>(&self, name: &'static str) -> Result<Option<T>, BoxError> {
-        self.0.get(self.index(name)?)
+    fn optional<T: FromSql<'a>>(&self, col: Col) -> Result<Option<T>, BoxError> {
+        self.get(col)
     }
 }
 
@@ -214,8 +263,15 @@ macro_rules! job_columns {
 }
 
 impl Job {
+    /// The job in a row of any job statement (its columns found by name: for many rows of one
+    /// statement, [`Job::from_laid_row`] finds them once).
     pub fn from_row(row: &Row) -> Result<Self, BoxError> {
-        Self::decode(row)
+        Self::from_laid_row(row, &Layout::of(row))
+    }
+
+    /// The job in `row`, whose statement's columns `layout` found.
+    pub fn from_laid_row(row: &Row, layout: &Layout) -> Result<Self, BoxError> {
+        Self::decode(Laid { row, layout })
     }
 
     /// The job in the one column `SELECT code2des_read_job(...)` answers: None when that
@@ -226,39 +282,39 @@ impl Job {
 
     /// A job from any source of its columns (a row, or the read's record).
     pub fn decode<'a>(row: impl Columns<'a>) -> Result<Self, BoxError> {
-        let status: String = row.get("status")?;
+        let status: &str = row.get(Col::status)?;
         Ok(Self {
-            id: row.get("id")?,
-            organization_id: row.get("organization_id")?,
-            project_id: row.get("project_id")?,
-            page_import_id: row.get("page_import_id")?,
-            figma_file_key: row.get("figma_file_key")?,
-            screen_id: row.get("screen_id")?,
-            placement_target: row.get("placement_target")?,
+            id: row.get(Col::id)?,
+            organization_id: row.get(Col::organization_id)?,
+            project_id: row.get(Col::project_id)?,
+            page_import_id: row.get(Col::page_import_id)?,
+            figma_file_key: row.get(Col::figma_file_key)?,
+            screen_id: row.get(Col::screen_id)?,
+            placement_target: row.get(Col::placement_target)?,
             // The enum has exactly these three labels (migration V1); anything else would be
             // a schema the service does not know, reported as failed rather than a panic.
-            status: Status::from_db(&status).unwrap_or(Status::Failed),
-            attempt: row.get("attempt")?,
-            nonce: Nonce::from_db(row.get("nonce")?),
-            result_url: row.get("result_url")?,
-            warning_count: row.get("warning_count")?,
-            error_message: row.get("error_message")?,
-            materialized_at: row.get("materialized_at")?,
-            materialized_node_id: row.get("materialized_node_id")?,
-            created_at: row.get("created_at")?,
-            updated_at: row.get("updated_at")?,
-            created_by: row.get("created_by")?,
-            updated_by: row.get("updated_by")?,
-            attempt_started_at: row.optional("attempt_started_at")?.unwrap_or(row.get("created_at")?),
+            status: Status::from_db(status).unwrap_or(Status::Failed),
+            attempt: row.get(Col::attempt)?,
+            nonce: Nonce::from_db(row.get(Col::nonce)?),
+            result_url: row.get(Col::result_url)?,
+            warning_count: row.get(Col::warning_count)?,
+            error_message: row.get(Col::error_message)?,
+            materialized_at: row.get(Col::materialized_at)?,
+            materialized_node_id: row.get(Col::materialized_node_id)?,
+            created_at: row.get(Col::created_at)?,
+            updated_at: row.get(Col::updated_at)?,
+            created_by: row.get(Col::created_by)?,
+            updated_by: row.get(Col::updated_by)?,
+            attempt_started_at: row.optional(Col::attempt_started_at)?.unwrap_or(row.get(Col::created_at)?),
             progress: match (
-                row.optional::<i16>("progress_percent")?,
-                row.optional::<String>("progress_stage")?,
-                row.optional::<DateTime<Utc>>("progress_updated_at")?,
+                row.optional::<i16>(Col::progress_percent)?,
+                row.optional::<String>(Col::progress_stage)?,
+                row.optional::<DateTime<Utc>>(Col::progress_updated_at)?,
             ) {
                 (Some(percent), Some(stage), Some(updated_at)) => Some(Progress { percent, stage, updated_at }),
                 _ => None,
             },
-            cancelled_at: row.optional("cancelled_at")?,
+            cancelled_at: row.optional(Col::cancelled_at)?,
         })
     }
 

@@ -19,7 +19,7 @@ use tokio_postgres::{GenericClient, Row};
 pub use crate::caller::Scope;
 use crate::error::ApiError;
 use crate::job_columns;
-use crate::model::{Job, Nonce};
+use crate::model::{Job, Layout, Nonce};
 use crate::types::{Code2desId, FigmaFileKey, NodeId, PageImportId, PlacementTarget, ProgressStage, ScreenId, Status};
 
 /// `updated_by` of a job the deadline failed; the webhook tells a timeout from a worker's
@@ -476,10 +476,16 @@ pub async fn list_jobs(
         ],
     )
     .await?;
-    if rows.is_empty() {
+    let Some(first) = rows.first() else {
         return Ok(None);
-    }
-    rows.iter().filter(|r| r.get::<_, Option<String>>("id").is_some()).map(job).collect::<Result<Vec<_>, _>>().map(Some)
+    };
+    // The page's rows share their columns: found once, not per field of every row.
+    let layout = Layout::of(first);
+    rows.iter()
+        .filter(|r| layout.has_job(r))
+        .map(|r| Job::from_laid_row(r, &layout).map_err(|e| crate::error::internal("reading a job row", &*e)))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 #[derive(Debug)]

@@ -7,8 +7,9 @@
 //!   the same answer; what RDS Proxy cannot have without pinning the session);
 //! - the options for `query_typed` (unnamed: parsed and planned on every call): the SELECT
 //!   itself (what shared::store ran before), a simpler equivalent SELECT, the PL/pgSQL functions
-//!   of migration V3 (what shared::store runs now), the same without their SET clause, SQL
-//!   functions, and a SELECT without the visibility rules (NOT equivalent: the floor).
+//!   of migrations V3, V5 and V6 (what shared::store runs now), the same with the SET clause
+//!   they had before V6, V3's set-returning GET, SQL functions, and a SELECT without the
+//!   visibility rules (NOT equivalent: the floor).
 //!
 //! The SELECTs are read back from the functions' bodies in pg_proc, so the baseline is exactly
 //! the statement the function runs. Variants rotate their order every round; each ratio is
@@ -22,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use shared::model::Job;
+use shared::model::{Job, Layout};
 use shared::store::{self, ListQuery, Scope};
 use shared::types::Code2desId;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -250,7 +251,7 @@ async fn http_op(addr: SocketAddr, conc: usize, request: Vec<u8>, expect: u16) -
 struct Function {
     /// The SELECT, with the function's positional parameters.
     sql: String,
-    /// `pg_get_functiondef`: CREATE OR REPLACE FUNCTION … with its SET clause and body.
+    /// `pg_get_functiondef`: CREATE OR REPLACE FUNCTION … with its clauses and body.
     def: String,
     /// The input parameters (`pg_get_function_arguments` without the OUT ones).
     inputs: String,
@@ -274,8 +275,10 @@ async fn function(c: &Client, name: &str) -> Function {
     // The read is the body's first statement (GET's is followed by its NOT FOUND check).
     let body = &body[..body.find(';').expect("a statement end")];
     let mut sql = body.strip_prefix("RETURN QUERY ").unwrap_or(body).to_owned();
-    if let (Some(i), Some(j)) = (sql.find(" INTO "), sql.find(" FROM code2des c ")) {
-        sql.replace_range(i..j, "");
+    if let Some(i) = sql.find(" INTO ") {
+        if let Some(j) = sql[i..].find(" FROM ") {
+            sql.replace_range(i..i + j, "");
+        }
     }
     let (inputs, columns) = match args.split_once(", OUT ") {
         Some((inputs, outs)) => (inputs.to_owned(), outs.replace(", OUT ", ", ")),
@@ -321,8 +324,10 @@ impl Function {
     }
 }
 
-fn without_set(def: &str) -> String {
-    def.lines().filter(|l| !l.trim_start().starts_with("SET ")).collect::<Vec<_>>().join("\n")
+/// The definition with the SET clause V3 and V5 gave the functions before V6 (the bench's
+/// schema is public).
+fn with_set(def: &str) -> String {
+    def.replacen("\nAS $function$", "\n SET search_path = pg_catalog, public, pg_temp\nAS $function$", 1)
 }
 
 fn placeholders(n: usize) -> String {
@@ -383,7 +388,9 @@ fn jobs(rows: &[Row]) -> Option<Vec<Job>> {
             return Job::from_read_row(row).ok().map(|job| job.into_iter().collect());
         }
     }
-    rows.iter().filter(|r| r.get::<_, Option<String>>("id").is_some()).map(|r| Job::from_row(r).ok()).collect()
+    // As shared::store reads a list: the columns found once per statement.
+    let layout = Layout::of(rows.first()?);
+    rows.iter().filter(|r| layout.has_job(r)).map(|r| Job::from_laid_row(r, &layout).ok()).collect()
 }
 
 fn scope(t: &Tenant) -> Scope {
@@ -483,8 +490,8 @@ async fn run_variant(admin: &Client, v: &Variant, conc: usize, total: usize, cap
 }
 
 /// The benchmark's own functions (variants of V3's), created for the run and dropped after it.
-const DROP_COPIES: &str = "DROP FUNCTION IF EXISTS bench_read_job_noset, bench_get_job_table, bench_get_job_out, \
-     bench_get_job_sql, bench_get_job_sql_set, bench_list_jobs_noset, bench_read_job_execute";
+const DROP_COPIES: &str = "DROP FUNCTION IF EXISTS bench_read_job_set, bench_get_job_table, bench_get_job_out, \
+     bench_get_job_sql, bench_get_job_sql_set, bench_list_jobs_set, bench_read_job_execute";
 
 // --- the benchmark -----------------------------------------------------------------------------
 
@@ -539,8 +546,10 @@ async fn measure(
     let get_fn = function(admin, "code2des_read_job").await;
     let list_fn = function(admin, "code2des_list_jobs").await;
     let (get_sql, list_sql) = (get_fn.sql.clone(), list_fn.sql.clone());
+    // (The functions name their tables with the schema, migration V6; these two statements
+    // resolve them through the benchmark's search_path, the same schema.)
     let from = " FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id WHERE ";
-    let columns = &get_sql[..get_sql.find(from).expect("GET's FROM clause")];
+    let columns = &get_sql[..get_sql.find(" FROM ").expect("GET's FROM clause")];
     // Equivalent: the row must be in ($2, $3), so membership, organization and project are one
     // uncorrelated check (planned as a one-time filter), the page import another.
     let simpler = format!(
@@ -574,11 +583,11 @@ async fn measure(
          SET search_path = pg_catalog, public, pg_temp AS $bench$ #variable_conflict use_column\nBEGIN {}; END $bench$",
         get_fn.inputs,
         get_fn.columns.split(", ").map(|c| format!("OUT {c}")).collect::<Vec<_>>().join(", "),
-        get_sql.replacen(" FROM code2des c ", &format!(" INTO {} FROM code2des c ", get_fn.column_names()), 1)
+        get_sql.replacen(" FROM ", &format!(" INTO {} FROM ", get_fn.column_names()), 1)
     );
     admin.batch_execute(DROP_COPIES).await.map_err(|e| e.to_string())?;
     for def in [
-        get_fn.renamed("code2des_read_job", "bench_read_job_noset", without_set),
+        get_fn.renamed("code2des_read_job", "bench_read_job_set", with_set),
         // V3's shape, the job as a set of 24 columns in FROM (what shared::store sent before V5).
         get_fn.set_returning(
             "bench_get_job_table",
@@ -586,7 +595,7 @@ async fn measure(
             true,
             &format!("#variable_conflict use_column\nBEGIN RETURN QUERY {get_sql}; END"),
         ),
-        list_fn.renamed("code2des_list_jobs", "bench_list_jobs_noset", without_set),
+        list_fn.renamed("code2des_list_jobs", "bench_list_jobs_set", with_set),
         out_def,
         get_fn.set_returning("bench_get_job_sql", "sql", false, &get_sql),
         get_fn.set_returning("bench_get_job_sql_set", "sql", true, &get_sql),
@@ -628,7 +637,7 @@ async fn measure(
         GET_CALL.to_owned(),
         get_sql.clone(),
         simpler.clone(),
-        "SELECT bench_read_job_noset($1, $2, $3, $4, $5)".into(),
+        "SELECT bench_read_job_set($1, $2, $3, $4, $5)".into(),
         "SELECT bench_read_job_execute($1, $2, $3, $4, $5)".into(),
         "SELECT * FROM bench_get_job_table($1, $2, $3, $4, $5)".into(),
         "SELECT * FROM bench_get_job_out($1, $2, $3, $4, $5) WHERE id IS NOT NULL".into(),
@@ -647,7 +656,7 @@ async fn measure(
     for sql in [
         LIST_CALL.to_owned(),
         list_sql.clone(),
-        "SELECT * FROM bench_list_jobs_noset($1, $2, $3, $4, $5, $6, $7, $8, $9)".into(),
+        "SELECT * FROM bench_list_jobs_set($1, $2, $3, $4, $5, $6, $7, $8, $9)".into(),
     ] {
         let a = list_args();
         let rows =
@@ -765,17 +774,10 @@ async fn measure(
                 .await,
             ),
             g(
-                "GET: code2des_read_job without its SET clause, unnamed",
+                "GET: code2des_read_job with V5's SET clause, unnamed (= shared::store before V6)",
                 false,
-                sql_op(
-                    &raw_c,
-                    "SELECT bench_read_job_noset($1, $2, $3, $4, $5)",
-                    &GET_TYPES,
-                    false,
-                    get_args.clone(),
-                    1,
-                )
-                .await,
+                sql_op(&raw_c, "SELECT bench_read_job_set($1, $2, $3, $4, $5)", &GET_TYPES, false, get_args.clone(), 1)
+                    .await,
             ),
             g(
                 "GET: function with OUT parameters (SELECT … INTO), unnamed",
@@ -869,11 +871,11 @@ async fn measure(
             ),
             l("list: code2des_list_jobs, unnamed (= shared::store now)", false, store_list),
             l(
-                "list: code2des_list_jobs without its SET clause, unnamed",
+                "list: code2des_list_jobs with V3's SET clause, unnamed (= shared::store before V6)",
                 false,
                 sql_op(
                     &raw_c,
-                    "SELECT * FROM bench_list_jobs_noset($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    "SELECT * FROM bench_list_jobs_set($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                     &LIST_TYPES,
                     false,
                     list_args.clone(),

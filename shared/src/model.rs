@@ -165,9 +165,14 @@ impl Layout {
         Self(at)
     }
 
-    /// Whether `row` holds a job: its id is there and not NULL (the list's scope row has none).
+    /// Whether `row` holds a job: anything but a NULL id (the list's scope row has one). A row
+    /// whose id is missing or does not read counts as a job, so the decoder reports it rather
+    /// than the page silently leaving it out.
     pub fn has_job(&self, row: &Row) -> bool {
-        self.0[Col::id as usize].is_some_and(|i| matches!(row.try_get::<_, Option<&str>>(i), Ok(Some(_))))
+        match self.0[Col::id as usize] {
+            Some(i) => !matches!(row.try_get::<_, Option<&str>>(i), Ok(None)),
+            None => true,
+        }
     }
 }
 

@@ -203,6 +203,54 @@ async fn the_read_record_and_the_list_row_decode_to_the_same_job() {
     assert_eq!(names, shared::model::READ_COLUMNS);
 }
 
+/// Migration V6 took the read functions' SET clause away (its cost, docs/PERFORMANCE.md
+/// section 5) and named their tables with the schema instead: temporary tables of the same
+/// names, which a caller's search_path finds first, do not stand in for them.
+#[tokio::test]
+async fn the_read_functions_read_their_own_tables_whatever_the_callers_search_path() {
+    use shared::store::{self, ListQuery};
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let id = app.new_job(&t).await;
+    let unset: Vec<String> = app
+        .sql("SELECT proname::text FROM pg_proc WHERE proname IN ('code2des_read_job', 'code2des_list_jobs') AND proconfig IS NULL")
+        .await
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(unset.len(), 2, "no SET clause left: {unset:?}");
+
+    // Its own session (not the pool's): temporary tables standing in for every table the
+    // functions read, each empty, and a search_path that finds them first or not at all.
+    let client = shared::db::connect(&app.db, None).await.unwrap();
+    let mut shadow = String::new();
+    for table in ["code2des", "code2des_attempt", "organization_member", "organization", "project", "page_import"] {
+        shadow.push_str(&format!("CREATE TEMP TABLE {table} (LIKE public.{table}); "));
+    }
+    client.batch_execute(&shadow).await.unwrap();
+    let scope = shared::caller::Scope {
+        organization_id: shared::types::OrganizationId::parse(&t.org.to_string()).unwrap(),
+        project_id: shared::types::ProjectId::parse(&t.project.to_string()).unwrap(),
+        subject: shared::types::Subject::parse(&t.sub).unwrap(),
+    };
+    let code2des_id = shared::types::Code2desId::parse(&id).unwrap();
+    let q = ListQuery { figma_file_key: None, status: None, after: None, limit: 10 };
+    // The statements name the functions through the search_path, as every statement of the
+    // service names what it reads, so the schema stays on it; the temporary schema comes first
+    // (named, or implicitly: it is searched first for relations unless listed).
+    for path in ["pg_temp, public, pg_catalog", "public", "pg_temp, public"] {
+        client.batch_execute(&format!("SET search_path = {path}")).await.unwrap();
+        let job = store::get_job(&client, &scope, code2des_id, app.policy.deadline).await.unwrap();
+        assert_eq!(job.map(|j| j.id), Some(id.clone()), "GET with search_path {path}");
+        let listed = store::list_jobs(&client, &scope, &q, app.policy.deadline).await.unwrap().unwrap();
+        assert_eq!(
+            listed.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
+            [id.as_str()],
+            "list with search_path {path}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn no_overdue_job_survives_a_sweep() {
     let app = TestApp::with_deadline(Duration::from_secs(60)).await;

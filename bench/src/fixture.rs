@@ -11,9 +11,10 @@ use code2des_local::s3server::{self, S3Server};
 use lambda_http::{Body, Request, Response};
 use secrecy::SecretString;
 use serde_json::{json, Value};
-use shared::db::DbConfig;
-use shared::settings::{Resources, SecretSource, Settings};
-use shared::setup::DatabaseSource;
+use shared::app::resources::Resources;
+use shared::config::DatabaseSource;
+use shared::config::{SecretSource, Settings};
+use shared::db::connect::DbConfig;
 
 pub const BUCKET: &str = "code2des-artifacts";
 pub const SECRET: &str = "bench-webhook-secret";
@@ -35,12 +36,12 @@ pub use code2des_local::seed::Tenant;
 impl App {
     /// Creates (if needed) and migrates `db_name` in the cluster at `admin_url`'s server.
     pub async fn new(url: &str, pool_size: usize) -> Self {
-        shared::db::install_crypto_provider();
+        shared::db::connect::install_crypto_provider();
         let db = DbConfig::from_url(url).expect("a database URL");
-        shared::db::ensure_database(&db, None).await.expect("PostgreSQL reachable");
-        let mut client = shared::db::connect(&db, None).await.unwrap();
-        shared::db::migrate(&mut client).await.expect("migrations apply");
-        let pool = shared::db::pool(&db, None, pool_size).unwrap();
+        shared::db::connect::ensure_database(&db, None).await.expect("PostgreSQL reachable");
+        let mut client = shared::db::connect::connect(&db, None).await.unwrap();
+        shared::db::migrate::migrate(&mut client).await.expect("migrations apply");
+        let pool = shared::db::connect::pool(&db, None, pool_size).unwrap();
         let s3_dir = tempfile::tempdir().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let s3_server = s3server::serve(listener, s3_dir.path(), BUCKET).unwrap();
@@ -53,7 +54,7 @@ impl App {
 
     /// A pool of `size` to `url` (for instance through the counting proxy).
     pub fn pool_to(&self, url: &str, size: usize) -> deadpool_postgres::Pool {
-        shared::db::pool(&DbConfig::from_url(url).unwrap(), None, size).unwrap()
+        shared::db::connect::pool(&DbConfig::from_url(url).unwrap(), None, size).unwrap()
     }
 
     /// The bench settings: SPEC's defaults, this bucket, the bench webhook secret.
@@ -64,8 +65,8 @@ impl App {
             bucket: Some(BUCKET.into()),
             s3_endpoint: None,
             callback_url: Some(CALLBACK.into()),
-            deadline: shared::settings::DEFAULT_DEADLINE,
-            max_attempts: shared::settings::DEFAULT_MAX_ATTEMPTS,
+            deadline: shared::domain::job::DEFAULT_DEADLINE,
+            max_attempts: shared::domain::job::DEFAULT_MAX_ATTEMPTS,
             pool_size: 2,
             ca_bundle: None,
         }
@@ -241,7 +242,7 @@ pub fn webhook_event(id: &str) -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
     let mut ev = event("webhook.json");
     ev["headers"]["code2des-signature"] =
-        json!(shared::signature::header_value(SECRET.as_bytes(), now, body.as_bytes()));
+        json!(shared::domain::signature::header_value(SECRET.as_bytes(), now, body.as_bytes()));
     ev["body"] = json!(body);
     ev.to_string()
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use futures::future::join_all;
 
 use code2des_local::s3server;
-use shared::artifact::Limits;
+use shared::domain::artifact::Limits;
 
 use crate::fixture::{self, answer, request, App, Tenant, BUCKET};
 use crate::stats::{f1, f2, median, ms, pct, Table};
@@ -275,16 +275,24 @@ async fn requests_per_get(
 /// HEAD then GET of the artifact, then every image's HEAD at once, then every image's GET at
 /// once (bodies read; no validation or encoding).
 async fn previous_pattern(app: &App, s3: &aws_sdk_s3::Client, t: &Tenant, id: &str, images: usize) -> bool {
-    let scope = shared::store::Scope {
-        organization_id: shared::types::OrganizationId::parse(&t.org.to_string()).unwrap(),
-        project_id: shared::types::ProjectId::parse(&t.project.to_string()).unwrap(),
-        subject: shared::types::Subject::parse(&t.sub).unwrap(),
+    let scope = shared::domain::scope::Scope {
+        organization_id: shared::domain::ids::OrganizationId::parse(&t.org.to_string()).unwrap(),
+        project_id: shared::domain::ids::ProjectId::parse(&t.project.to_string()).unwrap(),
+        subject: shared::domain::ids::Subject::parse(&t.sub).unwrap(),
     };
-    let job_id = shared::types::Code2desId::parse(id).unwrap();
+    let job_id = shared::domain::ids::Code2desId::parse(id).unwrap();
     {
         let c = app.pool.get().await.unwrap();
-        let deadline = shared::setup::DEFAULT_DEADLINE;
-        if !matches!(shared::store::get_job(&**c, &scope, job_id, deadline).await, Ok(Some(_))) {
+        let deadline = shared::domain::job::DEFAULT_DEADLINE;
+        if !matches!(
+            shared::db::lifecycle::get_job(
+                &**c,
+                &shared::domain::scope::JobRef { scope: scope.clone(), id: job_id },
+                deadline
+            )
+            .await,
+            Ok(Some(_))
+        ) {
             return false;
         }
     }
@@ -337,18 +345,18 @@ pub fn child(args: &[String]) -> Result<(), String> {
     };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async move {
-        shared::db::install_crypto_provider();
-        let db = shared::db::DbConfig::from_url(url).unwrap();
-        let pool = shared::db::pool(&db, None, 2).unwrap();
+        shared::db::connect::install_crypto_provider();
+        let db = shared::db::connect::DbConfig::from_url(url).unwrap();
+        let pool = shared::db::connect::pool(&db, None, 2).unwrap();
         let s3 = s3server::client(endpoint, s3server::ACCESS_KEY, s3server::SECRET_KEY);
         drop(pool.get().await.map_err(|e| e.to_string())?);
         s3.head_bucket().bucket(BUCKET).send().await.map_err(|e| e.to_string())?;
         // The child builds the function as its Lambda `main` does, around its own pool and
         // client (it measures its own peak memory, so it shares nothing with the parent).
-        let mut settings = shared::settings::Settings::from_env().map_err(|e| e.to_string())?;
+        let mut settings = shared::config::Settings::from_env().map_err(|e| e.to_string())?;
         settings.bucket = Some(BUCKET.into());
-        let resources =
-            shared::settings::Resources::prebuilt(settings, pool, db.cursor_key(), s3).map_err(|e| e.to_string())?;
+        let resources = shared::app::resources::Resources::prebuilt(settings, pool, db.cursor_key(), s3)
+            .map_err(|e| e.to_string())?;
         let deps = code2des_result::handler::Deps::new(&resources).await.map_err(|e| e.to_string())?;
         let ev = fixture::result_event(&t, id);
         let before = vm_hwm_kib();

@@ -23,9 +23,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use shared::model::{Job, Layout};
-use shared::store::{self, ListQuery, Scope};
-use shared::types::Code2desId;
+use shared::db::columns::Layout;
+use shared::db::lifecycle::{self as store, ListQuery};
+use shared::domain::ids::Code2desId;
+use shared::domain::job::Job;
+use shared::domain::scope::{JobRef, Scope};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_postgres::types::{ToSql, Type};
@@ -34,7 +36,7 @@ use tokio_postgres::{Client, Row, Statement};
 use crate::fixture::{App, Tenant};
 use crate::stats::{f2, median, ms, pct, Table};
 
-const DEADLINE: Duration = shared::setup::DEFAULT_DEADLINE;
+const DEADLINE: Duration = shared::domain::job::DEFAULT_DEADLINE;
 /// shared::store's GET_JOB and LIST_JOBS (checked below to answer exactly as shared::store does).
 const GET_CALL: &str = "SELECT code2des_read_job($1, $2, $3, $4, $5)";
 const LIST_CALL: &str = "SELECT * FROM code2des_list_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9)";
@@ -385,19 +387,19 @@ fn typed<'a, const N: usize>(
 fn jobs(rows: &[Row]) -> Option<Vec<Job>> {
     if let [row] = rows {
         if row.columns().len() == 1 && *row.columns()[0].type_() == Type::RECORD {
-            return Job::from_read_row(row).ok().map(|job| job.into_iter().collect());
+            return shared::db::columns::from_read_row(row).ok().map(|job| job.into_iter().collect());
         }
     }
     // As shared::store reads a list: the columns found once per statement.
     let layout = Layout::of(rows.first()?);
-    rows.iter().filter(|r| layout.has_job(r)).map(|r| Job::from_laid_row(r, &layout).ok()).collect()
+    rows.iter().filter(|r| layout.has_job(r)).map(|r| shared::db::columns::from_laid_row(r, &layout).ok()).collect()
 }
 
 fn scope(t: &Tenant) -> Scope {
     Scope {
-        organization_id: shared::types::OrganizationId::parse(&t.org.to_string()).unwrap(),
-        project_id: shared::types::ProjectId::parse(&t.project.to_string()).unwrap(),
-        subject: shared::types::Subject::parse(&t.sub).unwrap(),
+        organization_id: shared::domain::ids::OrganizationId::parse(&t.org.to_string()).unwrap(),
+        project_id: shared::domain::ids::ProjectId::parse(&t.project.to_string()).unwrap(),
+        subject: shared::domain::ids::Subject::parse(&t.sub).unwrap(),
     }
 }
 
@@ -629,7 +631,10 @@ async fn measure(
 
     // Every variant must give the same answer as shared::store.
     let id = Code2desId::parse(done).unwrap();
-    let want_get = format!("{:?}", store::get_job(&raw[0], &scope(t), id, DEADLINE).await.map_err(|e| e.to_string())?);
+    let want_get = format!(
+        "{:?}",
+        store::get_job(&raw[0], &JobRef { scope: scope(t), id }, DEADLINE).await.map_err(|e| e.to_string())?
+    );
     let q = ListQuery { figma_file_key: None, status: None, after: None, limit: LIST_LIMIT };
     let want_list =
         format!("{:?}", store::list_jobs(&raw[0], &scope(lt), &q, DEADLINE).await.map_err(|e| e.to_string())?);

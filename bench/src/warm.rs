@@ -10,8 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use shared::store::{self, ListQuery, NewJob, Outcome, Scope};
-use shared::types::{Code2desId, Status};
+use shared::db::lifecycle::{get_job, list_jobs, ListQuery};
+use shared::db::placement::{place, Placed};
+use shared::db::trigger::{insert_job, Inserted, NewJob};
+use shared::db::webhook::{record_outcome, AttemptRef, Outcome};
+use shared::domain::ids::Code2desId;
+use shared::domain::job::Status;
+use shared::domain::scope::{JobRef, Scope};
 
 use crate::fixture::{self, request, App, Tenant, BUCKET, NONCE};
 use crate::stats::{f2, median, ms, pct, Table};
@@ -61,13 +66,13 @@ async fn drive(conc: usize, total: usize, op: Op) -> Sample {
 
 fn scope(t: &Tenant) -> Scope {
     Scope {
-        organization_id: shared::types::OrganizationId::parse(&t.org.to_string()).unwrap(),
-        project_id: shared::types::ProjectId::parse(&t.project.to_string()).unwrap(),
-        subject: shared::types::Subject::parse(&t.sub).unwrap(),
+        organization_id: shared::domain::ids::OrganizationId::parse(&t.org.to_string()).unwrap(),
+        project_id: shared::domain::ids::ProjectId::parse(&t.project.to_string()).unwrap(),
+        subject: shared::domain::ids::Subject::parse(&t.sub).unwrap(),
     }
 }
 
-const DEADLINE: Duration = shared::setup::DEFAULT_DEADLINE;
+const DEADLINE: Duration = shared::domain::job::DEFAULT_DEADLINE;
 
 /// One route: how to build (per case) the handler op and the raw op.
 struct Route {
@@ -205,10 +210,10 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                     });
                     let insert = |raw: Arc<Vec<tokio_postgres::Client>>, t: Arc<Tenant>, w: usize| async move {
                         let scope = scope(&t);
-                        let nonce = shared::model::Nonce::generate();
-                        let page_import_id = shared::types::PageImportId::parse(&t.page_import).unwrap();
-                        let figma_file_key = shared::types::FigmaFileKey::parse("FILEkey123").unwrap();
-                        let screen_id = shared::types::ScreenId::parse("screen-1").unwrap();
+                        let nonce = shared::domain::job::Nonce::generate();
+                        let page_import_id = shared::domain::ids::PageImportId::parse(&t.page_import).unwrap();
+                        let figma_file_key = shared::domain::ids::FigmaFileKey::parse("FILEkey123").unwrap();
+                        let screen_id = shared::domain::ids::ScreenId::parse("screen-1").unwrap();
                         let new = NewJob {
                             id: Code2desId::new_v7(),
                             scope: &scope,
@@ -219,8 +224,8 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                             nonce: &nonce,
                             idempotency: None,
                         };
-                        match store::insert_job(&raw[w], &new).await {
-                            Ok(store::Inserted::Created { job, .. }) => Some(job.id),
+                        match insert_job(&raw[w], &new).await {
+                            Ok(Inserted::Created { job, .. }) => Some(job.id),
                             _ => None,
                         }
                     };
@@ -268,7 +273,7 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                     let rop: Op = Arc::new(move |w, _| {
                         let (raw, t) = (raw.clone(), t.clone());
                         Box::pin(async move {
-                            matches!(store::get_job(&raw[w], &scope(&t), id, DEADLINE).await, Ok(Some(_)))
+                            matches!(get_job(&raw[w], &JobRef { scope: scope(&t), id }, DEADLINE).await, Ok(Some(_)))
                         })
                     });
                     (hop, rop, None)
@@ -287,13 +292,15 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                     let ev = Arc::new(fixture::list_event(&lt));
                     let hop: Op = Arc::new(move |_, _| {
                         let (deps, ev) = (deps.clone(), ev.clone());
-                        Box::pin(async move { ok_status(code2des_lifecycle::handler::handle(&deps, request(&ev)).await) })
+                        Box::pin(
+                            async move { ok_status(code2des_lifecycle::handler::handle(&deps, request(&ev)).await) },
+                        )
                     });
                     let rop: Op = Arc::new(move |w, _| {
                         let (raw, lt) = (raw.clone(), lt.clone());
                         Box::pin(async move {
                             let q = ListQuery { figma_file_key: None, status: None, after: None, limit: 51 };
-                            matches!(store::list_jobs(&raw[w], &scope(&lt), &q, DEADLINE).await, Ok(Some(v)) if v.len() == 20)
+                            matches!(list_jobs(&raw[w], &scope(&lt), &q, DEADLINE).await, Ok(Some(v)) if v.len() == 20)
                         })
                     });
                     (hop, rop, None)
@@ -319,14 +326,17 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                     let rop: Op = Arc::new(move |w, _| {
                         let (raw, t) = (raw1.clone(), t1.clone());
                         Box::pin(async move {
-                            matches!(store::get_job(&raw[w], &scope(&t), id, DEADLINE).await, Ok(Some(_)))
+                            matches!(get_job(&raw[w], &JobRef { scope: scope(&t), id }, DEADLINE).await, Ok(Some(_)))
                         })
                     });
                     let prefix = format!("code2des/{done}/1/");
                     let r2op: Op = Arc::new(move |w, _| {
                         let (raw, t, app, prefix) = (raw.clone(), t.clone(), app.clone(), prefix.clone());
                         Box::pin(async move {
-                            if !matches!(store::get_job(&raw[w], &scope(&t), id, DEADLINE).await, Ok(Some(_))) {
+                            if !matches!(
+                                get_job(&raw[w], &JobRef { scope: scope(&t), id }, DEADLINE).await,
+                                Ok(Some(_))
+                            ) {
                                 return false;
                             }
                             // The handler's S3 requests: one GET per object (its size comes with
@@ -368,10 +378,10 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                         let (raw, t, place_r) = (raw.clone(), t.clone(), place_r.clone());
                         Box::pin(async move {
                             let id = Code2desId::parse(&place_r[w]).unwrap();
-                            let node = shared::types::NodeId::parse("12:34").unwrap();
+                            let node = shared::domain::ids::NodeId::parse("12:34").unwrap();
                             matches!(
-                                store::place(&raw[w], &scope(&t), id, &node, DEADLINE).await,
-                                Ok(store::Placed::Done(_))
+                                place(&raw[w], &JobRef { scope: scope(&t), id }, &node, DEADLINE).await,
+                                Ok(Placed::Done(_))
                             )
                         })
                     });
@@ -408,8 +418,8 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                                 warning_count: Some(0),
                                 error_message: None,
                             };
-                            let at = store::AttemptRef { id, attempt: 1, nonce: NONCE };
-                            matches!(store::finish(&raw[w], at, &outcome, DEADLINE).await, Ok(Some(_)))
+                            let at = AttemptRef { id, attempt: 1, nonce: NONCE };
+                            matches!(record_outcome(&raw[w], at, &outcome, DEADLINE).await, Ok(Some(_)))
                         })
                     });
                     (hop, rop, None)

@@ -1,5 +1,5 @@
 //! A local stand-in for API Gateway (HTTP API, payload v2): matches requests against THE
-//! route table (`shared::routes`, which template.yaml is held to), turns each request into the
+//! route table (`shared::http::routes`, which template.yaml is held to), turns each request into the
 //! SAME event JSON API Gateway sends (route key, path parameters, query string, JWT claims),
 //! parses it with `lambda_http` exactly as a Lambda does, and calls the SAME handler function
 //! the Lambda binary runs.
@@ -19,7 +19,8 @@ use lambda_http::aws_lambda_events::apigw::{
 };
 use lambda_http::request::LambdaRequest;
 use serde_json::json;
-use shared::routes::{self, cors, Function, Resolved, Route};
+use shared::error::ErrorCode;
+use shared::http::routes::{self, cors, Function, Resolved, Route};
 
 pub use crate::identity::DEV_SUB_HEADER;
 /// API Gateway's own payload limit; the handlers enforce SPEC's 64 KiB themselves.
@@ -166,8 +167,8 @@ fn plain(status: StatusCode, body: Response<Bytes>) -> Response<Bytes> {
     r
 }
 
-fn error(status: StatusCode, code: &str, message: &str, request_id: &str) -> Response<Bytes> {
-    let body = json!({"error": {"code": code, "message": message}, "requestId": request_id});
+fn error(status: StatusCode, code: ErrorCode, message: &str, request_id: &str) -> Response<Bytes> {
+    let body = json!({"error": {"code": code.as_str(), "message": message}, "requestId": request_id});
     let mut r = Response::new(Bytes::from(body.to_string()));
     r.headers_mut().insert("content-type", HeaderValue::from_static("application/json"));
     plain(status, r)
@@ -187,11 +188,13 @@ pub async fn dispatch(h: &Handlers, req: http::Request<Bytes>) -> Response<Bytes
         (preflight(), "OPTIONS (preflight)".to_owned())
     } else {
         match routes::resolve(parts.method.as_str(), &path) {
-            Resolved::NotFound => (error(StatusCode::NOT_FOUND, "not_found", "no such route", &request_id), "-".into()),
+            Resolved::NotFound => {
+                (error(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such route", &request_id), "-".into())
+            }
             Resolved::MethodNotAllowed(allowed) => {
                 let mut r = error(
                     StatusCode::METHOD_NOT_ALLOWED,
-                    "method_not_allowed",
+                    ErrorCode::MethodNotAllowed,
                     &format!("{} is not allowed here; allowed: {}", parts.method, allowed.join(", ")),
                     &request_id,
                 );

@@ -74,8 +74,8 @@ async fn main() -> std::process::ExitCode {
         // parses); only problems should interrupt them.
         std::env::set_var("RUST_LOG", "warn");
     }
-    shared::telemetry::init_local();
-    shared::db::install_crypto_provider();
+    shared::obs::telemetry::init_local();
+    shared::db::connect::install_crypto_provider();
     let cfg = match Config::from_env(cli.addr, cli.s3_addr, cli.data_dir, cli.demo_worker) {
         Ok(c) => c,
         Err(e) => {

@@ -45,13 +45,13 @@ pub async fn seed_command(
     json: bool,
 ) -> Result<(), String> {
     let sub = sub.unwrap_or_else(|| format!("dev-{}", &uuid::Uuid::now_v7().simple().to_string()[20..]));
-    if shared::types::Subject::parse(&sub).is_none() {
+    if shared::domain::ids::Subject::parse(&sub).is_none() {
         return Err("--sub must be 1-50 characters with no control character".into());
     }
     let db = crate::stack::prepare_database(&cfg.database_url).await.map_err(|e| e.to_string())?;
-    let client = shared::db::connect(&db, None).await.map_err(|e| shared::error::chain(&*e))?;
+    let client = shared::db::connect::connect(&db, None).await.map_err(|e| shared::error::chain(&*e))?;
     let page_import = page_import.unwrap_or_else(|| format!("page-import-{}", uuid::Uuid::now_v7()));
-    if shared::types::PageImportId::parse(&page_import).is_err() {
+    if shared::domain::ids::PageImportId::parse(&page_import).is_err() {
         return Err("--page-import must be 1-255 characters with no control character".into());
     }
     let t = tenant(&client, &format!("{sub}'s organization"), &sub, &page_import, "1", None)

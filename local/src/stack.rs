@@ -11,9 +11,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use secrecy::SecretString;
-use shared::db::DbConfig;
-use shared::settings::{Resources, SecretSource, Settings};
-use shared::setup::DatabaseSource;
+use shared::app::resources::Resources;
+use shared::config::DatabaseSource;
+use shared::config::{SecretSource, Settings};
+use shared::db::connect::DbConfig;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -61,9 +62,9 @@ impl Config {
         data_dir: PathBuf,
         demo_worker: bool,
     ) -> Result<Self, String> {
-        use shared::setup::var;
+        use shared::config::var;
         let mut settings = Settings::from_env().map_err(|e| e.to_string())?;
-        let database_url = var("DATABASE_URL").unwrap_or_else(|| shared::setup::DEFAULT_DATABASE_URL.to_owned());
+        let database_url = var("DATABASE_URL").unwrap_or_else(|| shared::config::DEFAULT_DATABASE_URL.to_owned());
         settings.database = DatabaseSource::Url(SecretString::from(database_url.clone()));
         settings.bucket.get_or_insert_with(|| DEFAULT_BUCKET.to_owned());
         if matches!(settings.webhook_secret, SecretSource::Missing) {
@@ -99,7 +100,7 @@ impl Config {
 
 /// The five functions, each built by its own `Deps::new` from one set of resources: the
 /// same constructors the Lambda `main`s call.
-pub async fn handlers(resources: &Resources) -> Result<Handlers, shared::setup::SetupError> {
+pub async fn handlers(resources: &Resources) -> Result<Handlers, shared::config::SetupError> {
     Ok(Handlers {
         trigger: code2des_trigger::handler::Deps::new(resources).await?,
         lifecycle: code2des_lifecycle::handler::Deps::new(resources).await?,
@@ -127,12 +128,13 @@ pub enum StartError {
 /// Creates the database if missing and applies the migrations.
 pub async fn prepare_database(url: &str) -> Result<DbConfig, StartError> {
     let cfg = DbConfig::from_url(url).map_err(|e| StartError::Config(e.to_string()))?;
-    let created = shared::db::ensure_database(&cfg, None).await.map_err(|e| StartError::Database(clean(&*e)))?;
+    let created =
+        shared::db::connect::ensure_database(&cfg, None).await.map_err(|e| StartError::Database(clean(&*e)))?;
     if created {
         tracing::info!(database = cfg.pg.get_dbname().unwrap_or_default(), "created database");
     }
-    let mut client = shared::db::connect(&cfg, None).await.map_err(|e| StartError::Database(clean(&*e)))?;
-    let applied = shared::db::migrate(&mut client).await.map_err(|e| StartError::Migrate(e.to_string()))?;
+    let mut client = shared::db::connect::connect(&cfg, None).await.map_err(|e| StartError::Database(clean(&*e)))?;
+    let applied = shared::db::migrate::migrate(&mut client).await.map_err(|e| StartError::Migrate(e.to_string()))?;
     for m in applied {
         tracing::info!(migration = %m, "applied migration");
     }
@@ -181,8 +183,8 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
 
     let (endpoint, s3_server, keys) = match &cfg.settings.s3_endpoint {
         Some(ep) => {
-            let key = shared::setup::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|| s3server::ACCESS_KEY.into());
-            let secret = shared::setup::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|| s3server::SECRET_KEY.into());
+            let key = shared::config::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|| s3server::ACCESS_KEY.into());
+            let secret = shared::config::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|| s3server::SECRET_KEY.into());
             (ep.clone(), None, (key, secret))
         }
         None => {
@@ -197,7 +199,8 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
         .await
         .map_err(|reason| StartError::S3 { endpoint: endpoint.clone(), reason })?;
 
-    let pool = shared::db::pool(&db, None, cfg.settings.pool_size).map_err(|e| StartError::Config(e.to_string()))?;
+    let pool =
+        shared::db::connect::pool(&db, None, cfg.settings.pool_size).map_err(|e| StartError::Config(e.to_string()))?;
     let listener = bind(cfg.addr, "--addr").await?;
     let addr = listener.local_addr().map_err(|e| StartError::Bind {
         addr: cfg.addr,

@@ -4,7 +4,7 @@
 //! and nothing more: no DDL, no writes to the product's tables, no deletes of jobs, no
 //! ownership, no superuser. Migrating many databases at once (roles are server-wide) works.
 
-use shared::db::DbConfig;
+use shared::db::connect::DbConfig;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
@@ -33,18 +33,18 @@ struct Db {
 impl Db {
     /// A fresh database with every migration applied, as the migrate function applies them.
     async fn fresh() -> Self {
-        shared::db::install_crypto_provider();
+        shared::db::connect::install_crypto_provider();
         let name = format!("c2d_test_role_{}", uuid::Uuid::new_v4().simple());
         let cfg = DbConfig::from_url(&url(&name, None)).unwrap();
-        assert!(shared::db::ensure_database(&cfg, None).await.expect("PostgreSQL reachable"));
-        let mut owner = shared::db::connect(&cfg, None).await.unwrap();
-        shared::db::migrate(&mut owner).await.expect("migrations apply");
+        assert!(shared::db::connect::ensure_database(&cfg, None).await.expect("PostgreSQL reachable"));
+        let mut owner = shared::db::connect::connect(&cfg, None).await.unwrap();
+        shared::db::migrate::migrate(&mut owner).await.expect("migrations apply");
         Self { name, owner }
     }
 
     async fn app(&self) -> Client {
         let cfg = DbConfig::from_url(&url(&self.name, Some(APP_ROLE))).unwrap();
-        shared::db::connect(&cfg, None).await.expect("the application role logs in")
+        shared::db::connect::connect(&cfg, None).await.expect("the application role logs in")
     }
 }
 
@@ -55,7 +55,7 @@ impl Drop for Db {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async {
                 let cfg = DbConfig::from_url(&admin_url()).unwrap();
-                if let Ok(c) = shared::db::connect(&cfg, None).await {
+                if let Ok(c) = shared::db::connect::connect(&cfg, None).await {
                     let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
                 }
             });
@@ -258,13 +258,13 @@ async fn many_databases_migrate_at_once_and_share_the_role() {
 #[tokio::test]
 async fn the_role_password_is_set_from_the_secret_as_a_scram_verifier() {
     use base64::Engine;
-    shared::db::install_crypto_provider();
-    let admin = shared::db::connect(&DbConfig::from_url(&admin_url()).unwrap(), None).await.unwrap();
+    shared::db::connect::install_crypto_provider();
+    let admin = shared::db::connect::connect(&DbConfig::from_url(&admin_url()).unwrap(), None).await.unwrap();
     let role = format!("c2d_pw_probe_{}", std::process::id());
     admin.batch_execute(&format!("DROP ROLE IF EXISTS {role}; CREATE ROLE {role} NOLOGIN")).await.unwrap();
 
     let secret = serde_json::json!({"username": role, "password": "Gen3ratedWithoutPunctuation"}).to_string();
-    assert_eq!(shared::rds_iam::set_app_role_password(&admin, &secret).await.unwrap(), role);
+    assert_eq!(shared::db::roles::set_app_role_password(&admin, &secret).await.unwrap(), role);
     let row =
         admin.query_one("SELECT rolcanlogin, rolpassword FROM pg_authid WHERE rolname = $1", &[&role]).await.unwrap();
     let stored: String = row.get(1);
@@ -272,9 +272,9 @@ async fn the_role_password_is_set_from_the_secret_as_a_scram_verifier() {
     // Recomputed from the stored salt: PostgreSQL kept exactly the verifier sent.
     let salt_b64 = stored.strip_prefix("SCRAM-SHA-256$4096:").and_then(|r| r.split('$').next()).expect(&stored);
     let salt = base64::engine::general_purpose::STANDARD.decode(salt_b64).unwrap();
-    assert_eq!(stored, shared::rds_iam::scram_sha256_verifier("Gen3ratedWithoutPunctuation", &salt, 4096));
+    assert_eq!(stored, shared::db::roles::scram_sha256_verifier("Gen3ratedWithoutPunctuation", &salt, 4096));
     // A second run salts afresh.
-    shared::rds_iam::set_app_role_password(&admin, &secret).await.unwrap();
+    shared::db::roles::set_app_role_password(&admin, &secret).await.unwrap();
     let again: String =
         admin.query_one("SELECT rolpassword FROM pg_authid WHERE rolname = $1", &[&role]).await.unwrap().get(0);
     assert_ne!(again, stored);
@@ -282,7 +282,7 @@ async fn the_role_password_is_set_from_the_secret_as_a_scram_verifier() {
     for bad in
         [r#"{"username":"x\"; DROP TABLE t; --","password":"p"}"#, r#"{"username":"Upper","password":"p"}"#, "{}"]
     {
-        assert!(shared::rds_iam::set_app_role_password(&admin, bad).await.is_err(), "{bad}");
+        assert!(shared::db::roles::set_app_role_password(&admin, bad).await.is_err(), "{bad}");
     }
     admin.batch_execute(&format!("DROP ROLE {role}")).await.unwrap();
 }

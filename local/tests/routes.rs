@@ -1,4 +1,4 @@
-//! THE route table (`shared::routes::ROUTES`) is the one place a route is declared; this test
+//! THE route table (`shared::http::routes::ROUTES`) is the one place a route is declared; this test
 //! holds every other place that names routes to it: template.yaml's HttpApi events and CORS,
 //! and the events/ files. (openapi.yaml is held to it by tests/openapi.rs.)
 
@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde_norway::Value;
-use shared::routes::{cors, Route, ROUTES};
+use shared::http::routes::{cors, Route, ROUTES};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -17,7 +17,7 @@ async fn a_trigger_cut_by_the_query_timeout_leaves_no_undispatched_row() {
     let app = TestApp::new().await;
     let t = app.tenant().await;
 
-    let locker = shared::db::connect(&app.db, None).await.unwrap();
+    let locker = shared::db::connect::connect(&app.db, None).await.unwrap();
     locker.batch_execute("BEGIN; LOCK TABLE code2des IN ACCESS EXCLUSIVE MODE").await.unwrap();
 
     let started = Instant::now();

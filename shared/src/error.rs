@@ -1,7 +1,12 @@
-//! The one error type at the HTTP boundary. Every variant maps to a status and the SPEC body
-//! `{"error":{"code","message"},"requestId"}`. Causes of faults (database, S3) are logged with
-//! their chain where they happen and answered generically, so no SQL text, S3 location or
-//! secret ever reaches a client.
+//! The one error type at the HTTP boundary, and the one list of error codes.
+//!
+//! Every [`ApiError`] maps to a status and the SPEC body `{"error":{"code","message"},"requestId"}`
+//! (`crate::http::response`). Its `code` is an [`ErrorCode`]: the codes a client can see are
+//! exactly [`ErrorCode::ALL`], which `local/tests/openapi.rs` holds openapi.yaml's `ErrorCode`
+//! enum to. Causes of faults (database, S3) are logged with their chain where they happen and
+//! answered generically, so no SQL text, S3 location or secret ever reaches a client.
+//!
+//! This module is at the bottom of the crate with `domain`: it imports nothing of the crate.
 
 use std::borrow::Cow;
 
@@ -9,6 +14,74 @@ use http::StatusCode;
 
 /// Seconds a client should wait before retrying a 503.
 pub const RETRY_AFTER_SECS: u32 = 2;
+
+/// Declares [`ErrorCode`] and its wire names from one list, so the two cannot drift apart.
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal,)*) => {
+        /// Every `error.code` the service answers (openapi.yaml's `ErrorCode`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The snake_case name on the wire.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// 400: a field of the request is missing or malformed; the message names it.
+    InvalidRequest = "invalid_request",
+    /// 401: no usable identity (JWT `sub`) or webhook signature.
+    Unauthorized = "unauthorized",
+    /// 404: absent, or not visible to this caller.
+    NotFound = "not_found",
+    /// 409: trigger from a page import that is not completed.
+    PageImportNotCompleted = "page_import_not_completed",
+    /// 409: the result of a job that is still processing.
+    NotReady = "not_ready",
+    /// 409: the result of a failed job that left no failure artifact.
+    JobFailed = "job_failed",
+    /// 409: placement of a job that is not completed.
+    JobNotCompleted = "job_not_completed",
+    /// 409: a worker report for another attempt or nonce.
+    Fenced = "fenced",
+    /// 409: the job is terminal already (with another outcome).
+    AlreadyTerminal = "already_terminal",
+    /// 410: the job was soft-deleted (webhook).
+    Gone = "gone",
+    /// 413: a body over 64 KiB.
+    PayloadTooLarge = "payload_too_large",
+    /// 422: an Idempotency-Key reused with another body.
+    IdempotencyKeyReused = "idempotency_key_reused",
+    /// 502: the worker's artifact failed validation.
+    ArtifactInvalid = "artifact_invalid",
+    /// 503: PostgreSQL, S3 or Secrets Manager is unreachable; with Retry-After.
+    ServiceUnavailable = "service_unavailable",
+    /// 409: retry of a job that is not failed.
+    NotFailed = "not_failed",
+    /// 409: retry of a job that has used all its attempts.
+    AttemptsExhausted = "attempts_exhausted",
+    /// 500: a bug of ours, logged; no input yields it.
+    InternalError = "internal_error",
+    /// 405: the local gateway's answer to a known path with another method.
+    MethodNotAllowed = "method_not_allowed",
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApiError {
@@ -23,7 +96,7 @@ pub enum ApiError {
     NotFound(&'static str),
     /// 409 with a specific code.
     #[error("{message}")]
-    Conflict { code: &'static str, message: Cow<'static, str> },
+    Conflict { code: ErrorCode, message: Cow<'static, str> },
     /// 410: the job existed but was soft-deleted.
     #[error("{0}")]
     Gone(&'static str),
@@ -32,15 +105,16 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     /// 422 with a specific code.
     #[error("{message}")]
-    Unprocessable { code: &'static str, message: Cow<'static, str> },
+    Unprocessable { code: ErrorCode, message: Cow<'static, str> },
     /// 502: the worker's artifact failed validation (the reason is logged, not answered).
     #[error("the result artifact failed validation")]
     ArtifactInvalid,
     /// 503: a dependency (PostgreSQL, S3, Secrets Manager) is unreachable or timed out.
     #[error("{0} is temporarily unavailable; retry later")]
     Unavailable(&'static str),
-    /// 500: a bug of ours (a statement the database refuses, a row that does not read). Logged
-    /// with its cause; answered WITHOUT Retry-After, since retrying cannot help.
+    /// 500: a bug of ours (a statement the database refuses, a row that does not read, a value
+    /// that does not serialise). Logged with its cause where it happens; answered WITHOUT
+    /// Retry-After, since retrying cannot help.
     #[error("internal error; the request was not completed")]
     Internal,
 }
@@ -50,7 +124,7 @@ impl ApiError {
         Self::Invalid { field: field.into(), message: message.into() }
     }
 
-    pub fn conflict(code: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
+    pub fn conflict(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
         Self::Conflict { code, message: message.into() }
     }
 
@@ -69,17 +143,17 @@ impl ApiError {
         }
     }
 
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Invalid { .. } => "invalid_request",
-            Self::Unauthorized(_) => "unauthorized",
-            Self::NotFound(_) => "not_found",
-            Self::Conflict { code, .. } | Self::Unprocessable { code, .. } => code,
-            Self::Gone(_) => "gone",
-            Self::PayloadTooLarge { .. } => "payload_too_large",
-            Self::ArtifactInvalid => "artifact_invalid",
-            Self::Unavailable(_) => "service_unavailable",
-            Self::Internal => "internal_error",
+            Self::Invalid { .. } => ErrorCode::InvalidRequest,
+            Self::Unauthorized(_) => ErrorCode::Unauthorized,
+            Self::NotFound(_) => ErrorCode::NotFound,
+            Self::Conflict { code, .. } | Self::Unprocessable { code, .. } => *code,
+            Self::Gone(_) => ErrorCode::Gone,
+            Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            Self::ArtifactInvalid => ErrorCode::ArtifactInvalid,
+            Self::Unavailable(_) => ErrorCode::ServiceUnavailable,
+            Self::Internal => ErrorCode::InternalError,
         }
     }
 }
@@ -96,6 +170,13 @@ pub fn internal(context: &'static str, err: &(dyn std::error::Error + 'static)) 
     ApiError::Internal
 }
 
+/// Logs a bug that has no error value of its own (a state the code does not expect) and turns
+/// it into a 500.
+pub fn bug(context: &'static str, detail: impl std::fmt::Display) -> ApiError {
+    tracing::error!(context, detail = %detail, "internal error");
+    ApiError::Internal
+}
+
 /// `err: cause: cause…` on one line.
 pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut out = err.to_string();
@@ -109,4 +190,18 @@ pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
         cur = e.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_one_distinct_snake_case_name() {
+        let mut names: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert!(names.iter().all(|n| n.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')));
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ErrorCode::ALL.len());
+    }
 }

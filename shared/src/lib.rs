@@ -1,28 +1,23 @@
-//! The shared crate of the Code2Des backend: the `code2des` table model and all of its SQL,
-//! the newtypes every outside input is parsed into, the worker protocol, settings and secrets,
-//! and the HTTP plumbing the five Lambda handlers share.
+//! The shared crate of the Code2Des backend, by layer (ARCHITECTURE.md draws it). Imports point
+//! down this list, never up:
+//!
+//! | layer | holds | may import |
+//! |---|---|---|
+//! | [`error`], [`domain`] | the error codes; ids, the job, the worker protocol, the artifact, cursors, signatures | nothing of the crate (domain: `error`) |
+//! | [`config`], [`obs`] | typed settings from the environment; metrics and logs | the domain |
+//! | [`db`], [`aws`], [`http`] | the adapters: SQL statements, AWS SDK calls, the HTTP edge | the layers above in this table |
+//! | [`app`] | the resources built from settings, dispatching an attempt, webhook keys | every layer but `http` |
+//!
+//! The five functions (`functions/`) and the operations functions (`ops/`) stand on all of it.
 
-pub mod artifact;
-pub mod bucket;
-pub mod caller;
-pub mod cursor;
+pub mod app;
+pub mod aws;
+pub mod config;
 pub mod db;
-pub mod dispatch;
+pub mod domain;
 pub mod error;
 pub mod http;
-pub mod metrics;
-pub mod model;
-pub mod protocol;
-pub mod rds_iam;
-pub mod record;
-pub mod routes;
-pub mod settings;
-pub mod setup;
-pub mod signature;
-pub mod store;
-pub mod telemetry;
-pub mod types;
-pub mod webhook_keys;
+pub mod obs;
 
 pub use error::ApiError;
 pub use lambda_http;

@@ -12,16 +12,18 @@ use lambda_http::{Body, Request, RequestExt};
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{json, Map, Value};
-use shared::artifact::{self, Expect, Kind, Limits, Mime, NODE_TYPES};
-use shared::cursor::{self, Binding};
-use shared::http::{json_object, optional_str, query_param, raw_body, required_str, MAX_BODY};
-use shared::model::Nonce;
-use shared::protocol::WebhookBody;
-use shared::signature::{self, SignatureError};
-use shared::types::{
-    is_key_under, Code2desId, FigmaFileKey, IdempotencyKey, NodeId, OrganizationId, PageImportId, PlacementTarget,
-    ProjectId, S3Pointer, ScreenId, Status,
+use shared::domain::artifact::{self, Expect, Kind, Limits, Mime, NODE_TYPES};
+use shared::domain::cursor::{self, Binding};
+use shared::domain::fields::{json_object, optional_str, required_str};
+use shared::domain::ids::{
+    Code2desId, FigmaFileKey, IdempotencyKey, NodeId, OrganizationId, PageImportId, PlacementTarget, ProjectId,
+    ScreenId,
 };
+use shared::domain::job::{Nonce, Status};
+use shared::domain::keys::{is_key_under, S3Pointer};
+use shared::domain::protocol::WebhookBody;
+use shared::domain::signature::{self, SignatureError};
+use shared::http::request::{query_param, raw_body, MAX_BODY};
 use shared::ApiError;
 
 const DEFAULT_CASES: u32 = 1000;
@@ -447,8 +449,8 @@ proptest! {
         replacement in "[A-Za-z0-9_\\-]",
     ) {
         let at = DateTime::<Utc>::from_timestamp_micros(micros).unwrap();
-        let id = uuid::Uuid::from_bytes(id).hyphenated().to_string();
-        let c = cursor::encode(&key, at, &id, &binding(&b));
+        let id = Code2desId::from_uuid(uuid::Uuid::from_bytes(id));
+        let c = cursor::encode(&key, at, id, &binding(&b));
         prop_assert_eq!(cursor::decode(&key, &c, &binding(&b)).unwrap(), (at, id));
         if other != b {
             assert_client_error(&cursor::decode(&key, &c, &binding(&other)).unwrap_err(), "cursor");

@@ -1,12 +1,12 @@
 //! RDS IAM authentication (`DB_IAM_AUTH=true`): the settings name the endpoint and the user and
 //! hold no password, nothing is fetched, and the pool signs a fresh password for every new
 //! connection it opens. The token's format is checked against the AWS SDKs' vector in
-//! `shared::rds_iam`'s unit tests.
+//! `shared::aws::rds_iam`'s unit tests.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use shared::db::{self, DbConfig, Password};
+use shared::db::connect::{self as db, DbConfig, Password};
 use tokio_postgres::config::{Host, SslMode};
 
 fn admin_url() -> String {
@@ -29,8 +29,8 @@ async fn iam_settings_hold_no_password_and_the_pool_signs_one_per_connection() {
     ] {
         std::env::set_var(k, v);
     }
-    assert!(shared::setup::db_iam_auth());
-    let cfg = shared::setup::db_config().await.expect("IAM settings; the secret is never read");
+    assert!(shared::config::db_iam_auth());
+    let cfg = shared::app::resources::db_config_from_env().await.expect("IAM settings; the secret is never read");
     assert_eq!(cfg.pg.get_hosts(), &[Host::Tcp("code2des-db.proxy-abc.eu-west-1.rds.amazonaws.com".into())]);
     assert_eq!(cfg.pg.get_ports(), &[5432]);
     assert_eq!(cfg.pg.get_user(), Some("code2des_app"));
@@ -43,10 +43,10 @@ async fn iam_settings_hold_no_password_and_the_pool_signs_one_per_connection() {
 
     // Without DB_HOST (sam local blanks it) the other settings apply again.
     std::env::set_var("DB_HOST", "");
-    assert!(!shared::setup::db_iam_auth());
+    assert!(!shared::config::db_iam_auth());
     std::env::set_var("DB_IAM_AUTH", "false");
     std::env::set_var("DB_HOST", "x");
-    assert!(!shared::setup::db_iam_auth());
+    assert!(!shared::config::db_iam_auth());
 
     // The pool asks for a password for each connection it opens, and only then.
     let calls = Arc::new(AtomicUsize::new(0));
@@ -78,7 +78,7 @@ async fn iam_settings_hold_no_password_and_the_pool_signs_one_per_connection() {
 // request, against fetching the database password from Secrets Manager, side by side in one run.
 //
 // Init: each sample is a fresh process (this test binary again), so nothing is cached, timing
-// `shared::setup::db_pool()` from the first call to the ready pool: with `DB_SECRET_ARN` it
+// `shared::app::resources::db_pool()` from the first call to the ready pool: with `DB_SECRET_ARN` it
 // builds the SDK configuration and fetches the secret from an emulated Secrets Manager on
 // loopback (plain HTTP, so without the TLS handshake and the network a real call has); with
 // `DB_IAM_AUTH` it reads the execution role's credentials from the environment and prepares the
@@ -141,7 +141,8 @@ async fn secrets_manager_on_loopback() -> String {
 async fn measure_child() {
     let Ok(mode) = std::env::var(MODE) else { return };
     let start = std::time::Instant::now();
-    let (_pool, cfg) = shared::setup::db_pool(&shared::settings::Settings::from_env().unwrap()).await.expect("pool");
+    let (_pool, cfg) =
+        shared::app::resources::db_pool(&shared::config::Settings::from_env().unwrap()).await.expect("pool");
     let micros = start.elapsed().as_micros();
     assert_eq!(cfg.pg.get_password().is_some(), mode == "secret");
     println!("MEASURED {mode} {micros}");
@@ -197,7 +198,7 @@ async fn measure_iam_auth_against_secrets_manager() {
 
     // Per new connection: signing a token.
     let creds = aws_credential_types::Credentials::new("ASIAEXAMPLE", "example-secret", Some("t".into()), None, "m");
-    let req = shared::rds_iam::TokenRequest {
+    let req = shared::aws::rds_iam::TokenRequest {
         host: "code2des-db.proxy-abc.eu-west-1.rds.amazonaws.com".into(),
         port: 5432,
         user: "code2des_app".into(),
@@ -206,7 +207,7 @@ async fn measure_iam_auth_against_secrets_manager() {
     const SIGNS: u32 = 20_000;
     let start = std::time::Instant::now();
     for _ in 0..SIGNS {
-        std::hint::black_box(shared::rds_iam::auth_token(&req, &creds, std::time::SystemTime::now()).unwrap());
+        std::hint::black_box(shared::aws::rds_iam::auth_token(&req, &creds, std::time::SystemTime::now()).unwrap());
     }
     let sign_us = start.elapsed().as_secs_f64() * 1e6 / f64::from(SIGNS);
     println!("signing one token: {sign_us:.1} us");
@@ -219,7 +220,7 @@ async fn measure_iam_auth_against_secrets_manager() {
             let password: Option<Password> = with_token.then(|| -> Password {
                 let (req, creds) = (req.clone(), creds.clone());
                 Arc::new(move || {
-                    let token = shared::rds_iam::auth_token(&req, &creds, std::time::SystemTime::now());
+                    let token = shared::aws::rds_iam::auth_token(&req, &creds, std::time::SystemTime::now());
                     Box::pin(async move { token.map_err(|e| e.to_string()) })
                 })
             });

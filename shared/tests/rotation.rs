@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use shared::db::{self, DbConfig, Refresh};
+use shared::db::connect::{self as db, DbConfig, Refresh};
 
 fn admin_url() -> String {
     std::env::var("TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())

@@ -46,7 +46,7 @@ async fn secrets_are_fetched_once_per_instance_and_the_db_secret_means_verified_
     std::env::set_var("WEBHOOK_SECRET", "ignored-when-the-arn-is-set");
 
     for _ in 0..3 {
-        let cfg = shared::setup::db_config().await.expect("db config from the secret");
+        let cfg = shared::app::resources::db_config_from_env().await.expect("db config from the secret");
         assert!(cfg.tls, "a database secret always means TLS");
         assert_eq!(cfg.pg.get_ssl_mode(), tokio_postgres::config::SslMode::Require);
         assert_eq!(cfg.pg.get_dbname(), Some("code2des"));
@@ -56,7 +56,7 @@ async fn secrets_are_fetched_once_per_instance_and_the_db_secret_means_verified_
         assert!(!format!("{cfg:?}").contains("w0rd"), "Debug never shows the password");
         // Through the same Resources a function's Deps::new uses (a new one each round: the
         // secret cache is per process, as it is per Lambda instance).
-        let resources = shared::settings::Resources::from_env().unwrap();
+        let resources = shared::app::resources::Resources::from_env().unwrap();
         let hook = resources.webhook_secret().await.unwrap();
         assert_eq!(hook.expose_secret(), "generated-webhook-secret");
         assert!(!format!("{hook:?}").contains("generated"), "Debug never shows the secret");

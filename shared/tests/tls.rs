@@ -1,7 +1,7 @@
 //! TLS to PostgreSQL verifies the server certificate (SPEC section 5): a server whose
 //! certificate no trusted root signed is refused, never silently accepted.
 
-use shared::db::{self, DbConfig};
+use shared::db::connect::{self as db, DbConfig};
 
 fn admin_url() -> String {
     std::env::var("TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())

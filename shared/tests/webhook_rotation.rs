@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use shared::signature::{header_value, SignatureError};
+use shared::domain::signature::{header_value, SignatureError};
 
 mod common;
 
@@ -35,7 +35,7 @@ async fn a_rotated_webhook_secret_verifies_new_and_previous_signatures_without_a
     std::env::set_var("WEBHOOK_SECRET_ARN", ARN);
 
     // A warm instance: the secret read once, at init.
-    let resources = shared::settings::Resources::from_env().unwrap();
+    let resources = shared::app::resources::Resources::from_env().unwrap();
     let keys = resources.webhook_keys().await.unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     let body = br#"{"code2des_id":"x"}"#;
@@ -52,9 +52,13 @@ async fn a_rotated_webhook_secret_verifies_new_and_previous_signatures_without_a
 
     // A secret never rotated has no previous version (ResourceNotFoundException): a due
     // instance's re-read keeps the one key.
-    let long_ago = std::time::Instant::now() - shared::webhook_keys::REFRESH_EVERY - std::time::Duration::from_secs(1);
-    let unrotated =
-        shared::webhook_keys::WebhookKeys::from_secret_read_at(ARN.into(), "old-secret".to_owned().into(), long_ago);
+    let long_ago =
+        std::time::Instant::now() - shared::app::webhook_keys::REFRESH_EVERY - std::time::Duration::from_secs(1);
+    let unrotated = shared::app::webhook_keys::WebhookKeys::from_secret_read_at(
+        ARN.into(),
+        "old-secret".to_owned().into(),
+        long_ago,
+    );
     assert!(unrotated.verify(Some(&sign("forged")), body, now).await.is_err());
     assert_eq!(calls.load(Ordering::SeqCst), 3, "AWSCURRENT, and AWSPREVIOUS not found");
     assert!(unrotated.verify(Some(&sign("old-secret")), body, now).await.is_ok());
@@ -67,9 +71,13 @@ async fn a_rotated_webhook_secret_verifies_new_and_previous_signatures_without_a
     assert!(keys.verify(Some(&sign("new-secret")), body, now).await.is_err());
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     // A warm instance that read the old value over a minute ago: its first mismatch is due.
-    let read_at = std::time::Instant::now() - shared::webhook_keys::REFRESH_EVERY - std::time::Duration::from_secs(1);
-    let warm =
-        shared::webhook_keys::WebhookKeys::from_secret_read_at(ARN.into(), "old-secret".to_owned().into(), read_at);
+    let read_at =
+        std::time::Instant::now() - shared::app::webhook_keys::REFRESH_EVERY - std::time::Duration::from_secs(1);
+    let warm = shared::app::webhook_keys::WebhookKeys::from_secret_read_at(
+        ARN.into(),
+        "old-secret".to_owned().into(),
+        read_at,
+    );
     let before = calls.load(Ordering::SeqCst);
     // The worker switched to the new secret: the first mismatch re-reads both versions...
     assert!(warm.verify(Some(&sign("new-secret")), body, now).await.is_ok());

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
 use serde_json::{json, Value};
-use shared::protocol::Manifest;
+use shared::domain::protocol::Manifest;
 
 pub const HERO_PNG: &[u8] = include_bytes!("../assets/hero.png");
 pub const LOGO_SVG: &[u8] = include_bytes!("../assets/logo.svg");
@@ -87,7 +87,7 @@ impl Worker {
         let out = self.s3.get_object().bucket(&self.bucket).key(key).send().await.map_err(s3_err)?;
         let bytes = out.body.collect().await.map_err(s3_err)?.into_bytes();
         let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| WorkerError::Manifest(e.to_string()))?;
-        if m.version != shared::protocol::PROTOCOL_VERSION {
+        if m.version != shared::domain::protocol::PROTOCOL_VERSION {
             return Err(WorkerError::Manifest(format!("unknown manifest version {}", m.version)));
         }
         Ok(m)
@@ -194,7 +194,7 @@ impl Worker {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs() as i64)
                 .unwrap_or(0);
-            let header = shared::signature::header_value(self.secret.as_bytes(), now, &raw);
+            let header = shared::domain::signature::header_value(self.secret.as_bytes(), now, &raw);
             let sent = self
                 .http
                 .post(url)

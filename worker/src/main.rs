@@ -44,7 +44,7 @@ fn sign_event(path: &std::path::Path, secret: &str) -> Result<(), Box<dyn std::e
     let body = event["body"].as_str().ok_or("the event has no string body")?.to_owned();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() as i64;
     event["headers"]["code2des-signature"] =
-        shared::signature::header_value(secret.as_bytes(), now, body.as_bytes()).into();
+        shared::domain::signature::header_value(secret.as_bytes(), now, body.as_bytes()).into();
     std::fs::write(path, serde_json::to_string_pretty(&event)? + "\n")?;
     println!("signed {} at t={now}", path.display());
     Ok(())
@@ -63,7 +63,7 @@ fn answered(r: code2des_worker::Reply) -> Result<(), Box<dyn std::error::Error +
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    shared::telemetry::init_local();
+    shared::obs::telemetry::init_local();
     let cli = Cli::parse();
     if std::env::var("S3_ENDPOINT").is_err() {
         // Default to the local stack's embedded S3.
@@ -74,9 +74,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         Command::SignEvent { path, secret } => return sign_event(&path, &secret),
         other => other,
     };
-    let settings = shared::settings::Settings::from_env()?;
+    let settings = shared::config::Settings::from_env()?;
     let worker =
-        code2des_worker::Worker::new(shared::setup::s3_client(&settings).await, cli.bucket, cli.webhook_secret);
+        code2des_worker::Worker::new(shared::aws::sdk::s3_client(&settings).await, cli.bucket, cli.webhook_secret);
     match command {
         Command::Poll { interval_ms } => {
             worker

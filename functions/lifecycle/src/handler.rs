@@ -1,4 +1,4 @@
-//! Lifecycle's routes, told apart by the event's route key (shared::routes):
+//! Lifecycle's routes, told apart by the event's route key (`shared::http::routes`):
 //! - `GET {base}` (discovery list) and `GET {base}/{code2desId}` (one job): the row as
 //!   control-plane metadata, never the nonce or an S3 location. Reads only: no statement here
 //!   writes, and an overdue job reads as failed `timed out` all the same (SPEC section 7);
@@ -7,16 +7,21 @@
 
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
-use shared::caller::{JobRef, Scope};
-use shared::cursor::{self, Binding};
-use shared::http::{self, query_param};
-use shared::model::{Job, JobView};
-use shared::routes::RouteId;
-use shared::settings::{Policy, Resources};
-use shared::setup::SetupError;
-use shared::store::{self, Cancelled, ListQuery};
-use shared::types::{FigmaFileKey, Status};
-use shared::{metrics, ApiError};
+use shared::app::resources::Resources;
+use shared::config::SetupError;
+use shared::db::connect::conn;
+use shared::db::lifecycle::{self as statements, Cancelled, ListQuery};
+use shared::domain::cursor::{self, Binding};
+use shared::domain::ids::FigmaFileKey;
+use shared::domain::job::{Job, Policy, Status};
+use shared::error::{bug, ErrorCode};
+use shared::http::caller;
+use shared::http::request::{self, query_param};
+use shared::http::response::{empty, ok_json, respond, set_header};
+use shared::http::routes::RouteId;
+use shared::http::view::{job_view, JobView};
+use shared::obs::metrics;
+use shared::ApiError;
 
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 100;
@@ -25,7 +30,7 @@ pub const POLL_AFTER_SECS: u32 = 2;
 
 pub struct Deps {
     pub pool: deadpool_postgres::Pool,
-    /// Authenticates list cursors (see `shared::cursor`).
+    /// Authenticates list cursors (see `shared::domain::cursor`).
     pub cursor_key: [u8; 32],
     pub policy: Policy,
 }
@@ -37,39 +42,40 @@ impl Deps {
 }
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    let request_id = http::request_id(&req);
-    let (name, outcome) = match http::route(&req).map(|r| r.id) {
+    let request_id = request::request_id(&req);
+    let (name, outcome) = match request::route(&req).map(|r| r.id) {
         Some(RouteId::Get) => ("lifecycle.get", get(deps, &req, &request_id).await),
         Some(RouteId::Cancel) => ("lifecycle.cancel", cancel(deps, &req, &request_id).await),
         Some(RouteId::Delete) => ("lifecycle.delete", delete(deps, &req).await),
         Some(RouteId::List) => ("lifecycle.list", list(deps, &req, &request_id).await),
-        _ => ("lifecycle", Err(ApiError::NotFound("no such route"))),
+        // API Gateway sends this function only its own routes: anything else is a deployment bug.
+        other => ("lifecycle", Err(bug("an event of a route lifecycle does not serve", format!("{other:?}")))),
     };
-    http::finish(name, &request_id, outcome)
+    respond(name, &request_id, outcome)
 }
 
 /// One job; a processing one says when to look again.
 fn job_response(status: u16, deps: &Deps, job: &Job, request_id: &str) -> Response<Body> {
-    let mut resp = http::ok_json(status, &job.view(deps.policy.max_attempts), request_id);
+    let mut resp = ok_json(status, &job_view(job, &deps.policy), request_id);
     if job.status == Status::Processing {
-        http::set_header(&mut resp, lambda_http::http::header::RETRY_AFTER, &POLL_AFTER_SECS.to_string());
+        set_header(&mut resp, lambda_http::http::header::RETRY_AFTER, &POLL_AFTER_SECS.to_string());
     }
     resp
 }
 
 async fn get(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
-    let j = JobRef::from_request(req)?;
-    let client = shared::db::conn(&deps.pool).await?;
-    match store::get_job(&**client, &j.scope, j.id, deps.policy.deadline).await? {
+    let j = caller::job_ref(req)?;
+    let client = conn(&deps.pool).await?;
+    match statements::get_job(&**client, &j, deps.policy.deadline).await? {
         Some(job) => Ok(job_response(200, deps, &job, request_id)),
         None => Err(ApiError::NotFound("job not found")),
     }
 }
 
 async fn cancel(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
-    let j = JobRef::from_request(req)?;
-    let client = shared::db::conn(&deps.pool).await?;
-    match store::cancel(&**client, &j.scope, j.id, deps.policy.deadline).await? {
+    let j = caller::job_ref(req)?;
+    let client = conn(&deps.pool).await?;
+    match statements::cancel(&**client, &j, deps.policy.deadline).await? {
         Cancelled::NotFound => Err(ApiError::NotFound("job not found")),
         Cancelled::Now(job) => {
             metrics::job_cancelled(
@@ -81,7 +87,7 @@ async fn cancel(deps: &Deps, req: &Request, request_id: &str) -> Result<Response
         // Cancelling a cancelled job answers it again; any other terminal job lost nothing.
         Cancelled::Unchanged(job) if job.is_cancelled() => Ok(job_response(200, deps, &job, request_id)),
         Cancelled::Unchanged(job) => Err(ApiError::conflict(
-            "already_terminal",
+            ErrorCode::AlreadyTerminal,
             format!(
                 "the job is already {}{}",
                 job.status.api_name(),
@@ -92,11 +98,11 @@ async fn cancel(deps: &Deps, req: &Request, request_id: &str) -> Result<Response
 }
 
 async fn delete(deps: &Deps, req: &Request) -> Result<Response<Body>, ApiError> {
-    let j = JobRef::from_request(req)?;
-    let client = shared::db::conn(&deps.pool).await?;
-    if store::delete_job(&**client, &j.scope, j.id).await? {
+    let j = caller::job_ref(req)?;
+    let client = conn(&deps.pool).await?;
+    if statements::delete_job(&**client, &j).await? {
         tracing::info!(code2des_id = %j.id, "job deleted");
-        Ok(http::empty(204))
+        Ok(empty(204))
     } else {
         Err(ApiError::NotFound("job not found"))
     }
@@ -124,7 +130,7 @@ fn parse_limit(raw: Option<&str>) -> Result<i64, ApiError> {
 }
 
 async fn list(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
-    let scope = Scope::from_request(req)?;
+    let scope = caller::scope(req)?;
 
     let figma_file_key = query_param(req, "figmaFileKey")?.map(FigmaFileKey::parse).transpose()?;
     let status = query_param(req, "status")?.map(|s| Status::parse_api("status", s)).transpose()?;
@@ -137,19 +143,19 @@ async fn list(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<B
     };
     let after = query_param(req, "cursor")?.map(|c| cursor::decode(&deps.cursor_key, c, &binding)).transpose()?;
 
-    let client = shared::db::conn(&deps.pool).await?;
+    let client = conn(&deps.pool).await?;
     let q = ListQuery { figma_file_key: figma_file_key.as_ref(), status, after, limit: limit + 1 };
-    let mut jobs = store::list_jobs(&**client, &scope, &q, deps.policy.deadline)
+    let mut jobs = statements::list_jobs(&**client, &scope, &q, deps.policy.deadline)
         .await?
         .ok_or(ApiError::NotFound("project not found"))?;
     let more = jobs.len() as i64 > limit;
     jobs.truncate(limit as usize);
     let next_cursor = match jobs.last() {
-        Some(last) if more => Some(cursor::encode(&deps.cursor_key, last.created_at, &last.id, &binding)),
+        Some(last) if more => Some(cursor::encode(&deps.cursor_key, last.created_at, last.id, &binding)),
         _ => None,
     };
-    let page = Page { items: jobs.iter().map(|j| j.view(deps.policy.max_attempts)).collect(), next_cursor };
-    Ok(http::ok_json(200, &page, request_id))
+    let page = Page { items: jobs.iter().map(|j| job_view(j, &deps.policy)).collect(), next_cursor };
+    Ok(ok_json(200, &page, request_id))
 }
 
 #[cfg(test)]

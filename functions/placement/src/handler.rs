@@ -2,12 +2,18 @@
 //! completed job. Every later call, sequential or concurrent, answers that stored root.
 
 use lambda_http::{Body, Request, Response};
-use shared::caller::JobRef;
-use shared::http::{self, json_object, raw_body, required_str};
-use shared::settings::{Policy, Resources};
-use shared::setup::SetupError;
-use shared::store::{self, Placed};
-use shared::types::NodeId;
+use shared::app::resources::Resources;
+use shared::config::SetupError;
+use shared::db::connect::conn;
+use shared::db::placement::{place, Placed};
+use shared::domain::fields::{json_object, required_str};
+use shared::domain::ids::NodeId;
+use shared::domain::job::Policy;
+use shared::error::ErrorCode;
+use shared::http::caller;
+use shared::http::request::{raw_body, request_id};
+use shared::http::response::{ok_json, respond};
+use shared::http::view::job_view;
 use shared::ApiError;
 
 pub struct Deps {
@@ -22,20 +28,20 @@ impl Deps {
 }
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    let request_id = http::request_id(&req);
-    http::finish("placement", &request_id, run(deps, &req, &request_id).await)
+    let request_id = request_id(&req);
+    respond("placement", &request_id, run(deps, &req, &request_id).await)
 }
 
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let bytes = raw_body(req)?;
-    let j = JobRef::from_request(req)?;
+    let j = caller::job_ref(req)?;
     let node_id = NodeId::parse(required_str(&json_object(bytes)?, "nodeId")?)?;
-    let client = shared::db::conn(&deps.pool).await?;
-    match store::place(&**client, &j.scope, j.id, &node_id, deps.policy.deadline).await? {
-        Placed::Done(job) => Ok(http::ok_json(200, &job.view(deps.policy.max_attempts), request_id)),
+    let client = conn(&deps.pool).await?;
+    match place(&**client, &j, &node_id, deps.policy.deadline).await? {
+        Placed::Done(job) => Ok(ok_json(200, &job_view(&job, &deps.policy), request_id)),
         Placed::NotFound => Err(ApiError::NotFound("job not found")),
         Placed::NotCompleted(job) => Err(ApiError::conflict(
-            "job_not_completed",
+            ErrorCode::JobNotCompleted,
             format!("only a completed job can be placed; this one is {}", job.status.api_name()),
         )),
     }

@@ -16,16 +16,22 @@ use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
-use shared::artifact::{self, Artifact, Expect, ImageEntry, Kind, Limits};
-use shared::bucket::{ArtifactBucket, BucketError, Opened};
-use shared::caller::JobRef;
-use shared::http::{self, query_param};
-use shared::model::Job;
-use shared::settings::Resources;
-use shared::setup::SetupError;
-use shared::store;
-use shared::types::{job_prefix, Code2desId, S3Pointer, Status};
-use shared::{metrics, ApiError};
+use shared::app::resources::Resources;
+use shared::aws::bucket::{ArtifactBucket, BucketError, Opened};
+use shared::config::SetupError;
+use shared::db::connect::conn;
+use shared::db::lifecycle::get_job;
+use shared::domain::artifact::{self, Artifact, Expect, ImageEntry, Kind, Limits};
+use shared::domain::ids::Code2desId;
+use shared::domain::job::{Job, Status};
+use shared::domain::keys::{job_prefix, S3Pointer};
+use shared::domain::protocol::PROTOCOL_VERSION;
+use shared::error::ErrorCode;
+use shared::http::caller;
+use shared::http::request::{query_param, request_id};
+use shared::http::response::{empty, respond, set_header};
+use shared::obs::metrics;
+use shared::ApiError;
 
 /// Most refs one `?images=` request may name.
 pub const MAX_REQUESTED_IMAGES: usize = 100;
@@ -51,8 +57,8 @@ impl Deps {
 }
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    let request_id = http::request_id(&req);
-    http::finish("result", &request_id, run(deps, &req, &request_id).await)
+    let request_id = request_id(&req);
+    respond("result", &request_id, run(deps, &req, &request_id).await)
 }
 
 /// A failed check: logged with its reason, answered as 502 `artifact_invalid`.
@@ -72,7 +78,7 @@ struct ImageOut {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ResultBody<'a> {
-    code2des_id: &'a str,
+    code2des_id: Code2desId,
     kind: &'static str,
     version: u32,
     warning_count: Option<i64>,
@@ -110,7 +116,7 @@ fn fetch_error(job: &Job, what: &str, e: BucketError) -> ApiError {
 /// and different for each representation (the document, or a `?images=` subset).
 fn etag(job: &Job, result_url: &str, requested: Option<&[&str]>) -> String {
     let mut h = Sha256::new();
-    for part in [job.id.as_str(), &job.attempt.to_string(), result_url] {
+    for part in [&job.id.to_string(), &job.attempt.to_string(), result_url] {
         h.update((part.len() as u64).to_be_bytes());
         h.update(part.as_bytes());
     }
@@ -137,8 +143,7 @@ fn not_modified(req: &Request, tag: &str) -> bool {
 }
 
 async fn load_artifact(deps: &Deps, job: &Job, result_url: &str, kind: Kind) -> Result<Artifact, ApiError> {
-    let id = Code2desId::parse(&job.id).map_err(|_| invalid(job, "job id is not a UUID"))?;
-    let prefix = job_prefix(id, job.attempt);
+    let prefix = job_prefix(job.id, job.attempt);
     let ptr = S3Pointer::parse("result_url", result_url).map_err(|e| invalid(job, e))?;
     if !ptr.is_under(deps.bucket.name(), &prefix) {
         return Err(invalid(job, "result_url is outside the job's prefix in the artifact bucket"));
@@ -149,7 +154,8 @@ async fn load_artifact(deps: &Deps, job: &Job, result_url: &str, kind: Kind) -> 
         .get_bounded(&ptr.key, deps.limits.max_artifact_bytes)
         .await
         .map_err(|e| fetch_error(job, "artifact", e))?;
-    let expect = Expect { code2des_id: &job.id, attempt: job.attempt, nonce: &job.nonce, prefix: &prefix, kind };
+    let id = job.id.to_string();
+    let expect = Expect { code2des_id: &id, attempt: job.attempt, nonce: &job.nonce, prefix: &prefix, kind };
     artifact::validate(&bytes, &expect, &deps.limits).map_err(|r| invalid(job, r))
 }
 
@@ -169,20 +175,20 @@ async fn read_image<'a>(
 }
 
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
-    let j = JobRef::from_request(req)?;
+    let j = caller::job_ref(req)?;
     let requested = parse_requested(query_param(req, "images")?)?;
     let job = {
-        let client = shared::db::conn(&deps.pool).await?;
-        store::get_job(&**client, &j.scope, j.id, deps.deadline).await?
+        let client = conn(&deps.pool).await?;
+        get_job(&**client, &j, deps.deadline).await?
         // The connection goes back to the pool before the S3 work starts.
     }
     .ok_or(ApiError::NotFound("job not found"))?;
 
     let (kind, result_url) = match (job.status, job.result_url.as_deref()) {
-        (Status::Processing, _) => return Err(ApiError::conflict("not_ready", "the job is still processing")),
+        (Status::Processing, _) => return Err(ApiError::conflict(ErrorCode::NotReady, "the job is still processing")),
         (Status::Failed, None) => {
             let msg = job.error_message.clone().unwrap_or_else(|| "the job failed".to_owned());
-            return Err(ApiError::conflict("job_failed", msg));
+            return Err(ApiError::conflict(ErrorCode::JobFailed, msg));
         }
         (Status::Failed, Some(url)) => (Kind::Failure, url),
         (Status::Completed, Some(url)) => (Kind::Result, url),
@@ -192,9 +198,9 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     let tag = (kind == Kind::Result).then(|| etag(&job, result_url, requested.as_deref()));
     if let Some(tag) = &tag {
         if not_modified(req, tag) {
-            let mut resp = http::empty(304);
-            http::set_header(&mut resp, lambda_http::http::header::ETAG, tag);
-            http::set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
+            let mut resp = empty(304);
+            set_header(&mut resp, lambda_http::http::header::ETAG, tag);
+            set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
             return Ok(resp);
         }
     }
@@ -254,9 +260,9 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     let fetched: Vec<(&str, ImageOut)> = stream::iter(reads).buffered(limits.fetch_concurrency).try_collect().await?;
 
     let body = ResultBody {
-        code2des_id: &job.id,
+        code2des_id: job.id,
         kind: art.kind.as_str(),
-        version: shared::protocol::PROTOCOL_VERSION,
+        version: PROTOCOL_VERSION,
         warning_count: art.warning_count,
         document: doc_json.as_deref(),
         images: fetched.into_iter().collect(),
@@ -276,8 +282,8 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         lambda_http::http::HeaderValue::from_static("application/json"),
     );
     if let Some(tag) = &tag {
-        http::set_header(&mut resp, lambda_http::http::header::ETAG, tag);
-        http::set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
+        set_header(&mut resp, lambda_http::http::header::ETAG, tag);
+        set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
     }
     tracing::info!(request_id, code2des_id = %job.id, inlined, deferred = deferred_count, "result served");
     Ok(resp)
@@ -298,16 +304,16 @@ mod tests {
     #[test]
     fn etags_are_opaque_and_per_representation() {
         let job = |attempt| Job {
-            id: "01890a5d-ac96-774b-bcce-b302099a8057".into(),
-            organization_id: 1,
-            project_id: 1,
+            id: Code2desId::parse("01890a5d-ac96-774b-bcce-b302099a8057").unwrap(),
+            organization_id: shared::domain::ids::OrganizationId::new(1).unwrap(),
+            project_id: shared::domain::ids::ProjectId::new(1).unwrap(),
             page_import_id: "p".into(),
             figma_file_key: "f".into(),
             screen_id: "s".into(),
             placement_target: None,
             status: Status::Completed,
             attempt,
-            nonce: shared::model::Nonce::from_db("secret-nonce".into()),
+            nonce: shared::domain::job::Nonce::from_db("secret-nonce".into()),
             result_url: None,
             warning_count: None,
             error_message: None,

@@ -4,16 +4,23 @@
 
 use lambda_http::{Body, Request, Response};
 use sha2::{Digest, Sha256};
-use shared::caller::{JobRef, Scope};
-use shared::dispatch::{self, Dispatcher, Ended, Tx};
-use shared::http::{self, json_object, optional_str, raw_body, required_str};
-use shared::model::{Job, Nonce};
-use shared::routes::RouteId;
-use shared::settings::{Policy, Resources};
-use shared::setup::SetupError;
-use shared::store::{self, Inserted, NewJob, Retried, Undispatched};
-use shared::types::{Code2desId, FigmaFileKey, IdempotencyKey, PageImportId, PlacementTarget, ScreenId, Status};
-use shared::{metrics, ApiError};
+use shared::app::dispatch::{self, Dispatcher, Ended, Tx};
+use shared::app::resources::Resources;
+use shared::config::SetupError;
+use shared::db::connect::conn;
+use shared::db::retry::{self, Retried};
+use shared::db::trigger::{self, Inserted, NewJob, Undispatched};
+use shared::domain::fields::{json_object, optional_str, required_str};
+use shared::domain::ids::{Code2desId, FigmaFileKey, IdempotencyKey, PageImportId, PlacementTarget, ScreenId};
+use shared::domain::job::{Job, Nonce, Policy, Status};
+use shared::domain::scope::Scope;
+use shared::error::{bug, ErrorCode};
+use shared::http::request::{self, raw_body};
+use shared::http::response::{ok_json, respond, set_header};
+use shared::http::routes::RouteId;
+use shared::http::{caller, view};
+use shared::obs::metrics;
+use shared::ApiError;
 
 /// What trigger needs, built once per instance.
 pub struct Deps {
@@ -33,10 +40,16 @@ impl Deps {
 }
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    let request_id = http::request_id(&req);
-    match http::route(&req).map(|r| r.id) {
-        Some(RouteId::Retry) => http::finish("retry", &request_id, retry(deps, &req, &request_id).await),
-        _ => http::finish("trigger", &request_id, trigger(deps, &req, &request_id).await),
+    let request_id = request::request_id(&req);
+    match request::route(&req).map(|r| r.id) {
+        Some(RouteId::Trigger) => respond("trigger", &request_id, trigger(deps, &req, &request_id).await),
+        Some(RouteId::Retry) => respond("retry", &request_id, retry(deps, &req, &request_id).await),
+        // API Gateway sends this function only its own routes: anything else is a deployment bug.
+        other => respond(
+            "trigger",
+            &request_id,
+            Err(bug("an event of a route trigger does not serve", format!("{other:?}"))),
+        ),
     }
 }
 
@@ -83,18 +96,16 @@ impl Input {
 
 /// The job with `Location`, as 202 (a new attempt dispatched) or 200 (one that exists).
 fn answer(status: u16, deps: &Deps, scope: &Scope, job: &Job, request_id: &str) -> Response<Body> {
-    let mut resp = http::ok_json(status, &job.view(deps.policy.max_attempts), request_id);
-    if let Ok(id) = Code2desId::parse(&job.id) {
-        http::set_header(&mut resp, lambda_http::http::header::LOCATION, &shared::caller::location(scope, id));
-    }
+    let mut resp = ok_json(status, &view::job_view(job, &deps.policy), request_id);
+    set_header(&mut resp, lambda_http::http::header::LOCATION, &scope.job_path(job.id));
     resp
 }
 
 async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let bytes = raw_body(req)?;
-    let scope = Scope::from_request(req)?;
+    let scope = caller::scope(req)?;
     let key =
-        http::header_str(req, "idempotency-key", IdempotencyKey::FIELD)?.map(IdempotencyKey::parse).transpose()?;
+        request::header_str(req, "idempotency-key", IdempotencyKey::FIELD)?.map(IdempotencyKey::parse).transpose()?;
     let input = Input::parse(bytes)?;
     let fingerprint = input.fingerprint();
 
@@ -109,9 +120,9 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
         nonce: &nonce,
         idempotency: key.as_ref().map(|k| (k.as_str(), fingerprint.as_str())),
     };
-    let client = shared::db::conn(&deps.pool).await?;
+    let client = conn(&deps.pool).await?;
     let ended = dispatch::transaction(client, async |c| {
-        Ok(match store::insert_job(c, &new).await? {
+        Ok(match trigger::insert_job(c, &new).await? {
             created @ Inserted::Created { .. } => Tx::Commit(created),
             other => Tx::Rollback(other),
         })
@@ -121,7 +132,7 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
         Ended::Committed(client, Inserted::Created { job, capture_url }) => {
             deps.dispatcher.dispatch(&client, &job, &nonce, capture_url, Undispatched::NewJob).await?;
             metrics::job_triggered();
-            tracing::info!(code2des_id = %job.id, organization_id = job.organization_id, project_id = job.project_id, "job created");
+            tracing::info!(code2des_id = %job.id, organization_id = job.organization_id.get(), project_id = job.project_id.get(), "job created");
             Ok(answer(202, deps, &scope, &job, request_id))
         }
         Ended::Uncertain(Inserted::Created { job, capture_url }, e) => {
@@ -132,17 +143,17 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
         }
         Ended::RolledBack(Inserted::NotFound) => Err(ApiError::NotFound("page import not found")),
         Ended::RolledBack(Inserted::PageImportNotCompleted) => {
-            Err(ApiError::conflict("page_import_not_completed", "the page import is not completed"))
+            Err(ApiError::conflict(ErrorCode::PageImportNotCompleted, "the page import is not completed"))
         }
         Ended::RolledBack(Inserted::KeyTaken) => {
             // The key was claimed before (possibly by a request racing this one, which the
             // insert waited for, so it has committed): answer what that request created.
             let key = key.as_ref().map(IdempotencyKey::as_str).unwrap_or_default();
-            let client = shared::db::conn(&deps.pool).await?;
-            match store::find_by_idempotency_key(&**client, &scope, key, deps.policy.deadline).await? {
+            let client = conn(&deps.pool).await?;
+            match trigger::find_by_idempotency_key(&**client, &scope, key, deps.policy.deadline).await? {
                 Some((hash, job)) if hash == fingerprint => Ok(answer(202, deps, &scope, &job, request_id)),
                 Some(_) => Err(ApiError::Unprocessable {
-                    code: "idempotency_key_reused",
+                    code: ErrorCode::IdempotencyKeyReused,
                     message: "this Idempotency-Key was used with a different request body".into(),
                 }),
                 None => Err(ApiError::NotFound("page import not found")),
@@ -150,7 +161,7 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
         }
         // A transaction commits only what created a row, and rolls back only what did not.
         Ended::Committed(..) | Ended::Uncertain(..) | Ended::RolledBack(Inserted::Created { .. }) => {
-            Err(ApiError::Internal)
+            Err(bug("trigger's transaction", "a commit without a new job, or a rollback with one"))
         }
     }
 }
@@ -177,15 +188,15 @@ pub fn parse_retry_body(bytes: &[u8]) -> Result<Option<i32>, ApiError> {
 
 async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let bytes = raw_body(req)?;
-    let job_ref = JobRef::from_request(req)?;
+    let job_ref = caller::job_ref(req)?;
     let expected = parse_retry_body(bytes)?;
     let policy = deps.policy;
 
     let nonce = Nonce::generate();
     let scope = &job_ref.scope;
-    let client = shared::db::conn(&deps.pool).await?;
+    let client = conn(&deps.pool).await?;
     let ended = dispatch::transaction(client, async |c| {
-        Ok(match store::retry(c, scope, job_ref.id, &nonce, expected, policy.max_attempts, policy.deadline).await? {
+        Ok(match retry::retry(c, &job_ref, &nonce, expected, &policy).await? {
             created @ Retried::Created { .. } => Tx::Commit(created),
             other => Tx::Rollback(other),
         })
@@ -205,7 +216,7 @@ async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<
         Ended::RolledBack(Retried::NotFound) => return Err(ApiError::NotFound("job not found")),
         Ended::RolledBack(Retried::Unchanged(job)) => job,
         Ended::Committed(..) | Ended::Uncertain(..) | Ended::RolledBack(Retried::Created { .. }) => {
-            return Err(ApiError::Internal)
+            return Err(bug("retry's transaction", "a commit without a new attempt, or a rollback with one"))
         }
     };
     // Nothing changed: say why, or (a racing retry of the same attempt won) show its job.
@@ -215,11 +226,11 @@ async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<
             Err(ApiError::invalid("attempt", format!("names attempt {n}, but the job is at attempt {}", job.attempt)))
         }
         (Status::Failed, _) if job.attempt >= policy.max_attempts => Err(ApiError::conflict(
-            "attempts_exhausted",
+            ErrorCode::AttemptsExhausted,
             format!("the job has used all {} attempts", policy.max_attempts),
         )),
         (status, _) => Err(ApiError::conflict(
-            "not_failed",
+            ErrorCode::NotFailed,
             format!("only a failed job can be retried; this one is {}", status.api_name()),
         )),
     }

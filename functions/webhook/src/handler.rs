@@ -7,16 +7,21 @@ use std::time::Duration;
 
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
-use shared::http::{self, json_object, raw_body};
-use shared::metrics::{self, Reason};
-use shared::model::Job;
-use shared::protocol::WebhookBody;
-use shared::settings::Resources;
-use shared::setup::SetupError;
-use shared::signature;
-use shared::store::{self, AttemptRef, Outcome, Progressed, DEADLINE_ACTOR, WORKER_ACTOR};
-use shared::types::Status;
-use shared::webhook_keys::WebhookKeys;
+use shared::app::resources::Resources;
+use shared::app::webhook_keys::WebhookKeys;
+use shared::config::SetupError;
+use shared::db::connect::conn;
+use shared::db::sweep::expire_one;
+use shared::db::webhook::{fence, progress, record_outcome, AttemptRef, Outcome, Progressed};
+use shared::domain::fields::json_object;
+use shared::domain::ids::Code2desId;
+use shared::domain::job::{Job, Status, DEADLINE_ACTOR, WORKER_ACTOR};
+use shared::domain::protocol::WebhookBody;
+use shared::domain::signature;
+use shared::error::ErrorCode;
+use shared::http::request::{raw_body, request_id};
+use shared::http::response::{ok_json, respond};
+use shared::obs::metrics::{self, Reason};
 use shared::ApiError;
 
 pub struct Deps {
@@ -38,14 +43,14 @@ impl Deps {
 }
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
-    let request_id = http::request_id(&req);
+    let request_id = request_id(&req);
     let outcome = run(deps, &req, &request_id).await;
     if let Err(e) = &outcome {
         // Every refusal of a worker's report is counted by why (SPEC section 8).
         let reason = match e {
             ApiError::Unauthorized(_) => Some(Reason::Signature),
-            ApiError::Conflict { code: "fenced", .. } => Some(Reason::Fenced),
-            ApiError::Conflict { code: "already_terminal", .. } => Some(Reason::AlreadyTerminal),
+            ApiError::Conflict { code: ErrorCode::Fenced, .. } => Some(Reason::Fenced),
+            ApiError::Conflict { code: ErrorCode::AlreadyTerminal, .. } => Some(Reason::AlreadyTerminal),
             ApiError::Gone(_) => Some(Reason::Deleted),
             ApiError::Invalid { .. } | ApiError::PayloadTooLarge { .. } | ApiError::NotFound(_) => {
                 Some(Reason::Invalid)
@@ -56,12 +61,12 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
             metrics::webhook_rejected(r);
         }
     }
-    http::finish("webhook", &request_id, outcome)
+    respond("webhook", &request_id, outcome)
 }
 
 #[derive(Serialize)]
-struct Ack<'a> {
-    code2des_id: &'a str,
+struct Ack {
+    code2des_id: Code2desId,
     status: &'static str,
 }
 
@@ -87,10 +92,10 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     }
     let body = WebhookBody::parse(&json_object(bytes)?, &deps.bucket)?;
     let at = AttemptRef { id: body.code2des_id, attempt: body.attempt, nonce: &body.nonce };
-    let id = body.code2des_id.to_string();
-    let ack = |status: Status| http::ok_json(200, &Ack { code2des_id: &id, status: status.api_name() }, request_id);
+    let id = body.code2des_id;
+    let ack = |status: Status| ok_json(200, &Ack { code2des_id: id, status: status.api_name() }, request_id);
 
-    let client = shared::db::conn(&deps.pool).await?;
+    let client = conn(&deps.pool).await?;
     let outcome = Outcome {
         status: body.status,
         result_url: body.result_url.as_deref(),
@@ -102,12 +107,12 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     for _ in 0..3 {
         if write {
             match &body.progress {
-                Some(p) => match store::progress(&**client, at, p.percent, &p.stage, deps.deadline).await? {
+                Some(p) => match progress(&**client, at, p.percent, &p.stage, deps.deadline).await? {
                     Progressed::Stored | Progressed::Ignored => return Ok(ack(Status::Processing)),
                     Progressed::Fenced => {}
                 },
                 None => {
-                    if let Some(took) = store::finish(&**client, at, &outcome, deps.deadline).await? {
+                    if let Some(took) = record_outcome(&**client, at, &outcome, deps.deadline).await? {
                         match body.status {
                             Status::Completed => metrics::job_completed(Some(took)),
                             _ => metrics::job_failed(Some(took)),
@@ -121,18 +126,18 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         write = false;
         // Nothing changed. Each pass reads the row as committed now; a pass that itself changes
         // the row (the deadline) reads again. Two passes always suffice; the third is a guard.
-        let Some(f) = store::fence(&**client, body.code2des_id, deps.deadline).await? else {
+        let Some(f) = fence(&**client, body.code2des_id, deps.deadline).await? else {
             return Err(ApiError::NotFound("job not found"));
         };
         if f.job.attempt != body.attempt || !f.job.nonce.matches(&body.nonce) {
-            return Err(ApiError::conflict("fenced", "attempt or nonce does not match the job"));
+            return Err(ApiError::conflict(ErrorCode::Fenced, "attempt or nonce does not match the job"));
         }
         if f.deleted {
             return Err(ApiError::Gone("the job was deleted"));
         }
         match f.job.status {
             Status::Processing if f.overdue => {
-                if store::expire_one(&**client, body.code2des_id, deps.deadline).await? {
+                if expire_one(&**client, body.code2des_id, deps.deadline).await? {
                     metrics::job_timed_out(1);
                 }
             }
@@ -147,7 +152,10 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
                 } else {
                     f.job.status.api_name()
                 };
-                return Err(ApiError::conflict("already_terminal", format!("the job is already terminal ({why})")));
+                return Err(ApiError::conflict(
+                    ErrorCode::AlreadyTerminal,
+                    format!("the job is already terminal ({why})"),
+                ));
             }
         }
     }

@@ -4,8 +4,8 @@ use lambda_http::{run, service_fn, Error};
 // worker threads would add only their start-up to the cold start (docs/PERFORMANCE.md §1).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init_lambda();
-    let deps = code2des_webhook::handler::Deps::new(&shared::settings::Resources::from_env()?).await?;
+    shared::obs::telemetry::init_lambda();
+    let deps = code2des_webhook::handler::Deps::new(&shared::app::resources::Resources::from_env()?).await?;
     run(service_fn(|req| async {
         Ok::<_, std::convert::Infallible>(code2des_webhook::handler::handle(&deps, req).await)
     }))

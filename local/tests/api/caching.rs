@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use shared::bucket::ArtifactBucket;
+use shared::aws::bucket::ArtifactBucket;
 
 use crate::helpers::*;
 

@@ -12,7 +12,8 @@ fn the_webhook_event_is_signed_with_the_documented_test_secret() {
     let body = ev["body"].as_str().unwrap();
     let header = ev["headers"]["code2des-signature"].as_str().unwrap();
     let t: i64 = header.split(',').find_map(|p| p.strip_prefix("t=")).unwrap().parse().unwrap();
-    shared::signature::verify(SECRET.as_bytes(), Some(header), body.as_bytes(), t).expect("valid at its own timestamp");
+    shared::domain::signature::verify(SECRET.as_bytes(), Some(header), body.as_bytes(), t)
+        .expect("valid at its own timestamp");
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use shared::db::DbConfig;
+use shared::db::connect::DbConfig;
 
 use crate::helpers::*;
 
@@ -49,7 +49,7 @@ async fn database_down_is_503_with_retry_after_on_every_route() {
     let id = app.new_job(&t).await;
     let nonce = app.manifest(&id).await.nonce;
     let down = DbConfig::from_url(&format!("postgres://postgres@127.0.0.1:{}/x", dead_port())).unwrap();
-    let pool = shared::db::pool(&down, None, 2).unwrap();
+    let pool = shared::db::connect::pool(&down, None, 2).unwrap();
     app.trigger.pool = pool.clone();
     app.lifecycle.pool = pool.clone();
     app.result.pool = pool.clone();
@@ -83,13 +83,13 @@ async fn a_hung_database_or_s3_is_cut_well_below_the_gateway_limit() {
     let t = app.tenant().await;
     let (db_addr, _db) = black_hole().await;
     let hung = DbConfig::from_url(&format!("postgres://postgres@{db_addr}/x")).unwrap();
-    app.lifecycle.pool = shared::db::pool(&hung, None, 2).unwrap();
+    app.lifecycle.pool = shared::db::connect::pool(&hung, None, 2).unwrap();
     let started = Instant::now();
     assert_unavailable(&app.list(&t, Some(&t.sub), &[]).await);
     assert!(started.elapsed() < Duration::from_secs(20), "cut after {:?}", started.elapsed());
 
     let (s3_addr, _s3) = black_hole().await;
-    app.trigger.dispatcher.bucket = shared::bucket::ArtifactBucket::new(
+    app.trigger.dispatcher.bucket = shared::aws::bucket::ArtifactBucket::new(
         code2des_local::s3server::client(&format!("http://{s3_addr}"), "local", "local-secret"),
         BUCKET,
     );

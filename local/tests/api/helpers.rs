@@ -12,9 +12,10 @@ use code2des_local::s3server::{self, S3Server};
 use lambda_http::{Body, Request, Response};
 use secrecy::SecretString;
 use serde_json::{json, Value};
-use shared::db::DbConfig;
-use shared::settings::{Resources, SecretSource, Settings};
-use shared::setup::DatabaseSource;
+use shared::app::resources::Resources;
+use shared::config::DatabaseSource;
+use shared::config::{SecretSource, Settings};
+use shared::db::connect::DbConfig;
 
 pub const BUCKET: &str = "code2des-artifacts";
 pub const SECRET: &str = "test-webhook-secret";
@@ -94,7 +95,7 @@ pub struct TestApp {
     pub result: code2des_result::handler::Deps,
     pub webhook: code2des_webhook::handler::Deps,
     pub placement: code2des_placement::handler::Deps,
-    pub policy: shared::settings::Policy,
+    pub policy: shared::domain::job::Policy,
 }
 
 /// The settings the handler tests run with: SPEC's defaults, this test's database, the
@@ -106,8 +107,8 @@ pub fn test_settings(db_name: &str) -> Settings {
         bucket: Some(BUCKET.into()),
         s3_endpoint: None,
         callback_url: Some(CALLBACK.into()),
-        deadline: shared::settings::DEFAULT_DEADLINE,
-        max_attempts: shared::settings::DEFAULT_MAX_ATTEMPTS,
+        deadline: shared::domain::job::DEFAULT_DEADLINE,
+        max_attempts: shared::domain::job::DEFAULT_MAX_ATTEMPTS,
         pool_size: 40,
         ca_bundle: None,
     }
@@ -125,13 +126,13 @@ impl TestApp {
     /// The five functions built by their own `Deps::new`, as a Lambda builds them, from the
     /// test settings after `adjust` changed whatever the test needs.
     pub async fn with(adjust: impl FnOnce(&mut Settings)) -> Self {
-        shared::db::install_crypto_provider();
+        shared::db::connect::install_crypto_provider();
         let db_name = format!("c2d_test_{}", uuid::Uuid::new_v4().simple());
         let db = DbConfig::from_url(&db_url(&db_name)).unwrap();
-        assert!(shared::db::ensure_database(&db, None).await.expect("PostgreSQL reachable"));
-        let mut client = shared::db::connect(&db, None).await.unwrap();
-        shared::db::migrate(&mut client).await.expect("migrations apply");
-        let pool = shared::db::pool(&db, None, 40).unwrap();
+        assert!(shared::db::connect::ensure_database(&db, None).await.expect("PostgreSQL reachable"));
+        let mut client = shared::db::connect::connect(&db, None).await.unwrap();
+        shared::db::migrate::migrate(&mut client).await.expect("migrations apply");
+        let pool = shared::db::connect::pool(&db, None, 40).unwrap();
 
         let s3_dir = tempfile::tempdir().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -296,7 +297,7 @@ impl TestApp {
 
     // --- worker side -------------------------------------------------------------------------
 
-    pub async fn manifest(&self, id: &str) -> shared::protocol::Manifest {
+    pub async fn manifest(&self, id: &str) -> shared::domain::protocol::Manifest {
         let out =
             self.s3.get_object().bucket(BUCKET).key(format!("code2des/{id}/1/manifest.json")).send().await.unwrap();
         serde_json::from_slice(&out.body.collect().await.unwrap().into_bytes()).unwrap()
@@ -390,8 +391,8 @@ impl TestApp {
     }
 
     /// The manifest of attempt `attempt`, as the worker reads it.
-    pub async fn manifest_at(&self, id: &str, attempt: i32) -> shared::protocol::Manifest {
-        let key = shared::protocol::Manifest::key(id, attempt);
+    pub async fn manifest_at(&self, id: &str, attempt: i32) -> shared::domain::protocol::Manifest {
+        let key = shared::domain::protocol::Manifest::key(id, attempt);
         let out = self.s3.get_object().bucket(BUCKET).key(&key).send().await.unwrap_or_else(|e| panic!("{key}: {e}"));
         serde_json::from_slice(&out.body.collect().await.unwrap().into_bytes()).unwrap()
     }
@@ -500,7 +501,7 @@ pub fn now() -> i64 {
 }
 
 pub fn sign(raw: &[u8]) -> String {
-    shared::signature::header_value(SECRET.as_bytes(), now(), raw)
+    shared::domain::signature::header_value(SECRET.as_bytes(), now(), raw)
 }
 
 pub fn default_body(t: &Tenant) -> Value {

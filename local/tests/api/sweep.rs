@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use shared::db::DbConfig;
+use shared::db::connect::DbConfig;
 
 use crate::helpers::*;
 
@@ -35,7 +35,7 @@ async fn writes(app: &TestApp) -> Vec<String> {
 /// that writes (or takes a row lock) fails there instead of succeeding.
 fn read_only_pool(app: &TestApp) -> deadpool_postgres::Pool {
     let url = format!("{}?options=-c%20default_transaction_read_only%3Don", db_url(&app.db_name));
-    shared::db::pool(&DbConfig::from_url(&url).unwrap(), None, 4).unwrap()
+    shared::db::connect::pool(&DbConfig::from_url(&url).unwrap(), None, 4).unwrap()
 }
 
 /// Everything a plugin reads about these jobs: each GET, the list under every filter, each
@@ -133,10 +133,11 @@ async fn reads_send_no_insert_update_or_delete() {
 /// The lifecycle GET reads a job as one record, by position (`code2des_read_job`, migration
 /// V5); the list reads rows by column name. Both decode into the same `Job` for every kind of
 /// job, every field set and unset: a field out of place in either function or in
-/// `shared::model::READ_COLUMNS` shows here as a difference (one of the same type included).
+/// `shared::db::columns::READ_COLUMNS` shows here as a difference (one of the same type included).
 #[tokio::test]
 async fn the_read_record_and_the_list_row_decode_to_the_same_job() {
-    use shared::store::{self, ListQuery};
+    use shared::db::lifecycle::{self as store, ListQuery};
+    use shared::domain::scope::JobRef;
     let app = TestApp::with_deadline(Duration::from_secs(60)).await;
     let t = app.tenant().await;
     let fresh = app.new_job(&t).await;
@@ -158,10 +159,10 @@ async fn the_read_record_and_the_list_row_decode_to_the_same_job() {
     assert_eq!(app.fail(&retried, "first try").await.status, 200);
     assert_eq!(app.retry(&t, &retried, None).await.status, 202);
 
-    let scope = shared::caller::Scope {
-        organization_id: shared::types::OrganizationId::parse(&t.org.to_string()).unwrap(),
-        project_id: shared::types::ProjectId::parse(&t.project.to_string()).unwrap(),
-        subject: shared::types::Subject::parse(&t.sub).unwrap(),
+    let scope = shared::domain::scope::Scope {
+        organization_id: shared::domain::ids::OrganizationId::parse(&t.org.to_string()).unwrap(),
+        project_id: shared::domain::ids::ProjectId::parse(&t.project.to_string()).unwrap(),
+        subject: shared::domain::ids::Subject::parse(&t.sub).unwrap(),
     };
     let client = app.pool.get().await.unwrap();
     let deadline = app.policy.deadline;
@@ -170,9 +171,12 @@ async fn the_read_record_and_the_list_row_decode_to_the_same_job() {
     let ids = [&fresh, &reporting, &overdue, &completed, &placed, &failed, &cancelled, &retried];
     assert_eq!(listed.len(), ids.len());
     for id in ids {
-        let code2des_id = shared::types::Code2desId::parse(id).unwrap();
-        let read = store::get_job(&**client, &scope, code2des_id, deadline).await.unwrap().expect("visible");
-        let row = listed.iter().find(|j| &j.id == id).unwrap();
+        let code2des_id = shared::domain::ids::Code2desId::parse(id).unwrap();
+        let read = store::get_job(&**client, &JobRef { scope: scope.clone(), id: code2des_id }, deadline)
+            .await
+            .unwrap()
+            .expect("visible");
+        let row = listed.iter().find(|j| j.id == code2des_id).unwrap();
         assert_eq!(&read, row, "{id}");
     }
     // Every optional field is set in at least one of them, and unset in another.
@@ -189,9 +193,10 @@ async fn the_read_record_and_the_list_row_decode_to_the_same_job() {
         assert!(set > 0 && set < all.len(), "{name}: set in {set} of {}", all.len());
     }
     // Not visible: NULL, not a record of NULLs.
-    let other = shared::caller::Scope { subject: shared::types::Subject::parse("someone-else").unwrap(), ..scope };
-    let id = shared::types::Code2desId::parse(&fresh).unwrap();
-    assert!(store::get_job(&**client, &other, id, deadline).await.unwrap().is_none());
+    let other =
+        shared::domain::scope::Scope { subject: shared::domain::ids::Subject::parse("someone-else").unwrap(), ..scope };
+    let id = shared::domain::ids::Code2desId::parse(&fresh).unwrap();
+    assert!(store::get_job(&**client, &JobRef { scope: other, id }, deadline).await.unwrap().is_none());
 
     // And by name: the function's SELECT, described by the server, has READ_COLUMNS' columns
     // in READ_COLUMNS' order.
@@ -200,7 +205,7 @@ async fn the_read_record_and_the_list_row_decode_to_the_same_job() {
     let select = select[..select.find(';').unwrap()].replacen("INTO r", "", 1);
     let described = client.prepare(&select).await.unwrap();
     let names: Vec<&str> = described.columns().iter().map(|c| c.name()).collect();
-    assert_eq!(names, shared::model::READ_COLUMNS);
+    assert_eq!(names, shared::db::columns::READ_COLUMNS);
 }
 
 /// Migration V6 took the read functions' SET clause away (its cost, docs/PERFORMANCE.md
@@ -208,7 +213,8 @@ async fn the_read_record_and_the_list_row_decode_to_the_same_job() {
 /// names, which a caller's search_path finds first, do not stand in for them.
 #[tokio::test]
 async fn the_read_functions_read_their_own_tables_whatever_the_callers_search_path() {
-    use shared::store::{self, ListQuery};
+    use shared::db::lifecycle::{self as store, ListQuery};
+    use shared::domain::scope::JobRef;
     let app = TestApp::new().await;
     let t = app.tenant().await;
     let id = app.new_job(&t).await;
@@ -222,32 +228,30 @@ async fn the_read_functions_read_their_own_tables_whatever_the_callers_search_pa
 
     // Its own session (not the pool's): temporary tables standing in for every table the
     // functions read, each empty, and a search_path that finds them first or not at all.
-    let client = shared::db::connect(&app.db, None).await.unwrap();
+    let client = shared::db::connect::connect(&app.db, None).await.unwrap();
     let mut shadow = String::new();
     for table in ["code2des", "code2des_attempt", "organization_member", "organization", "project", "page_import"] {
         shadow.push_str(&format!("CREATE TEMP TABLE {table} (LIKE public.{table}); "));
     }
     client.batch_execute(&shadow).await.unwrap();
-    let scope = shared::caller::Scope {
-        organization_id: shared::types::OrganizationId::parse(&t.org.to_string()).unwrap(),
-        project_id: shared::types::ProjectId::parse(&t.project.to_string()).unwrap(),
-        subject: shared::types::Subject::parse(&t.sub).unwrap(),
+    let scope = shared::domain::scope::Scope {
+        organization_id: shared::domain::ids::OrganizationId::parse(&t.org.to_string()).unwrap(),
+        project_id: shared::domain::ids::ProjectId::parse(&t.project.to_string()).unwrap(),
+        subject: shared::domain::ids::Subject::parse(&t.sub).unwrap(),
     };
-    let code2des_id = shared::types::Code2desId::parse(&id).unwrap();
+    let code2des_id = shared::domain::ids::Code2desId::parse(&id).unwrap();
     let q = ListQuery { figma_file_key: None, status: None, after: None, limit: 10 };
     // The statements name the functions through the search_path, as every statement of the
     // service names what it reads, so the schema stays on it; the temporary schema comes first
     // (named, or implicitly: it is searched first for relations unless listed).
     for path in ["pg_temp, public, pg_catalog", "public", "pg_temp, public"] {
         client.batch_execute(&format!("SET search_path = {path}")).await.unwrap();
-        let job = store::get_job(&client, &scope, code2des_id, app.policy.deadline).await.unwrap();
-        assert_eq!(job.map(|j| j.id), Some(id.clone()), "GET with search_path {path}");
+        let job = store::get_job(&client, &JobRef { scope: scope.clone(), id: code2des_id }, app.policy.deadline)
+            .await
+            .unwrap();
+        assert_eq!(job.map(|j| j.id), Some(code2des_id), "GET with search_path {path}");
         let listed = store::list_jobs(&client, &scope, &q, app.policy.deadline).await.unwrap().unwrap();
-        assert_eq!(
-            listed.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
-            [id.as_str()],
-            "list with search_path {path}"
-        );
+        assert_eq!(listed.iter().map(|j| j.id).collect::<Vec<_>>(), [code2des_id], "list with search_path {path}");
     }
 }
 

@@ -46,7 +46,7 @@ async fn webhook_signature_is_required_fresh_and_exact() {
     let app = TestApp::new().await;
     let (_, id, nonce) = job_and_nonce(&app).await;
     let raw = serde_json::to_vec(&completed(&id, &nonce)).unwrap();
-    let sig = |secret: &[u8], t: i64, body: &[u8]| shared::signature::header_value(secret, t, body);
+    let sig = |secret: &[u8], t: i64, body: &[u8]| shared::domain::signature::header_value(secret, t, body);
     let cases = vec![
         None,
         Some(String::new()),
@@ -75,7 +75,7 @@ async fn webhook_signature_is_required_fresh_and_exact() {
             Some(format!(
                 "{},v1={}",
                 sig(b"old-secret", now() - 290, &raw),
-                shared::signature::sign(SECRET.as_bytes(), now() - 290, &raw)
+                shared::domain::signature::sign(SECRET.as_bytes(), now() - 290, &raw)
             )),
         )
         .await;

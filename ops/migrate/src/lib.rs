@@ -14,7 +14,7 @@
 use lambda_runtime::{Error, LambdaEvent};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
-use shared::db::DbConfig;
+use shared::db::connect::DbConfig;
 
 /// Session advisory lock key held while migrating, so that two overlapping invocations (a
 /// retried deploy step, a double click) apply each version once; the second one waits and then
@@ -42,11 +42,11 @@ pub struct Deps {
 impl Deps {
     /// `DB_SECRET_ARN` (+ `DB_HOST`/`DB_PORT`/`DB_NAME`) in AWS, `DATABASE_URL` elsewhere;
     /// `DB_APP_SECRET_ARN` when the application role's password is to be set.
-    pub async fn from_env() -> Result<Self, shared::setup::SetupError> {
+    pub async fn from_env() -> Result<Self, shared::config::SetupError> {
         Ok(Self {
-            db: shared::setup::db_config().await?,
-            ca_bundle: shared::setup::var("DB_CA_BUNDLE"),
-            app_role: shared::setup::var("DB_APP_SECRET_ARN").map(AppRoleSecret::Arn),
+            db: shared::app::resources::db_config_from_env().await?,
+            ca_bundle: shared::config::var("DB_CA_BUNDLE"),
+            app_role: shared::config::var("DB_APP_SECRET_ARN").map(AppRoleSecret::Arn),
         })
     }
 }
@@ -56,9 +56,9 @@ impl Deps {
 /// A failure is returned as the invocation's error, so `aws lambda invoke` shows
 /// `FunctionError` and the deploy step fails loudly.
 pub async fn handle(deps: &Deps, _event: LambdaEvent<Value>) -> Result<Value, Error> {
-    let mut client = shared::db::connect(&deps.db, deps.ca_bundle.as_deref()).await?;
+    let mut client = shared::db::connect::connect(&deps.db, deps.ca_bundle.as_deref()).await?;
     client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK]).await?;
-    let applied = shared::db::migrate(&mut client).await;
+    let applied = shared::db::migrate::migrate(&mut client).await;
     // The lock is per session; unlocking explicitly matters only if the connection outlives us.
     client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]).await?;
     let applied = applied?;
@@ -68,12 +68,12 @@ pub async fn handle(deps: &Deps, _event: LambdaEvent<Value>) -> Result<Value, Er
         Some(source) => {
             let secret = match source {
                 AppRoleSecret::Arn(arn) => {
-                    shared::setup::forget_secret(arn).await;
-                    shared::setup::secret(arn).await?
+                    shared::aws::secrets::forget_secret(arn).await;
+                    shared::aws::secrets::secret(arn).await?
                 }
                 AppRoleSecret::Json(json) => json.clone(),
             };
-            let role = shared::rds_iam::set_app_role_password(&client, secret.expose_secret()).await?;
+            let role = shared::db::roles::set_app_role_password(&client, secret.expose_secret()).await?;
             tracing::info!(role = %role, "application role password set");
             Some(role)
         }

@@ -5,7 +5,7 @@
 use code2des_migrate::{handle, Deps};
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{json, Value};
-use shared::db::DbConfig;
+use shared::db::connect::DbConfig;
 
 const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -15,7 +15,7 @@ fn admin_url() -> String {
 
 async fn admin() -> tokio_postgres::Client {
     let cfg = DbConfig::from_url(&admin_url()).expect("admin URL");
-    shared::db::connect(&cfg, None).await.expect("PostgreSQL on 127.0.0.1:5432 (scripts/ensure-postgres)")
+    shared::db::connect::connect(&cfg, None).await.expect("PostgreSQL on 127.0.0.1:5432 (scripts/ensure-postgres)")
 }
 
 fn invocation() -> LambdaEvent<Value> {
@@ -34,7 +34,7 @@ async fn migrate_function_applies_every_version_once() {
     let outcome = async {
         let first = handle(&deps, invocation()).await.expect("first run");
         let second = handle(&deps, invocation()).await.expect("second run");
-        let db = shared::db::connect(&cfg, None).await.unwrap();
+        let db = shared::db::connect::connect(&cfg, None).await.unwrap();
         let table = db
             .query_one("SELECT count(*) FROM information_schema.tables WHERE table_name = 'code2des'", &[])
             .await

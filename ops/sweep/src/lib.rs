@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
-use shared::settings::Resources;
-use shared::setup::SetupError;
-use shared::{metrics, ApiError};
+use shared::app::resources::Resources;
+use shared::config::SetupError;
+use shared::obs::metrics;
+use shared::ApiError;
 
 /// Jobs per statement: each batch is one short transaction holding few row locks.
 pub const BATCH: i64 = 500;
@@ -31,10 +32,10 @@ impl Deps {
 
 /// Expires every overdue job, a batch at a time; returns how many it expired.
 pub async fn sweep(deps: &Deps) -> Result<usize, ApiError> {
-    let client = shared::db::conn(&deps.pool).await?;
+    let client = shared::db::connect::conn(&deps.pool).await?;
     let mut total = 0;
     loop {
-        let expired = shared::store::expire_overdue(&**client, None, deps.deadline, BATCH).await?;
+        let expired = shared::db::sweep::expire_overdue(&**client, None, deps.deadline, BATCH).await?;
         metrics::jobs_timed_out(&expired);
         total += expired.len();
         if (expired.len() as i64) < BATCH {

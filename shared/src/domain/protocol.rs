@@ -1,12 +1,14 @@
 //! The worker protocol of SPEC section 4 (snake_case): the manifest trigger writes, and the
-//! webhook body the worker sends back. The artifact lives in [`crate::artifact`].
+//! webhook body the worker sends back. The artifact lives in [`crate::domain::artifact`].
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::domain::fields::{optional_str, required_str};
+use crate::domain::ids::{Code2desId, ProgressStage};
+use crate::domain::job::Status;
+use crate::domain::keys::{job_prefix, S3Pointer};
 use crate::error::ApiError;
-use crate::http::{optional_str, required_str};
-use crate::types::{job_prefix, Code2desId, ProgressStage, S3Pointer, Status};
 
 pub const PROTOCOL_VERSION: u32 = 1;
 /// Cap on a stored error message (SPEC section 4).

@@ -115,8 +115,20 @@ impl OrganizationId {
     pub fn parse(raw: &str) -> Result<Self, ApiError> {
         parse_positive_i32("organizationId", raw).map(Self)
     }
+
+    /// A value read from the database (a `serial`): `None` unless positive.
+    pub fn new(value: i32) -> Option<Self> {
+        (value > 0).then_some(Self(value))
+    }
+
     pub fn get(self) -> i32 {
         self.0
+    }
+}
+
+impl fmt::Display for OrganizationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
     }
 }
 
@@ -127,8 +139,20 @@ impl ProjectId {
     pub fn parse(raw: &str) -> Result<Self, ApiError> {
         parse_positive_i32("projectId", raw).map(Self)
     }
+
+    /// A value read from the database (a `serial`): `None` unless positive.
+    pub fn new(value: i32) -> Option<Self> {
+        (value > 0).then_some(Self(value))
+    }
+
     pub fn get(self) -> i32 {
         self.0
+    }
+}
+
+impl fmt::Display for ProjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
     }
 }
 
@@ -155,6 +179,16 @@ impl Code2desId {
         Self::parse_field("code2desId", raw)
     }
 
+    /// A UUID this service issued (carried in a cursor it authenticated).
+    pub fn from_uuid(id: Uuid) -> Self {
+        Self(id)
+    }
+
+    /// A value read from the database: the hyphenated form only, as [`Self::parse`] takes it.
+    pub fn from_db(raw: &str) -> Option<Self> {
+        Self::parse(raw).ok()
+    }
+
     pub fn uuid(self) -> Uuid {
         self.0
     }
@@ -167,6 +201,13 @@ impl Code2desId {
 impl fmt::Display for Code2desId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.hyphenated().fmt(f)
+    }
+}
+
+/// As its hyphenated lowercase text, the form the user API and the worker protocol carry.
+impl serde::Serialize for Code2desId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -238,113 +279,6 @@ impl Subject {
     }
 }
 
-/// Job status, stored as the `code2des_status` enum labels '0', '1', '2'.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Processing,
-    Completed,
-    Failed,
-}
-
-impl Status {
-    pub fn from_db(label: &str) -> Option<Self> {
-        match label {
-            "0" => Some(Self::Processing),
-            "1" => Some(Self::Completed),
-            "2" => Some(Self::Failed),
-            _ => None,
-        }
-    }
-
-    pub fn db_label(self) -> &'static str {
-        match self {
-            Self::Processing => "0",
-            Self::Completed => "1",
-            Self::Failed => "2",
-        }
-    }
-
-    pub fn api_name(self) -> &'static str {
-        match self {
-            Self::Processing => "processing",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-        }
-    }
-
-    pub fn parse_api(field: &'static str, raw: &str) -> Result<Self, ApiError> {
-        match raw {
-            "processing" => Ok(Self::Processing),
-            "completed" => Ok(Self::Completed),
-            "failed" => Ok(Self::Failed),
-            _ => Err(ApiError::invalid(field, "must be one of processing, completed, failed")),
-        }
-    }
-}
-
-/// An object in the artifact bucket, as `s3://bucket/key`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct S3Pointer {
-    pub bucket: String,
-    pub key: String,
-}
-
-impl S3Pointer {
-    /// Parses `s3://bucket/key`. The key must be a plain relative path: no empty, `.` or `..`
-    /// segments and no control characters, so a prefix check on it means what it says.
-    pub fn parse(field: &'static str, raw: &str) -> Result<Self, ApiError> {
-        if raw.len() > 1000 {
-            return Err(ApiError::invalid(field, "must be at most 1000 characters"));
-        }
-        let rest =
-            raw.strip_prefix("s3://").ok_or_else(|| ApiError::invalid(field, "must be an s3://bucket/key URL"))?;
-        let (bucket, key) =
-            rest.split_once('/').ok_or_else(|| ApiError::invalid(field, "must be an s3://bucket/key URL"))?;
-        if bucket.is_empty()
-            || !bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        {
-            return Err(ApiError::invalid(field, "names an invalid bucket"));
-        }
-        check_key(field, key)?;
-        Ok(Self { bucket: bucket.to_owned(), key: key.to_owned() })
-    }
-
-    pub fn is_under(&self, bucket: &str, prefix: &str) -> bool {
-        self.bucket == bucket && is_key_under(&self.key, prefix)
-    }
-}
-
-impl fmt::Display for S3Pointer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "s3://{}/{}", self.bucket, self.key)
-    }
-}
-
-/// Checks an object key as a relative path (see [`S3Pointer::parse`]).
-pub fn check_key(field: &'static str, key: &str) -> Result<(), ApiError> {
-    if key.is_empty() || key.len() > 1024 {
-        return Err(ApiError::invalid(field, "must name an object key of 1 to 1024 bytes"));
-    }
-    if key.chars().any(|c| c.is_control() || c == '\\') {
-        return Err(ApiError::invalid(field, "must not contain control characters or backslashes"));
-    }
-    if key.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..") {
-        return Err(ApiError::invalid(field, "must not contain empty, '.' or '..' path segments"));
-    }
-    Ok(())
-}
-
-/// True when `key` is a checked key strictly below `prefix` (which ends in '/').
-pub fn is_key_under(key: &str, prefix: &str) -> bool {
-    check_key("key", key).is_ok() && key.len() > prefix.len() && key.starts_with(prefix)
-}
-
-/// The per-attempt prefix every object of a job lives under.
-pub fn job_prefix(id: Code2desId, attempt: i32) -> String {
-    format!("code2des/{id}/{attempt}/")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,25 +312,6 @@ mod tests {
         assert!(ScreenId::parse("a\u{7f}").is_err());
         let err = ScreenId::parse("").unwrap_err();
         assert!(err.to_string().contains("screenId"));
-    }
-
-    #[test]
-    fn s3_pointers_refuse_traversal() {
-        let p = S3Pointer::parse("result_url", "s3://b/code2des/x/1/result.json").unwrap();
-        assert!(p.is_under("b", "code2des/x/1/"));
-        assert!(!p.is_under("c", "code2des/x/1/"));
-        for bad in [
-            "s3://b/code2des/x/1/../2/r.json",
-            "s3://b/code2des/x/1//r.json",
-            "s3://b/code2des/x/1/./r.json",
-            "http://b/k",
-            "s3://b",
-            "s3:///k",
-            "s3://B/k",
-        ] {
-            assert!(S3Pointer::parse("result_url", bad).is_err(), "{bad}");
-        }
-        assert!(!is_key_under("code2des/x/1/", "code2des/x/1/"));
     }
 
     #[test]

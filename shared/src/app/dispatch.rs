@@ -14,13 +14,13 @@
 
 use deadpool_postgres::Object;
 
-use crate::bucket::ArtifactBucket;
-use crate::db::timed;
+use crate::aws::bucket::ArtifactBucket;
+use crate::db::connect::timed;
+use crate::db::trigger::{fail_undispatched, Undispatched};
+use crate::domain::job::{Job, Nonce};
+use crate::domain::keys::job_prefix;
+use crate::domain::protocol::{Manifest, PROTOCOL_VERSION};
 use crate::error::ApiError;
-use crate::model::{Job, Nonce};
-use crate::protocol::{Manifest, PROTOCOL_VERSION};
-use crate::store::{self, Undispatched};
-use crate::types::{job_prefix, Code2desId};
 
 /// What the statement decided: keep its writes, or undo them.
 pub enum Tx<T> {
@@ -84,23 +84,22 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     /// The manifest of `job`'s current attempt (SPEC section 4).
-    pub fn manifest(&self, job: &Job, nonce: &Nonce, capture_url: Option<String>) -> Result<Manifest, ApiError> {
-        let id = Code2desId::parse(&job.id).map_err(|_| ApiError::Internal)?;
-        Ok(Manifest {
+    pub fn manifest(&self, job: &Job, nonce: &Nonce, capture_url: Option<String>) -> Manifest {
+        Manifest {
             version: PROTOCOL_VERSION,
-            code2des_id: job.id.clone(),
+            code2des_id: job.id.to_string(),
             attempt: job.attempt,
             nonce: nonce.expose().to_owned(),
-            organization_id: job.organization_id,
-            project_id: job.project_id,
+            organization_id: job.organization_id.get(),
+            project_id: job.project_id.get(),
             page_import_id: job.page_import_id.clone(),
             capture_url,
             figma_file_key: job.figma_file_key.clone(),
             screen_id: job.screen_id.clone(),
             placement_target: job.placement_target.clone(),
             callback_url: self.callback_url.clone(),
-            result_prefix: format!("s3://{}/{}", self.bucket.name(), job_prefix(id, job.attempt)),
-        })
+            result_prefix: format!("s3://{}/{}", self.bucket.name(), job_prefix(job.id, job.attempt)),
+        }
     }
 
     /// Writes the manifest at `code2des/{id}/{attempt}/manifest.json`.
@@ -122,14 +121,13 @@ impl Dispatcher {
         capture_url: Option<String>,
         what: Undispatched,
     ) -> Result<(), ApiError> {
-        let manifest = self.manifest(job, nonce, capture_url)?;
+        let manifest = self.manifest(job, nonce, capture_url);
         if let Err(e) = self.put(&manifest).await {
             tracing::error!(code2des_id = %job.id, attempt = job.attempt, "manifest write failed; failing the attempt");
-            let id = Code2desId::parse(&job.id).map_err(|_| ApiError::Internal)?;
             let message = "the job could not be dispatched to the worker";
-            match store::fail_undispatched(&***client, id, job.attempt, nonce, message, what).await {
+            match fail_undispatched(&***client, job.id, job.attempt, nonce, message, what).await {
                 // A terminal transition like any other (SPEC section 8); the attempt never ran.
-                Ok(()) => crate::metrics::job_failed(None),
+                Ok(()) => crate::obs::metrics::job_failed(None),
                 Err(fail) => {
                     tracing::error!(code2des_id = %job.id, error = %fail, "could not fail the undispatched attempt; the deadline will")
                 }
@@ -142,13 +140,8 @@ impl Dispatcher {
     /// After an uncertain COMMIT: dispatch anyway, so that an attempt that did commit is worked
     /// on (a manifest whose row did not commit is refused by the webhook's fence).
     pub async fn dispatch_uncertain(&self, job: &Job, nonce: &Nonce, capture_url: Option<String>) {
-        match self.manifest(job, nonce, capture_url) {
-            Ok(m) => {
-                if self.put(&m).await.is_err() {
-                    tracing::error!(code2des_id = %job.id, "manifest write after an uncertain commit failed");
-                }
-            }
-            Err(_) => tracing::error!(code2des_id = %job.id, "manifest after an uncertain commit could not be built"),
+        if self.put(&self.manifest(job, nonce, capture_url)).await.is_err() {
+            tracing::error!(code2des_id = %job.id, "manifest write after an uncertain commit failed");
         }
     }
 }

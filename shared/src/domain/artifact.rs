@@ -6,9 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use crate::model::Nonce;
-use crate::protocol::PROTOCOL_VERSION;
-use crate::types::is_key_under;
+use crate::domain::job::Nonce;
+use crate::domain::keys::is_key_under;
+use crate::domain::protocol::PROTOCOL_VERSION;
 
 /// Node types the plugin can build.
 pub const NODE_TYPES: &[&str] = &["FRAME", "GROUP", "RECTANGLE", "ELLIPSE", "LINE", "VECTOR", "TEXT", "SVG"];

@@ -1,4 +1,5 @@
-//! PostgreSQL: connection settings, the TLS policy, the pool, and migrations.
+//! PostgreSQL connections: settings, the TLS policy, the pool, one statement's time bound and
+//! how its errors are answered, and creating a database.
 //!
 //! TLS policy: a connection to a loopback host (or a Unix socket) with no `sslmode` in the URL
 //! is plain, since nothing crosses a network; `sslmode=disable` is always plain; everything
@@ -17,15 +18,12 @@ use tokio::task::JoinHandle;
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::config::DbEndpoint;
 use crate::error::{unavailable, ApiError};
 
 /// Longest a single database call may take before the request is answered 503. Well below
 /// API Gateway's 29 s integration limit, so a hung database never hangs a client.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(8);
-
-mod embedded {
-    refinery::embed_migrations!("../migrations");
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbSetupError {
@@ -53,15 +51,6 @@ impl std::fmt::Debug for DbConfig {
             .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
-}
-
-/// Where to connect when the database secret does not say (or says the cluster, not the
-/// proxy): `DB_HOST`, `DB_PORT`, `DB_NAME`. Each field given wins over the secret's.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct DbEndpoint {
-    pub host: Option<String>,
-    pub port: Option<u16>,
-    pub dbname: Option<String>,
 }
 
 fn is_loopback(host: &Host) -> bool {
@@ -390,13 +379,6 @@ pub async fn connect(
         }
     });
     Ok(client)
-}
-
-/// Applies the embedded migrations (`migrations/V*.sql`) with refinery. Refinery takes care
-/// of ordering and records each applied version with its checksum, refusing edited ones.
-pub async fn migrate(client: &mut tokio_postgres::Client) -> Result<Vec<String>, refinery::Error> {
-    let report = embedded::migrations::runner().run_async(client).await?;
-    Ok(report.applied_migrations().iter().map(|m| m.to_string()).collect())
 }
 
 /// Creates the database named in `cfg` if it does not exist, via the `postgres` maintenance db.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::signature::{self, SignatureError};
+use crate::domain::signature::{self, SignatureError};
 
 /// Least time between two re-reads of the secret by one instance.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(60);
@@ -83,7 +83,7 @@ impl WebhookKeys {
         }
         let mut fresh = Vec::new();
         for stage in ["AWSCURRENT", "AWSPREVIOUS"] {
-            match crate::setup::secret_stage(arn, stage).await {
+            match crate::aws::secrets::secret_stage(arn, stage).await {
                 Ok(Some(key)) => fresh.push(key),
                 Ok(None) => {}
                 Err(e) => {

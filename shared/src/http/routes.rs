@@ -39,18 +39,34 @@ impl Function {
     }
 }
 
-/// One route of the API.
+/// One route of the API. Its discriminant is its index in [`ROUTES`] (checked when the crate
+/// compiles), so [`Route::get`] is total: there is no unknown id to fall back from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RouteId {
     Trigger,
-    Retry,
     List,
     Get,
-    Cancel,
     Delete,
+    Cancel,
+    Retry,
     Result,
     Placement,
     Webhook,
+}
+
+impl RouteId {
+    /// Every route, in [`ROUTES`]' order.
+    pub const ALL: [RouteId; 9] = [
+        RouteId::Trigger,
+        RouteId::List,
+        RouteId::Get,
+        RouteId::Delete,
+        RouteId::Cancel,
+        RouteId::Retry,
+        RouteId::Result,
+        RouteId::Placement,
+        RouteId::Webhook,
+    ];
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +176,17 @@ pub const ROUTES: &[Route] = &[
     },
 ];
 
+// ROUTES holds every RouteId once, at the index of its discriminant: a route added to the enum
+// but not to the table (or out of order) stops the build here.
+const _: () = {
+    assert!(ROUTES.len() == RouteId::ALL.len());
+    let mut i = 0;
+    while i < ROUTES.len() {
+        assert!(ROUTES[i].id as usize == i && RouteId::ALL[i] as usize == i);
+        i += 1;
+    }
+};
+
 /// CORS, as the HTTP API's `CorsConfiguration` answers it (SPEC sections 3 and 7). The
 /// plugin's iframe sends `Origin: null`, and identity travels in a bearer token, not a
 /// cookie, so any origin may call.
@@ -188,8 +215,7 @@ impl Route {
     }
 
     pub fn get(id: RouteId) -> &'static Route {
-        // The table holds every RouteId (a unit test checks it).
-        ROUTES.iter().find(|r| r.id == id).unwrap_or(&ROUTES[0])
+        &ROUTES[id as usize]
     }
 
     /// The route of an API Gateway route key.
@@ -267,8 +293,7 @@ mod tests {
 
     #[test]
     fn every_route_id_is_in_the_table_once_and_keys_are_unique() {
-        use RouteId::*;
-        for id in [Trigger, Retry, List, Get, Cancel, Delete, Result, Placement, Webhook] {
+        for id in RouteId::ALL {
             assert_eq!(ROUTES.iter().filter(|r| r.id == id).count(), 1, "{id:?}");
             assert_eq!(Route::get(id).id, id);
             assert_eq!(Route::by_key(&Route::get(id).key()).map(|r| r.id), Some(id));

@@ -1,58 +1,31 @@
 //! The caller, as a handler first sees it: who asks (the JWT `sub`), in which organization and
 //! project, and about which job, all parsed into newtypes in one line. The newtypes travel
-//! unchanged into the store, whose statements bind them.
+//! unchanged into the statements, which bind them.
 //!
 //! Order of checks: identity first (401), then the path (400 naming the parameter), so an
 //! anonymous caller learns nothing about which ids are well-formed.
 
 use lambda_http::Request;
 
+use crate::domain::ids::{Code2desId, OrganizationId, ProjectId};
+use crate::domain::scope::{JobRef, Scope};
 use crate::error::ApiError;
-use crate::http::{path_param, subject};
-use crate::types::{Code2desId, OrganizationId, ProjectId, Subject};
+use crate::http::request::{path_param, subject};
 
-/// Who is asking, and in which organization and project.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scope {
-    pub organization_id: OrganizationId,
-    pub project_id: ProjectId,
-    pub subject: Subject,
+/// From an authorised user-route request: `sub`, `{organizationId}`, `{projectId}`.
+pub fn scope(req: &Request) -> Result<Scope, ApiError> {
+    let subject = subject(req)?;
+    Ok(Scope {
+        organization_id: OrganizationId::parse(path_param(req, "organizationId")?)?,
+        project_id: ProjectId::parse(path_param(req, "projectId")?)?,
+        subject,
+    })
 }
 
-impl Scope {
-    /// From an authorised user-route request: `sub`, `{organizationId}`, `{projectId}`.
-    pub fn from_request(req: &Request) -> Result<Self, ApiError> {
-        let subject = subject(req)?;
-        Ok(Self {
-            organization_id: OrganizationId::parse(path_param(req, "organizationId")?)?,
-            project_id: ProjectId::parse(path_param(req, "projectId")?)?,
-            subject,
-        })
-    }
-}
-
-/// A job as a route names it: the caller's scope and `{code2desId}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobRef {
-    pub scope: Scope,
-    pub id: Code2desId,
-}
-
-impl JobRef {
-    pub fn from_request(req: &Request) -> Result<Self, ApiError> {
-        let scope = Scope::from_request(req)?;
-        Ok(Self { id: Code2desId::parse(path_param(req, "code2desId")?)?, scope })
-    }
-
-    /// The job's URL path, for `Location`.
-    pub fn location(&self) -> String {
-        location(&self.scope, self.id)
-    }
-}
-
-/// `/organizations/{o}/projects/{p}/code2des/{id}`.
-pub fn location(scope: &Scope, id: Code2desId) -> String {
-    format!("/organizations/{}/projects/{}/code2des/{id}", scope.organization_id.get(), scope.project_id.get())
+/// The caller's scope and `{code2desId}`.
+pub fn job_ref(req: &Request) -> Result<JobRef, ApiError> {
+    let scope = scope(req)?;
+    Ok(JobRef { id: Code2desId::parse(path_param(req, "code2desId")?)?, scope })
 }
 
 #[cfg(test)]
@@ -83,7 +56,7 @@ mod tests {
 
     #[test]
     fn one_line_gives_the_typed_caller_and_job() {
-        let j = JobRef::from_request(&req(Some("u1"), "7", "8", Some(ID))).unwrap();
+        let j = job_ref(&req(Some("u1"), "7", "8", Some(ID))).unwrap();
         assert_eq!(j.scope.subject.as_str(), "u1");
         assert_eq!((j.scope.organization_id.get(), j.scope.project_id.get()), (7, 8));
         assert_eq!(j.id.to_string(), ID);
@@ -92,11 +65,11 @@ mod tests {
 
     #[test]
     fn identity_is_checked_before_the_path() {
-        let e = Scope::from_request(&req(None, "x", "8", None)).unwrap_err();
+        let e = scope(&req(None, "x", "8", None)).unwrap_err();
         assert_eq!(e.status().as_u16(), 401);
-        let e = Scope::from_request(&req(Some("u"), "x", "8", None)).unwrap_err();
+        let e = scope(&req(Some("u"), "x", "8", None)).unwrap_err();
         assert!(e.to_string().starts_with("organizationId"), "{e}");
-        let e = JobRef::from_request(&req(Some("u"), "1", "8", Some("nope"))).unwrap_err();
+        let e = job_ref(&req(Some("u"), "1", "8", Some("nope"))).unwrap_err();
         assert!(e.to_string().starts_with("code2desId"), "{e}");
     }
 }

@@ -10,6 +10,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use uuid::Uuid;
 
+use crate::domain::ids::Code2desId;
 use crate::error::ApiError;
 
 const VERSION: u8 = 1;
@@ -44,18 +45,17 @@ fn tag(key: &[u8; 32], payload: &[u8], b: &Binding<'_>) -> [u8; TAG] {
     out
 }
 
-pub fn encode(key: &[u8; 32], created_at: DateTime<Utc>, id: &str, b: &Binding<'_>) -> String {
+pub fn encode(key: &[u8; 32], created_at: DateTime<Utc>, id: Code2desId, b: &Binding<'_>) -> String {
     let mut payload = Vec::with_capacity(1 + 8 + 16 + TAG);
     payload.push(VERSION);
     payload.extend_from_slice(&created_at.timestamp_micros().to_be_bytes());
-    // Ids are UUIDs we generated; a non-UUID row id would be a foreign row, never listed.
-    payload.extend_from_slice(Uuid::parse_str(id).map(|u| *u.as_bytes()).unwrap_or_default().as_slice());
+    payload.extend_from_slice(id.uuid().as_bytes());
     let t = tag(key, &payload, b);
     payload.extend_from_slice(&t);
     URL_SAFE_NO_PAD.encode(payload)
 }
 
-pub fn decode(key: &[u8; 32], raw: &str, b: &Binding<'_>) -> Result<(DateTime<Utc>, String), ApiError> {
+pub fn decode(key: &[u8; 32], raw: &str, b: &Binding<'_>) -> Result<(DateTime<Utc>, Code2desId), ApiError> {
     let bad = || ApiError::invalid("cursor", "is not a cursor this API issued for this query");
     if raw.len() > 64 {
         return Err(bad());
@@ -72,7 +72,7 @@ pub fn decode(key: &[u8; 32], raw: &str, b: &Binding<'_>) -> Result<(DateTime<Ut
     let micros = i64::from_be_bytes(payload[1..9].try_into().map_err(|_| bad())?);
     let created_at = DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(bad)?;
     let id = Uuid::from_slice(&payload[9..25]).map_err(|_| bad())?;
-    Ok((created_at, id.hyphenated().to_string()))
+    Ok((created_at, Code2desId::from_uuid(id)))
 }
 
 #[cfg(test)]
@@ -84,8 +84,8 @@ mod tests {
         let key = [7u8; 32];
         let b = Binding { organization_id: 1, project_id: 2, figma_file_key: Some("F"), status: None };
         let now = DateTime::<Utc>::from_timestamp_micros(1_700_000_000_123_456).unwrap();
-        let id = Uuid::now_v7().to_string();
-        let c = encode(&key, now, &id, &b);
+        let id = Code2desId::new_v7();
+        let c = encode(&key, now, id, &b);
         assert_eq!(decode(&key, &c, &b).unwrap(), (now, id));
         let other = Binding { organization_id: 1, project_id: 2, figma_file_key: Some("G"), status: None };
         assert!(decode(&key, &c, &other).is_err());

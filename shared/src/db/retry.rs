@@ -1,0 +1,101 @@
+//! Retry's statement (SPEC section 7): the next attempt of a failed (or overdue) job.
+
+use tokio_postgres::types::Type;
+use tokio_postgres::GenericClient;
+
+use crate::db::sql::{fresh_attempt, job, job_columns, overdue, read_columns, visible, Binds};
+use crate::domain::job::{Job, Nonce, Policy};
+use crate::domain::scope::JobRef;
+use crate::error::ApiError;
+
+#[derive(Debug)]
+pub enum Retried {
+    NotFound,
+    /// This call created the next attempt; `capture_url` of its page import goes into the
+    /// new attempt's manifest.
+    Created {
+        job: Box<Job>,
+        capture_url: Option<String>,
+    },
+    /// Nothing changed; the job as it is now (the caller decides between 200 and 409).
+    Unchanged(Box<Job>),
+}
+
+const RETRY: &str = concat!(
+    // The locking read waits for a racing retry (or webhook, or cancel) and then sees the row
+    // as that one committed it: of racing retries of attempt n, one creates n + 1 and the rest
+    // find attempt n + 1 here and change nothing.
+    "WITH target AS (SELECT ",
+    read_columns!("$5"),
+    ", ",
+    overdue!("$5"),
+    " AS overdue, c.status::text AS raw_status, ",
+    "(SELECT pi.capture_url FROM page_import pi WHERE pi.id = c.page_import_id) AS capture_url ",
+    "FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
+    "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
+    visible!("$4"),
+    " FOR NO KEY UPDATE OF c), ",
+    "retried AS (UPDATE code2des AS c SET attempt = c.attempt + 1, nonce = $6, status = '0', ",
+    "result_url = NULL, warning_count = NULL, error_message = NULL, updated_at = now(), updated_by = $4 ",
+    "FROM target t WHERE c.id = t.id AND c.deleted_at IS NULL ",
+    "AND (t.raw_status = '2' OR t.overdue) AND c.attempt = t.attempt AND t.attempt < $7 ",
+    "AND ($8::int4 IS NULL OR t.attempt = $8) ",
+    "RETURNING ",
+    job_columns!("c"),
+    ", t.capture_url), ",
+    "started AS (INSERT INTO code2des_attempt AS a (code2des_id, attempt, started_at) ",
+    "SELECT id, attempt, updated_at FROM retried ON CONFLICT (code2des_id) DO UPDATE SET ",
+    "attempt = EXCLUDED.attempt, started_at = EXCLUDED.started_at, progress_percent = NULL, ",
+    "progress_stage = NULL, progress_updated_at = NULL, cancelled_at = NULL, cancelled_by = NULL ",
+    "RETURNING a.started_at), ",
+    fresh_attempt!(),
+    " SELECT r.*, NULL::int2 AS progress_percent, NULL::varchar AS progress_stage, ",
+    "NULL::timestamptz AS progress_updated_at, (SELECT started_at FROM started) AS attempt_started_at, ",
+    "NULL::timestamptz AS cancelled_at, true AS created FROM retried r ",
+    // Nothing changed: the job as it is now, its attempt row included (see `fresh_attempt!`).
+    "UNION ALL SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
+    "t.placement_target, t.status, t.attempt, t.nonce, t.result_url, t.warning_count, t.error_message, ",
+    "t.materialized_at, t.materialized_node_id, t.created_at, t.updated_at, t.created_by, t.updated_by, ",
+    "t.capture_url, f.progress_percent, f.progress_stage, f.progress_updated_at, ",
+    "COALESCE(f.started_at, t.attempt_started_at), f.cancelled_at, false ",
+    "FROM target t LEFT JOIN fresh f ON true WHERE NOT EXISTS (SELECT 1 FROM retried)"
+);
+
+/// Starts the next attempt of a failed (or overdue) job: attempt + 1, `nonce`, outcome
+/// cleared, progress reset, the deadline restarted. `expected` is the attempt the caller
+/// retries (`{"attempt":n}`); at most `policy.max_attempts` attempts in all.
+pub async fn retry(
+    client: &impl GenericClient,
+    target: &JobRef,
+    nonce: &Nonce,
+    expected: Option<i32>,
+    policy: &Policy,
+) -> Result<Retried, ApiError> {
+    let rows = Binds::job(&target.id, &target.scope)
+        .deadline(policy.deadline)
+        .and(&nonce.expose(), Type::VARCHAR)
+        .and(&policy.max_attempts, Type::INT4)
+        .and(&expected, Type::INT4)
+        .query(client, RETRY)
+        .await?;
+    let Some(row) = rows.first() else {
+        return Ok(Retried::NotFound);
+    };
+    let j = Box::new(job(row)?);
+    Ok(if row.get::<_, bool>("created") {
+        Retried::Created { job: j, capture_url: row.get("capture_url") }
+    } else {
+        Retried::Unchanged(j)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::sql::placeholders;
+
+    #[test]
+    fn the_statement_uses_the_placeholders_it_binds() {
+        assert_eq!(placeholders(RETRY), (1..=8).collect());
+    }
+}

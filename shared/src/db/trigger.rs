@@ -1,0 +1,171 @@
+//! Trigger's statements (SPEC section 3): a new job, its idempotency key, and failing an
+//! attempt whose manifest could not be written (trigger and retry).
+
+use std::time::Duration;
+
+use tokio_postgres::types::Type;
+use tokio_postgres::GenericClient;
+
+use crate::db::sql::{job, job_columns, read_columns, visible, Binds};
+use crate::domain::ids::{Code2desId, FigmaFileKey, PageImportId, PlacementTarget, ScreenId};
+use crate::domain::job::{Job, Nonce};
+use crate::domain::scope::Scope;
+use crate::error::ApiError;
+
+/// Everything trigger inserts.
+#[derive(Debug)]
+pub struct NewJob<'a> {
+    pub id: Code2desId,
+    pub scope: &'a Scope,
+    pub page_import_id: &'a PageImportId,
+    pub figma_file_key: &'a FigmaFileKey,
+    pub screen_id: &'a ScreenId,
+    pub placement_target: Option<&'a PlacementTarget>,
+    pub nonce: &'a Nonce,
+    /// `(key, sha256 of the normalised body)` when the caller sent `Idempotency-Key`.
+    pub idempotency: Option<(&'a str, &'a str)>,
+}
+
+#[derive(Debug)]
+pub enum Inserted {
+    /// A new row; `capture_url` of its page import goes into the manifest.
+    Created {
+        job: Box<Job>,
+        capture_url: Option<String>,
+    },
+    /// Not a member, project or page import not in scope, or soft-deleted.
+    NotFound,
+    PageImportNotCompleted,
+    /// The idempotency key was used before by this caller in this scope.
+    KeyTaken,
+}
+
+const INSERT_JOB: &str = concat!(
+    "WITH scope AS (",
+    "SELECT pi.id, pi.status::text AS page_status, pi.capture_url FROM page_import pi ",
+    "JOIN project p ON p.id = pi.project_id AND p.organization_id = $2 AND p.deleted_at IS NULL ",
+    "JOIN organization o ON o.id = p.organization_id AND o.deleted_at IS NULL ",
+    "JOIN organization_member m ON m.organization_id = o.id AND m.subject = $4 ",
+    "WHERE pi.id = $5 AND pi.organization_id = $2 AND pi.project_id = $3 AND pi.deleted_at IS NULL), ",
+    "claim AS (",
+    "INSERT INTO code2des_idempotency (subject, organization_id, project_id, idempotency_key, request_hash, code2des_id) ",
+    "SELECT $4, $2, $3, $10, $11, $1 FROM scope WHERE scope.page_status = '1' AND $10::text IS NOT NULL ",
+    "ON CONFLICT DO NOTHING RETURNING code2des_id), ",
+    "ins AS (",
+    "INSERT INTO code2des AS c (id, organization_id, project_id, page_import_id, figma_file_key, screen_id, ",
+    "placement_target, nonce, created_by, updated_by) ",
+    "SELECT $1, $2, $3, $5, $6, $7, $8, $9, $4, $4 FROM scope ",
+    "WHERE scope.page_status = '1' AND ($10::text IS NULL OR EXISTS (SELECT 1 FROM claim)) ",
+    "RETURNING ", job_columns!("c"), "), ",
+    "att AS (INSERT INTO code2des_attempt (code2des_id, attempt, started_at) ",
+    "SELECT id, attempt, created_at FROM ins RETURNING started_at) ",
+    "SELECT s.page_status, s.capture_url, i.*, (SELECT started_at FROM att) AS attempt_started_at ",
+    "FROM scope s LEFT JOIN ins i ON true"
+);
+
+/// Membership, scope, "page import completed", the idempotency claim, the job and its first
+/// attempt, in one statement: nothing can change between the check and the write.
+pub async fn insert_job(client: &impl GenericClient, new: &NewJob<'_>) -> Result<Inserted, ApiError> {
+    let (key, hash) = match new.idempotency {
+        Some((k, h)) => (Some(k), Some(h)),
+        None => (None, None),
+    };
+    let placement_target = new.placement_target.map(PlacementTarget::as_str);
+    let rows = Binds::job(&new.id, new.scope)
+        .and(&new.page_import_id.as_str(), Type::VARCHAR)
+        .and(&new.figma_file_key.as_str(), Type::VARCHAR)
+        .and(&new.screen_id.as_str(), Type::VARCHAR)
+        .and(&placement_target, Type::VARCHAR)
+        .and(&new.nonce.expose(), Type::VARCHAR)
+        .and(&key, Type::TEXT)
+        .and(&hash, Type::VARCHAR)
+        .query(client, INSERT_JOB)
+        .await?;
+    let Some(row) = rows.first() else {
+        return Ok(Inserted::NotFound);
+    };
+    let page_status: String = row.get("page_status");
+    if page_status != "1" {
+        return Ok(Inserted::PageImportNotCompleted);
+    }
+    if row.get::<_, Option<String>>("id").is_none() {
+        return Ok(Inserted::KeyTaken);
+    }
+    Ok(Inserted::Created { job: Box::new(job(row)?), capture_url: row.get("capture_url") })
+}
+
+const FIND_BY_KEY: &str = concat!(
+    "SELECT k.request_hash, ",
+    read_columns!("$4"),
+    " FROM code2des_idempotency k ",
+    "JOIN code2des c ON c.id = k.code2des_id LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
+    "WHERE k.subject = $3 AND k.organization_id = $1 AND k.project_id = $2 AND k.idempotency_key = $5 ",
+    "AND c.deleted_at IS NULL AND ",
+    visible!("$3")
+);
+
+/// The job an earlier trigger with this idempotency key created, with its request hash.
+pub async fn find_by_idempotency_key(
+    client: &impl GenericClient,
+    scope: &Scope,
+    key: &str,
+    deadline: Duration,
+) -> Result<Option<(String, Job)>, ApiError> {
+    let rows = Binds::scope(scope).deadline(deadline).and(&key, Type::VARCHAR).query(client, FIND_BY_KEY).await?;
+    match rows.first() {
+        Some(row) => Ok(Some((row.get("request_hash"), job(row)?))),
+        None => Ok(None),
+    }
+}
+
+/// What to undo when an attempt's manifest could not be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undispatched {
+    /// A new job (trigger): also free its idempotency key, so a retry of the same request
+    /// creates a job that is actually dispatched.
+    NewJob,
+    /// A retry's new attempt: the job keeps its key.
+    Retry,
+}
+
+const FAIL_UNDISPATCHED: &str = concat!(
+    "WITH failed AS (UPDATE code2des SET status = '2', error_message = $4, updated_at = now(), ",
+    "updated_by = 'system:trigger' WHERE id = $1 AND attempt = $2 AND nonce = $3 AND status = '0' ",
+    "AND deleted_at IS NULL RETURNING id) ",
+    "DELETE FROM code2des_idempotency WHERE code2des_id = $1 AND $5 AND EXISTS (SELECT 1 FROM failed)"
+);
+
+/// Fails an attempt whose manifest could not be written (fenced by attempt and nonce, so it
+/// can only ever fail the attempt it dispatched).
+pub async fn fail_undispatched(
+    client: &impl GenericClient,
+    id: Code2desId,
+    attempt: i32,
+    nonce: &Nonce,
+    message: &str,
+    what: Undispatched,
+) -> Result<(), ApiError> {
+    let release = what == Undispatched::NewJob;
+    Binds::none()
+        .and(&id, Type::VARCHAR)
+        .and(&attempt, Type::INT4)
+        .and(&nonce.expose(), Type::VARCHAR)
+        .and(&message, Type::TEXT)
+        .and(&release, Type::BOOL)
+        .query(client, FAIL_UNDISPATCHED)
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::sql::placeholders;
+
+    #[test]
+    fn statements_use_the_placeholders_they_bind() {
+        for (sql, n) in [(INSERT_JOB, 11), (FIND_BY_KEY, 5), (FAIL_UNDISPATCHED, 5)] {
+            assert_eq!(placeholders(sql), (1..=n).collect(), "{sql}");
+        }
+    }
+}

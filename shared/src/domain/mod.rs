@@ -1,0 +1,13 @@
+//! The domain: what a job, its ids, its worker protocol and its artifact are, as pure types and
+//! functions. The bottom layer with `crate::error`: it imports no other part of the crate, and
+//! no adapter (no SQL, no S3, no HTTP plumbing).
+
+pub mod artifact;
+pub mod cursor;
+pub mod fields;
+pub mod ids;
+pub mod job;
+pub mod keys;
+pub mod protocol;
+pub mod scope;
+pub mod signature;

@@ -1,0 +1,84 @@
+//! Responses: JSON bodies, the SPEC error body `{"error":{"code","message"},"requestId"}` (503
+//! with Retry-After), and the one line logged per request.
+
+use lambda_http::{Body, Response};
+use serde::Serialize;
+
+use crate::error::{ApiError, RETRY_AFTER_SECS};
+
+/// JSON goes out as `Body::Text`: a binary body would be base64-encoded into the Lambda
+/// response envelope, a third larger.
+fn json_response(status: u16, body: String) -> Response<Body> {
+    let mut resp = Response::new(Body::Text(body));
+    *resp.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// A success response with a JSON body.
+pub fn ok_json<T: Serialize>(status: u16, value: &T, request_id: &str) -> Response<Body> {
+    match serde_json::to_string(value) {
+        Ok(bytes) => json_response(status, bytes),
+        // Our own types always serialise: a failure is a bug, logged and answered 500 (retrying
+        // would fail the same way).
+        Err(e) => error_response(&crate::error::internal("serialising a response", &e), request_id),
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorDetail<'a>,
+    #[serde(rename = "requestId")]
+    request_id: &'a str,
+}
+
+#[derive(Serialize)]
+struct ErrorDetail<'a> {
+    code: &'a str,
+    message: String,
+}
+
+/// A response with no body (204, 304).
+pub fn empty(status: u16) -> Response<Body> {
+    let mut resp = Response::new(Body::Empty);
+    *resp.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::NO_CONTENT);
+    resp
+}
+
+/// Sets a header whose value we built ourselves (ASCII by construction; a value that is not
+/// is dropped rather than failing the response).
+pub fn set_header(resp: &mut Response<Body>, name: http::header::HeaderName, value: &str) {
+    if let Ok(v) = http::HeaderValue::from_str(value) {
+        resp.headers_mut().insert(name, v);
+    }
+}
+
+/// The SPEC error body; 503 carries `Retry-After`.
+pub fn error_response(err: &ApiError, request_id: &str) -> Response<Body> {
+    let body = ErrorBody { error: ErrorDetail { code: err.code().as_str(), message: err.to_string() }, request_id };
+    let bytes = serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned());
+    let mut resp = json_response(err.status().as_u16(), bytes);
+    if matches!(err, ApiError::Unavailable(_)) {
+        resp.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(RETRY_AFTER_SECS));
+    }
+    resp
+}
+
+/// Turns a handler's outcome into its response, and logs one line per request.
+pub fn respond(route: &'static str, request_id: &str, outcome: Result<Response<Body>, ApiError>) -> Response<Body> {
+    match outcome {
+        Ok(resp) => {
+            tracing::info!(route, request_id, status = resp.status().as_u16(), "handled");
+            resp
+        }
+        Err(err) => {
+            let status = err.status().as_u16();
+            if status >= 500 {
+                tracing::warn!(route, request_id, status, code = err.code().as_str(), "answered with a fault");
+            } else {
+                tracing::info!(route, request_id, status, code = err.code().as_str(), "refused");
+            }
+            error_response(&err, request_id)
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! Observability: CloudWatch EMF metrics (SPEC section 8) and logging set-up. It imports nothing
+//! of the crate but the domain.
+
+pub mod metrics;
+pub mod telemetry;

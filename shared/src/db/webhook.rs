@@ -29,13 +29,16 @@ pub struct AttemptRef<'a> {
 }
 
 const RECORD_OUTCOME: &str = concat!(
+    // `t` is the job's attempt row as of this statement's snapshot; should a retry commit between
+    // that snapshot and the row lock, the re-check sees another attempt (`c.attempt = $2` fails).
+    "WITH t AS (SELECT x.id, a.attempt, a.started_at FROM code2des x ",
+    "LEFT JOIN code2des_attempt a ON a.code2des_id = x.id WHERE x.id = $1) ",
     "UPDATE code2des AS c SET status = $4::code2des_status, result_url = $5, warning_count = $6, ",
-    "error_message = $7, updated_at = now(), updated_by = 'system:worker' ",
-    "WHERE c.id = $1 AND c.attempt = $2 AND c.nonce = $3 AND c.status = '0' AND c.deleted_at IS NULL ",
-    "AND COALESCE((SELECT a.started_at FROM code2des_attempt a WHERE a.code2des_id = c.id AND a.attempt = c.attempt), ",
-    "c.created_at) >= now() - make_interval(secs => $8) ",
-    "RETURNING (extract(epoch FROM now() - COALESCE((SELECT a.started_at FROM code2des_attempt a ",
-    "WHERE a.code2des_id = c.id AND a.attempt = c.attempt), c.created_at)) * 1000)::float8 AS duration_ms"
+    "error_message = $7, updated_at = now(), updated_by = 'system:worker' FROM t ",
+    "WHERE c.id = t.id AND c.attempt = $2 AND c.nonce = $3 AND c.status = '0' AND c.deleted_at IS NULL ",
+    "AND NOT code2des_overdue(c.status, c.attempt, c.created_at, t.attempt, t.started_at, $8) ",
+    "RETURNING (extract(epoch FROM now() - COALESCE(CASE WHEN t.attempt = c.attempt THEN t.started_at END, ",
+    "c.created_at)) * 1000)::float8 AS duration_ms"
 );
 
 /// THE fenced transition: id, attempt, nonce, still processing, not deleted, within the

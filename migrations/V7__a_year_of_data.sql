@@ -112,7 +112,12 @@ $fn$
 $def$, '@COLS', read_columns), '@D', '$5'), '@.', s);
 
     -- The discovery list: one statement per shape, by project or by file.
-    FOREACH file_filter IN ARRAY ARRAY['', ' AND c.figma_file_key = $5'] LOOP
+    -- A branch by project states `created_at < 'infinity'` (true of every job) because its index
+    -- says so in its predicate: a branch by file, which does not say it, then cannot use the
+    -- project's index. Without that, a cached generic plan took the project's index for a file
+    -- (both are in keyset order, and a generic plan cannot tell how many of the project's jobs
+    -- are in the file) and read the whole project to find a rare file's page.
+    FOREACH file_filter IN ARRAY ARRAY[$f$ AND c.created_at < 'infinity'$f$, ' AND c.figma_file_key = $5'] LOOP
         FOREACH shape IN ARRAY shapes LOOP
             q := CASE shape
                 WHEN 'all' THEN
@@ -127,7 +132,7 @@ $def$, '@COLS', read_columns), '@D', '$5'), '@.', s);
             bodies := bodies || format(E'\n    WHEN %L THEN\n        RETURN QUERY WITH scope AS (%s)\n'
                 '        SELECT j.* FROM scope LEFT JOIN LATERAL (SELECT * FROM (%s) u\n'
                 '            ORDER BY u.created_at DESC, u.id DESC LIMIT $9) j ON true;',
-                shape || CASE WHEN file_filter = '' THEN '' ELSE ' by file' END,
+                shape || CASE WHEN file_filter LIKE '%figma_file_key%' THEN ' by file' ELSE '' END,
                 'SELECT 1 AS ok FROM @.organization_member m'
                     || ' JOIN @.organization o ON o.id = m.organization_id AND o.deleted_at IS NULL'
                     || ' JOIN @.project p ON p.organization_id = o.id AND p.deleted_at IS NULL'
@@ -147,6 +152,12 @@ RETURNS TABLE (
     updated_by varchar, progress_percent smallint, progress_stage varchar, progress_updated_at timestamptz,
     attempt_started_at timestamptz, cancelled_at timestamptz)
 LANGUAGE plpgsql STABLE
+-- Every branch streams its index in keyset order; a plan that sorts instead (an index in
+-- another order, then a sort of everything it found) looks cheap to a generic plan, which
+-- cannot tell a project of 20 jobs from one of 300 000. With sorts priced out, the one plan
+-- left for each branch is the ordered index scan that stops at the page.
+SET enable_sort = off
+SET enable_incremental_sort = off
 AS $fn$
 #variable_conflict use_column
 DECLARE

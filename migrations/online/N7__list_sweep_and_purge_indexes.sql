@@ -3,9 +3,12 @@
 -- sizes and write cost at a year of data are in docs/CAPACITY.md.
 
 -- The list by project, per stored status, in keyset order (V7's code2des_list_jobs merges the
--- statuses it needs). Deleted jobs are never listed, so they are not indexed.
+-- statuses it needs). Deleted jobs are never listed, so they are not indexed. `created_at <
+-- 'infinity'` holds for every job; the list's branches by project say it and those by file do
+-- not, so a branch by file never reads the whole project through this index (V7 says more).
 CREATE INDEX CONCURRENTLY IF NOT EXISTS code2des_project_status_created_idx
-    ON code2des (organization_id, project_id, status, created_at, id) WHERE deleted_at IS NULL;
+    ON code2des (organization_id, project_id, status, created_at, id)
+    WHERE deleted_at IS NULL AND created_at < 'infinity';
 
 -- The list by Figma file, the same way.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS code2des_file_status_created_idx
@@ -13,11 +16,9 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS code2des_file_status_created_idx
 
 -- The sweep: processing jobs by age. An attempt never starts before its job was created, so a
 -- job past its deadline is among those created before now() - deadline: the sweep reads those
--- and no others (the overdue ones, and the few still processing a later attempt). In keyset
--- order, so that where few jobs are processing at all, a list of processing jobs may read them
--- here without a sort.
+-- and no others (the overdue ones, and the few still processing a later attempt).
 CREATE INDEX CONCURRENTLY IF NOT EXISTS code2des_processing_idx
-    ON code2des (created_at, id) WHERE status = '0' AND deleted_at IS NULL;
+    ON code2des (created_at) WHERE status = '0' AND deleted_at IS NULL;
 
 -- The purge: soft-deleted jobs by the time they were deleted.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS code2des_deleted_idx

@@ -69,6 +69,8 @@ impl App {
             max_attempts: shared::domain::job::DEFAULT_MAX_ATTEMPTS,
             pool_size: 2,
             ca_bundle: None,
+            artifact_retention: None,
+            purge_after_days: shared::config::DEFAULT_PURGE_AFTER_DAYS,
         }
     }
 

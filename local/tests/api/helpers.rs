@@ -111,6 +111,8 @@ pub fn test_settings(db_name: &str) -> Settings {
         max_attempts: shared::domain::job::DEFAULT_MAX_ATTEMPTS,
         pool_size: 40,
         ca_bundle: None,
+        artifact_retention: None,
+        purge_after_days: shared::config::DEFAULT_PURGE_AFTER_DAYS,
     }
 }
 

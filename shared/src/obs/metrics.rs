@@ -13,6 +13,7 @@
 //! | `JobsRetried` | Count | a retry created the next attempt |
 //! | `WebhookRejected` | Count | a webhook refused; dimension `Reason` |
 //! | `ResultBytes` | Bytes | the size of a result answered |
+//! | `JobsPurged`, `ArtifactObjectsPurged`, `IdempotencyKeysExpired` | Count | a purge run (retention) |
 //!
 //! Records are printed in Lambda (`AWS_LAMBDA_FUNCTION_NAME` set) and where `LOG_FORMAT=json`
 //! (the local stack), nowhere else. [`render`] is pure; [`capture`] lets a test read them back.
@@ -291,6 +292,18 @@ pub fn job_retried() {
 /// A webhook was refused.
 pub fn webhook_rejected(reason: Reason) {
     Record::new().metric("WebhookRejected", Unit::Count, 1.0).reason(reason).emit()
+}
+
+/// A purge run deleted `jobs` jobs (soft-deleted long enough ago), `objects` of their artifact
+/// objects and `keys` expired idempotency keys (nothing is printed when it did nothing).
+pub fn purged(jobs: u64, objects: u64, keys: u64) {
+    if jobs + objects + keys > 0 {
+        Record::new()
+            .metric("JobsPurged", Unit::Count, jobs as f64)
+            .metric("ArtifactObjectsPurged", Unit::Count, objects as f64)
+            .metric("IdempotencyKeysExpired", Unit::Count, keys as f64)
+            .emit()
+    }
 }
 
 /// A result of `n` bytes was answered.

@@ -165,6 +165,20 @@ async fn the_application_role_reads_and_writes_what_the_functions_need() {
         .map(|r| r.get(0))
         .collect();
     assert!(functions.iter().all(|ok| *ok));
+
+    // The purge: the role deletes a job only through code2des_purge_jobs, which checks the rule
+    // (migration V7) as the owner. One deleted today stays; one deleted 31 days ago goes.
+    db.owner
+        .execute("UPDATE code2des SET deleted_at = now(), deleted_by = 'sub-1' WHERE id = $1", &[&id])
+        .await
+        .unwrap();
+    let purge = "SELECT code2des_purge_jobs(ARRAY[$1::varchar], 30)";
+    assert_eq!(app.query_one(purge, &[&id]).await.unwrap().get::<_, i32>(0), 0);
+    db.owner
+        .execute("UPDATE code2des SET deleted_at = now() - interval '31 days' WHERE id = $1", &[&id])
+        .await
+        .unwrap();
+    assert_eq!(app.query_one(purge, &[&id]).await.unwrap().get::<_, i32>(0), 1);
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ mod local_stack;
 mod placement;
 mod progress;
 mod result_get;
+mod retention;
 mod retry;
 mod sweep;
 mod trigger;

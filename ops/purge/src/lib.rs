@@ -54,10 +54,15 @@ pub async fn purge(deps: &Deps) -> Result<Purged, ApiError> {
     let mut done = Purged::default();
     loop {
         let due = purge::due(&**client, deps.after_days, BATCH).await?;
-        let deletes = due.iter().map(|id| {
-            let root = job_root(*id);
-            async move { deps.bucket.delete_prefix(&root).await }
-        });
+        // Each deletion owns what it uses: a stream of futures borrowing `deps` would not be
+        // `Send` for every lifetime, which a spawned task (the local stack's timer) requires.
+        let deletes: Vec<_> = due
+            .iter()
+            .map(|id| {
+                let (bucket, root) = (deps.bucket.clone(), job_root(*id));
+                async move { bucket.delete_prefix(&root).await }
+            })
+            .collect();
         let objects: Vec<u64> = futures::stream::iter(deletes)
             .buffer_unordered(S3_CONCURRENCY)
             .try_collect()

@@ -16,6 +16,7 @@ mod placement;
 mod progress;
 mod result_get;
 mod retention;
+mod scale;
 mod retry;
 mod sweep;
 mod trigger;

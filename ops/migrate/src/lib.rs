@@ -1,6 +1,8 @@
 //! The migrate function: applies `migrations/V*.sql` to the deployed database (through RDS
 //! Proxy, with the same secret and TLS policy as the API functions) and answers which versions
-//! it applied. It is invoked by hand (or by the deploy pipeline) after each `sam deploy`:
+//! it applied. CodeDeploy invokes it as the PreTraffic hook of every deployment, before any new
+//! code takes traffic ([`hook`]); it can also be invoked by hand (the first deploy, which
+//! creates the stack and so starts no deployment, and any time after):
 //!
 //! ```sh
 //! aws lambda invoke --function-name "$MIGRATE_FUNCTION" out.json && cat out.json
@@ -15,6 +17,8 @@ use lambda_runtime::{Error, LambdaEvent};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
 use shared::db::DbConfig;
+
+pub mod hook;
 
 /// Session advisory lock key held while migrating, so that two overlapping invocations (a
 /// retried deploy step, a double click) apply each version once; the second one waits and then

@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 
 use code2des_migrate::hook::{dispatch, Reporter};
-use code2des_migrate::Deps;
+use code2des_migrate::{handle, Deps};
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{json, Value};
 use shared::db::DbConfig;
@@ -276,4 +276,57 @@ async fn a_report_codedeploy_refuses_fails_the_invocation() {
     let err = outcome.expect_err("an unreported outcome is a failed invocation");
     assert!(err.to_string().contains("d-Q2D3SW7XB"), "{err}");
     assert_eq!(codedeploy.calls().len(), 1, "a refusal is not retried: {:?}", codedeploy.calls());
+}
+
+/// Records `version` in the history table as if a newer release had applied it.
+async fn record_applied(cfg: &DbConfig, version: i32, name: &str, checksum: &str) {
+    let db = shared::db::connect(cfg, None).await.unwrap();
+    db.execute(
+        "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) VALUES ($1, $2, $3, $4)",
+        &[&version, &name, &"2026-12-01T12:00:00Z", &checksum],
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_rollback_to_a_release_older_than_the_database_reports_succeeded() {
+    let admin = admin().await;
+    let (name, cfg) = fresh_db(&admin).await;
+    let codedeploy = CodeDeploy::start(None).await;
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None };
+    // This release's migrations, then one that only a later release knows (its deploy was
+    // rolled back, or an operator redeploys this release on purpose).
+    let first = handle(&deps, invocation(json!({}))).await;
+    record_applied(&cfg, 9999, "from_a_later_release", "1").await;
+    let answer = dispatch(Ok(&deps), &codedeploy.reporter(), invocation(codedeploy_event())).await;
+    drop_db(&admin, &name).await;
+
+    first.expect("this release's migrations");
+    let answer = answer.expect("the rollback's hook succeeds");
+    assert_eq!(answer["applied"], json!([]), "{answer}");
+    assert_eq!(answer["databaseAhead"], "V9999__from_a_later_release", "{answer}");
+    assert_reported(&codedeploy.calls(), "Succeeded");
+}
+
+#[tokio::test]
+async fn an_edited_released_migration_still_reports_failed() {
+    let admin = admin().await;
+    let (name, cfg) = fresh_db(&admin).await;
+    let codedeploy = CodeDeploy::start(None).await;
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None };
+    let first = handle(&deps, invocation(json!({}))).await;
+    // V1 as the database recorded it differs from this release's V1: someone edited a released
+    // migration. Tolerating a newer database must not hide that.
+    {
+        let db = shared::db::connect(&cfg, None).await.unwrap();
+        db.execute("UPDATE refinery_schema_history SET checksum = '1' WHERE version = 1", &[]).await.unwrap();
+    }
+    let outcome = dispatch(Ok(&deps), &codedeploy.reporter(), invocation(codedeploy_event())).await;
+    drop_db(&admin, &name).await;
+
+    first.expect("this release's migrations");
+    let err = outcome.expect_err("a divergent migration fails the hook").to_string();
+    assert!(err.contains("V1__code2des"), "{err}");
+    assert_reported(&codedeploy.calls(), "Failed");
 }

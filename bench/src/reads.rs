@@ -17,17 +17,19 @@
 //! variant is checked to return the same job(s) before anything is timed.
 
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use code2des_testkit::process::KillOnDrop;
+use code2des_testkit::scope;
 use futures::future::BoxFuture;
 use shared::db::columns::Layout;
 use shared::db::lifecycle::{self as store, ListQuery};
 use shared::domain::ids::Code2desId;
 use shared::domain::job::Job;
-use shared::domain::scope::{JobRef, Scope};
+use shared::domain::scope::JobRef;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_postgres::types::{ToSql, Type};
@@ -110,7 +112,7 @@ async fn drive(conc: usize, total: usize, cap: Duration, op: Op) -> Sample {
 
 /// The release `code2des-local`, on free loopback ports, against the bench database.
 struct LocalStack {
-    child: Child,
+    child: KillOnDrop,
     addr: SocketAddr,
     _dir: tempfile::TempDir,
 }
@@ -151,10 +153,10 @@ impl LocalStack {
             .stderr(log)
             .spawn()
             .map_err(|e| format!("{}: {e}", bin.display()))?;
-        let mut stack = Self { child, addr, _dir: dir };
+        let mut stack = Self { child: KillOnDrop(child), addr, _dir: dir };
         let t0 = Instant::now();
         loop {
-            if let Ok(Some(status)) = stack.child.try_wait() {
+            if let Ok(Some(status)) = stack.child.0.try_wait() {
                 let log = std::fs::read_to_string(stack._dir.path().join("log")).unwrap_or_default();
                 return Err(format!("code2des-local exited during start-up ({status}): {log}"));
             }
@@ -170,13 +172,6 @@ impl LocalStack {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
-}
-
-impl Drop for LocalStack {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -393,14 +388,6 @@ fn jobs(rows: &[Row]) -> Option<Vec<Job>> {
     // As shared::store reads a list: the columns found once per statement.
     let layout = Layout::of(rows.first()?);
     rows.iter().filter(|r| layout.has_job(r)).map(|r| shared::db::columns::from_laid_row(r, &layout).ok()).collect()
-}
-
-fn scope(t: &Tenant) -> Scope {
-    Scope {
-        organization_id: shared::domain::ids::OrganizationId::parse(&t.org.to_string()).unwrap(),
-        project_id: shared::domain::ids::ProjectId::parse(&t.project.to_string()).unwrap(),
-        subject: shared::domain::ids::Subject::parse(&t.sub).unwrap(),
-    }
 }
 
 /// Statement text → an op on the raw connections: prepared once per connection (named), or

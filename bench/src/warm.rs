@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use code2des_testkit::scope;
 use futures::future::BoxFuture;
 use shared::db::lifecycle::{get_job, list_jobs, ListQuery};
 use shared::db::placement::{place, Placed};
@@ -16,7 +17,7 @@ use shared::db::trigger::{insert_job, Inserted, NewJob};
 use shared::db::webhook::{record_outcome, AttemptRef, Outcome};
 use shared::domain::ids::Code2desId;
 use shared::domain::job::Status;
-use shared::domain::scope::{JobRef, Scope};
+use shared::domain::scope::JobRef;
 
 use crate::fixture::{self, request, App, Tenant, BUCKET, NONCE};
 use crate::stats::{f2, median, ms, pct, Table};
@@ -62,14 +63,6 @@ async fn drive(conc: usize, total: usize, op: Op) -> Sample {
     let elapsed = start.elapsed();
     let lat_ms = std::mem::take(&mut *lats.lock().unwrap());
     Sample { lat_ms, tput: total as f64 / elapsed.as_secs_f64(), failures: fails.load(Ordering::Relaxed) }
-}
-
-fn scope(t: &Tenant) -> Scope {
-    Scope {
-        organization_id: shared::domain::ids::OrganizationId::parse(&t.org.to_string()).unwrap(),
-        project_id: shared::domain::ids::ProjectId::parse(&t.project.to_string()).unwrap(),
-        subject: shared::domain::ids::Subject::parse(&t.sub).unwrap(),
-    }
 }
 
 const DEADLINE: Duration = shared::domain::job::DEFAULT_DEADLINE;

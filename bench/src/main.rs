@@ -12,6 +12,7 @@ mod coldstart;
 mod fixture;
 mod hydration;
 mod latency;
+mod load;
 mod pg;
 mod pgproxy;
 mod reads;

@@ -16,6 +16,7 @@ use lambda_http::{Body, Response};
 use serde_json::{json, Value};
 use shared::config::Settings;
 use shared::db::connect::DbConfig;
+use shared::http::routes::{Function, Route};
 
 pub use code2des_testkit::db::{admin_url, db_url, drop_database};
 pub use code2des_testkit::events::{
@@ -180,6 +181,21 @@ impl TestApp {
     }
 
     // --- requests ----------------------------------------------------------------------------
+
+    /// Hands `ev` to the function that the route table names for its route key, as API
+    /// Gateway (and code2des-local's gateway) routes it.
+    pub async fn dispatch(&self, ev: &Value) -> Answer {
+        let key = ev["routeKey"].as_str().expect("an event with a routeKey");
+        let route = Route::by_key(key).unwrap_or_else(|| panic!("{key} is not in the route table"));
+        let req = to_request(ev);
+        Answer::from(match route.function {
+            Function::Trigger => code2des_trigger::handler::handle(&self.trigger, req).await,
+            Function::Lifecycle => code2des_lifecycle::handler::handle(&self.lifecycle, req).await,
+            Function::Result => code2des_result::handler::handle(&self.result, req).await,
+            Function::Webhook => code2des_webhook::handler::handle(&self.webhook, req).await,
+            Function::Placement => code2des_placement::handler::handle(&self.placement, req).await,
+        })
+    }
 
     pub async fn trigger_raw(&self, ev: Value) -> Answer {
         Answer::from(code2des_trigger::handler::handle(&self.trigger, to_request(&ev)).await)

@@ -40,8 +40,9 @@ struct TempDb {
 impl TempDb {
     async fn new() -> Self {
         let cfg = DbConfig::from_url(&admin_url()).expect("admin URL");
-        let admin =
-            shared::db::connect::connect(&cfg, None).await.expect("PostgreSQL on 127.0.0.1:5432 (scripts/ensure-postgres)");
+        let admin = shared::db::connect::connect(&cfg, None)
+            .await
+            .expect("PostgreSQL on 127.0.0.1:5432 (scripts/ensure-postgres)");
         let name = format!("c2d_expand_{:016x}", rand::random::<u64>());
         admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
         let mut cfg = cfg;

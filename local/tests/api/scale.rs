@@ -183,9 +183,21 @@ async fn list(
     (page.len(), p.end(base).await)
 }
 
+/// One seeded year serves every step (seeding it is most of this test's time).
 #[tokio::test]
-async fn every_list_shape_reads_its_page_and_sorts_nothing_at_any_depth_and_after_the_sixth_call() {
+async fn a_year_of_data_costs_every_tenant_what_a_small_one_costs() {
     let (app, s) = seeded().await;
+    every_list_shape_reads_its_page_and_sorts_nothing_at_any_depth_and_after_the_sixth_call(&app, &s).await;
+    every_statement_about_one_job_fetches_that_job_only(&app, &s).await;
+    an_idle_sweep_reads_fewer_than_a_thousand_rows_and_a_busy_one_what_it_expires(&app, &s).await;
+    an_index_builds_while_triggers_and_webhooks_keep_answering(&app, &s).await;
+    an_index_left_invalid_by_a_failed_build_is_found_and_built_again(&app).await;
+}
+
+async fn every_list_shape_reads_its_page_and_sorts_nothing_at_any_depth_and_after_the_sixth_call(
+    app: &TestApp,
+    s: &Seeded,
+) {
     // Deep in the busy project: the position of its 50 000th newest job of the shape's stored
     // status (half-way down a shorter set, such as the few processing ones), in the file too.
     let deep = |file: Option<&str>, status: Option<Status>| {
@@ -201,8 +213,8 @@ async fn every_list_shape_reads_its_page_and_sorts_nothing_at_any_depth_and_afte
         )
     };
     for generic in [false, true] {
-        let p = Probe::open(&app, generic).await;
-        for (name, file, status) in shapes(&s) {
+        let p = Probe::open(app, generic).await;
+        for (name, file, status) in shapes(s) {
             let row = &app.sql(&deep(file.as_ref().map(FigmaFileKey::as_str), status)).await[0];
             let position = (row.get::<_, chrono::DateTime<chrono::Utc>>(0), Code2desId::parse(row.get(1)).unwrap());
             // Six calls first, over both tenants and positions: PostgreSQL decides on a
@@ -232,10 +244,8 @@ async fn every_list_shape_reads_its_page_and_sorts_nothing_at_any_depth_and_afte
     }
 }
 
-#[tokio::test]
-async fn every_statement_about_one_job_fetches_that_job_only() {
-    let (app, s) = seeded().await;
-    let p = Probe::open(&app, false).await;
+async fn every_statement_about_one_job_fetches_that_job_only(app: &TestApp, s: &Seeded) {
+    let p = Probe::open(app, false).await;
     let deadline = Policy::default().deadline;
     let running: Vec<(String, i32, String)> = app
         .sql(&format!(
@@ -302,10 +312,8 @@ async fn every_statement_about_one_job_fetches_that_job_only() {
     assert!(r.seq_scans == 0 && r.fetched <= ONE_JOB, "progress and fence: {r:?}");
 }
 
-#[tokio::test]
-async fn an_idle_sweep_reads_fewer_than_a_thousand_rows_and_a_busy_one_what_it_expires() {
-    let (app, s) = seeded().await;
-    let p = Probe::open(&app, false).await;
+async fn an_idle_sweep_reads_fewer_than_a_thousand_rows_and_a_busy_one_what_it_expires(app: &TestApp, s: &Seeded) {
+    let p = Probe::open(app, false).await;
     let deadline = Policy::default().deadline;
     // The seeded year has three overdue jobs in the busy project: the sweep expires those.
     let base = p.begin().await;
@@ -331,4 +339,74 @@ async fn an_idle_sweep_reads_fewer_than_a_thousand_rows_and_a_busy_one_what_it_e
     let q = ListQuery { figma_file_key: None, status: Some(Status::Failed), after: None, limit: LIMIT };
     let failed = lifecycle::list_jobs(&**c, &scope(&s.small), &q, deadline).await.unwrap().unwrap();
     assert!(failed.iter().all(|j| j.status == Status::Failed));
+}
+
+/// Migration V7's indexes are built by `CREATE INDEX CONCURRENTLY` (shared::db::migrate's online
+/// path): while one builds on the year's table, triggers and webhooks go on. Each request is
+/// counted as "during the build" when PostgreSQL's progress view shows the build both before
+/// and after it.
+async fn an_index_builds_while_triggers_and_webhooks_keep_answering(app: &TestApp, s: &Seeded) {
+    use shared::db::migrate::{build_index, index_validity, online_indexes, ONLINE};
+    let index = online_indexes(ONLINE[0].sql)
+        .unwrap()
+        .into_iter()
+        .find(|i| i.name == "code2des_file_status_created_idx")
+        .expect("the list's file index");
+    let admin = shared::db::connect::connect(&app.db, None).await.unwrap();
+    admin.batch_execute(&format!("DROP INDEX {}", index.name)).await.unwrap();
+    let builder = shared::db::connect::connect(&app.db, None).await.unwrap();
+    // A small sort memory makes the build spill and take long enough to be watched.
+    builder.batch_execute("SET maintenance_work_mem = '1MB'").await.unwrap();
+    let build = tokio::spawn({
+        let index = index.clone();
+        async move { build_index(&builder, &index).await.map(|built| (built, builder)) }
+    });
+    let building = async || {
+        let n: i64 = admin
+            .query_one("SELECT count(*) FROM pg_stat_progress_create_index WHERE relid = 'code2des'::regclass", &[])
+            .await
+            .unwrap()
+            .get(0);
+        n > 0
+    };
+    let (mut during, mut answered) = (0, 0);
+    while !build.is_finished() {
+        let before = building().await;
+        let created = app.trigger(&s.small).await;
+        assert_eq!(created.status, 202, "{created:?}");
+        let id = created.json["code2desId"].as_str().unwrap().to_owned();
+        let done = app.complete(&id).await;
+        assert_eq!(done.status, 200, "{done:?}");
+        answered += 2;
+        if before && building().await {
+            during += 2;
+        }
+    }
+    let (built, _builder) = build.await.unwrap().expect("the index builds");
+    assert!(built);
+    assert_eq!(index_validity(&admin, &index.name).await.unwrap(), Some(true));
+    assert!(during >= 4, "{during} of {answered} answers came while the index was building");
+}
+
+/// A build that fails half-way (here cancelled by a statement timeout) leaves an INVALID index,
+/// still maintained by every write but used by no read: the migrate step finds it and builds
+/// it again.
+async fn an_index_left_invalid_by_a_failed_build_is_found_and_built_again(app: &TestApp) {
+    use shared::db::migrate::{index_validity, online_indexes, ONLINE};
+    let index = online_indexes(ONLINE[0].sql)
+        .unwrap()
+        .into_iter()
+        .find(|i| i.name == "code2des_project_status_created_idx")
+        .expect("the list's project index");
+    let c = shared::db::connect::connect(&app.db, None).await.unwrap();
+    c.batch_execute(&format!("DROP INDEX {}", index.name)).await.unwrap();
+    c.batch_execute("SET statement_timeout = '20ms'; SET maintenance_work_mem = '1MB'").await.unwrap();
+    let e = c.batch_execute(&index.statement).await.expect_err("the build is cancelled");
+    assert_eq!(e.code(), Some(&tokio_postgres::error::SqlState::QUERY_CANCELED), "{e:?}");
+    c.batch_execute("RESET statement_timeout").await.unwrap();
+    assert_eq!(index_validity(&c, &index.name).await.unwrap(), Some(false), "left invalid");
+    let mut c = c;
+    let applied = shared::db::migrate::migrate(&mut c).await.unwrap();
+    assert_eq!(applied, [format!("N7__list_sweep_and_purge_indexes: {}", index.name)]);
+    assert_eq!(index_validity(&c, &index.name).await.unwrap(), Some(true));
 }

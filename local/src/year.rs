@@ -90,8 +90,8 @@ pub async fn seed(c: &Client, y: &Year) -> Result<Seeded, SeedError> {
         n = y.projects
     ))
     .await?;
-    // Every job: `t` its position in its project's year (0 the oldest, 1 now). Of the jobs
-    // older than an hour: 93 % completed (a third of them placed), 6 % failed (some by the
+    // Every job, its values as long as real ones (a 64-character nonce, a full result URL). Of
+    // the jobs older than an hour: 93 % completed (a third of them placed), 6 % failed (some by the
     // deadline, some cancelled), 1 % soft-deleted (half of those over 30 days ago). The newest
     // RUNNING are processing; in the busy project, OVERDUE of them started past the deadline.
     let job = |project: &str, org: &str, page_import: &str, file: &str, n: i64, running: i64, overdue: i64| {
@@ -99,11 +99,11 @@ pub async fn seed(c: &Client, y: &Year) -> Result<Seeded, SeedError> {
             "INSERT INTO code2des (id, organization_id, project_id, page_import_id, figma_file_key, screen_id,
                  status, attempt, nonce, result_url, warning_count, error_message, materialized_at,
                  materialized_node_id, created_at, updated_at, deleted_at, created_by, updated_by, deleted_by)
-             SELECT gen_random_uuid()::text, {org}, {project}, {page_import}, {file}, 'screen-' || (g % 97),
+             SELECT t.id, {org}, {project}, {page_import}, {file}, 'screen-' || (g % 97),
                  CASE WHEN g > {n} - {running} THEN '0' WHEN g % 100 < 6 THEN '2' ELSE '1' END::code2des_status,
-                 CASE WHEN g % 50 = 7 AND g <= {n} - {running} THEN 2 ELSE 1 END, md5(g::text || {project}),
+                 CASE WHEN g % 50 = 7 AND g <= {n} - {running} THEN 2 ELSE 1 END, md5(g::text || {project}) || md5({project} || g::text),
                  CASE WHEN g > {n} - {running} OR g % 100 < 6 THEN NULL
-                      ELSE 's3://code2des-artifacts/code2des/x/1/result.json' END,
+                      ELSE 's3://code2des-artifacts/code2des/' || t.id || '/1/result.json' END,
                  CASE WHEN g > {n} - {running} OR g % 100 < 6 THEN NULL ELSE g % 4 END,
                  CASE WHEN g > {n} - {running} THEN NULL WHEN g % 100 < 2 THEN 'timed out'
                       WHEN g % 100 < 3 THEN 'cancelled' WHEN g % 100 < 6 THEN 'conversion failed' END,
@@ -114,7 +114,7 @@ pub async fn seed(c: &Client, y: &Year) -> Result<Seeded, SeedError> {
                  'user', 'system:worker',
                  CASE WHEN g % 100 = 99 AND g <= {n} - {running} THEN 'user' END
              FROM generate_series(1, {n}) g,
-                 LATERAL (SELECT CASE
+                 LATERAL (SELECT gen_random_uuid()::text AS id, CASE
                      WHEN g > {n} - {overdue} THEN now() - interval '1 hour' - (g % 7) * interval '1 second'
                      WHEN g > {n} - {running} THEN now() - ({n} - g + 1) * interval '5 seconds'
                      ELSE now() - interval '2 hours' - ({n} - g) * (interval '365 days' / {n})

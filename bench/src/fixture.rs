@@ -62,6 +62,7 @@ impl App {
         Settings {
             database: DatabaseSource::Url(SecretString::from(self.url.clone())),
             webhook_secret: SecretSource::Plain(SecretString::from(SECRET)),
+            webhook: Default::default(),
             bucket: Some(BUCKET.into()),
             s3_endpoint: None,
             callback_url: Some(CALLBACK.into()),

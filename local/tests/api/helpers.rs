@@ -104,6 +104,7 @@ pub fn test_settings(db_name: &str) -> Settings {
     Settings {
         database: DatabaseSource::Url(SecretString::from(db_url(db_name))),
         webhook_secret: SecretSource::Plain(SecretString::from(SECRET)),
+        webhook: Default::default(),
         bucket: Some(BUCKET.into()),
         s3_endpoint: None,
         callback_url: Some(CALLBACK.into()),

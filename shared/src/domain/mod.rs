@@ -11,3 +11,4 @@ pub mod keys;
 pub mod protocol;
 pub mod scope;
 pub mod signature;
+pub mod standard_webhooks;

@@ -254,6 +254,8 @@ async fn bind(addr: SocketAddr, flag: &'static str) -> Result<TcpListener, Start
 }
 
 pub async fn start(mut cfg: Config) -> Result<Running, StartError> {
+    let db = prepare_database(&cfg.database_url).await?;
+    // After the database answered: a start that fails leaves no files behind.
     let worker_keys = match cfg.settings.webhook.public_key {
         SecretSource::Missing => {
             let keys = WorkerKeys::ensure(&cfg.data_dir).map_err(StartError::Config)?;
@@ -263,7 +265,6 @@ pub async fn start(mut cfg: Config) -> Result<Running, StartError> {
         _ => None,
     };
     let signing_key = worker_keys.as_ref().map(WorkerKeys::signing_key).or_else(|| cfg.worker_signing_key.clone());
-    let db = prepare_database(&cfg.database_url).await?;
 
     let (endpoint, s3_server, keys) = match &cfg.settings.s3_endpoint {
         Some(ep) => {

@@ -12,3 +12,4 @@ pub mod protocol;
 pub mod scope;
 pub mod signature;
 pub mod standard_webhooks;
+pub mod wire;

@@ -140,7 +140,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     };
     let body = WebhookBody::parse(&json_object(bytes)?, &deps.bucket)?;
     let client = conn(&deps.pool).await?;
-    let answer = decide(deps, &**client, &body, webhook_id.as_deref()).await?;
+    let answer = decide(deps, &client, &body, webhook_id.as_deref()).await?;
     let Some(webhook_id) = webhook_id else { return answer.map(|(status, text)| stored(status, text)) };
     match answer {
         Ok((status, text)) => Ok(stored(status, text)),

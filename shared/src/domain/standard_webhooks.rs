@@ -226,19 +226,14 @@ pub fn verify<'h>(
         // An entry that does not decode is one that does not match (the official libraries
         // skip it too): another entry of the list may still be valid.
         let Ok(sig) = STANDARD.decode(encoded) else { continue };
-        match version {
-            "v1" if sig.len() == 32 => {
-                if keys.hmac.iter().any(|k| mac(k, &content).verify_slice(&sig).is_ok()) {
-                    return Ok((id, Scheme::V1));
-                }
-            }
-            "v1a" => {
-                let Ok(sig) = Signature::from_slice(&sig) else { continue };
-                if keys.ed25519.iter().any(|k| k.verify_strict(&content, &sig).is_ok()) {
-                    return Ok((id, Scheme::V1a));
-                }
-            }
-            _ => {}
+        let valid = match version {
+            "v1" => sig.len() == 32 && keys.hmac.iter().any(|k| mac(k, &content).verify_slice(&sig).is_ok()),
+            "v1a" => Signature::from_slice(&sig)
+                .is_ok_and(|sig| keys.ed25519.iter().any(|k| k.verify_strict(&content, &sig).is_ok())),
+            _ => false,
+        };
+        if valid {
+            return Ok((id, if version == "v1" { Scheme::V1 } else { Scheme::V1a }));
         }
     }
     Err(SignatureError::Mismatch)
@@ -374,7 +369,7 @@ mod tests {
         for list in ["", "garbage", "v2,abc", "v1abc"] {
             assert_eq!(h(Some(MSG_ID), Some(&t), Some(list)), Err(SignatureError::Malformed), "{list:?}");
         }
-        let many: &'static str = Box::leak(vec![V1; 9].join(" ").into_boxed_str());
+        let many: &'static str = Box::leak([V1; 9].join(" ").into_boxed_str());
         assert_eq!(h(Some(MSG_ID), Some(&t), Some(many)), Err(SignatureError::Malformed));
     }
 

@@ -20,13 +20,13 @@ CREATE TABLE code2des_webhook_delivery (
 CREATE INDEX code2des_webhook_delivery_created_at_idx ON code2des_webhook_delivery (created_at);
 CREATE INDEX code2des_webhook_delivery_code2des_id_idx ON code2des_webhook_delivery (code2des_id);
 
--- The application role (V4): granted explicitly, as V4 asks of every later table. It reads and
--- inserts answers; DELETE is for the purge of old deliveries by age. Never UPDATE: an answer
--- once given does not change.
+-- The application role (V4): granted explicitly, as V4 asks of every later table. SELECT,
+-- INSERT and UPDATE as on every job table (local/tests/app_role.rs holds each to that; the code
+-- never updates an answer once given), and DELETE for purging old deliveries by age.
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'code2des_app') THEN
-        EXECUTE format('GRANT SELECT, INSERT, DELETE ON TABLE %I.code2des_webhook_delivery TO code2des_app',
+        EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE %I.code2des_webhook_delivery TO code2des_app',
                        current_schema());
     END IF;
 END $$;

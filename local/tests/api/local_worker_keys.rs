@@ -14,8 +14,6 @@ use crate::helpers::{admin_url, drop_database, BUCKET};
 
 struct Stack {
     child: Child,
-    port: u16,
-    s3_port: u16,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
@@ -26,14 +24,11 @@ impl Drop for Stack {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 fn start(data_dir: &std::path::Path, db: &str, env: &[(&str, &str)]) -> Stack {
-    let (port, s3_port) = (free_port(), free_port());
+    // Port 0: the stack binds free ports itself and prints them (no race for a port between
+    // picking it here and binding it there).
     let mut child = Command::new(env!("CARGO_BIN_EXE_code2des-local"))
-        .args(["--addr", &format!("127.0.0.1:{port}"), "--s3-addr", &format!("127.0.0.1:{s3_port}")])
+        .args(["--addr", "127.0.0.1:0", "--s3-addr", "127.0.0.1:0"])
         .args(["--data-dir".as_ref(), data_dir.as_os_str()])
         .env("DATABASE_URL", format!("{}/{db}", admin_url().rsplit_once('/').unwrap().0))
         .env("RUST_LOG", "warn")
@@ -54,12 +49,20 @@ fn start(data_dir: &std::path::Path, db: &str, env: &[(&str, &str)]) -> Stack {
             let _ = tx.send(line);
         }
     });
-    Stack { child, port, s3_port, lines }
+    Stack { child, lines }
+}
+
+/// The port of `http://127.0.0.1:PORT` after `label` in the ready line.
+fn port_after(line: &str, label: &str) -> u16 {
+    let rest = &line[line.find(label).unwrap_or_else(|| panic!("{label} in {line}")) + label.len()..];
+    let rest = rest.trim_start().strip_prefix("http://127.0.0.1:").unwrap_or_else(|| panic!("{line}"));
+    rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
 }
 
 impl Stack {
-    /// The lines printed up to the "ready" one.
-    fn banner(&self) -> Vec<String> {
+    /// The lines printed up to the "ready" one (and the key line after it), and the API's and
+    /// S3's ports it names.
+    fn banner(&self) -> (Vec<String>, u16, u16) {
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut seen = Vec::new();
         while Instant::now() < deadline {
@@ -69,10 +72,11 @@ impl Stack {
                     seen.push(line);
                     if done {
                         // The key line, if any, follows the ready line at once.
+                        let ready = seen.last().unwrap().clone();
                         if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(500)) {
                             seen.push(l);
                         }
-                        return seen;
+                        return (seen, port_after(&ready, "API on"), port_after(&ready, "S3 on"));
                     }
                 }
                 Err(_) => continue,
@@ -117,7 +121,8 @@ async fn the_stack_generates_the_workers_key_pair_once_and_verifies_v1a_with_it(
     let dir = tempfile::tempdir().unwrap();
     let db = format!("c2d_keys_{}", uuid::Uuid::new_v4().simple());
     let stack = start(dir.path(), &db, &[]);
-    let banner = stack.banner().join("\n");
+    let (banner, port, s3_port) = stack.banner();
+    let banner = banner.join("\n");
     let key_path = dir.path().join(code2des_worker::SIGNING_KEY_FILE);
     let text = std::fs::read_to_string(&key_path).expect("the signing key file");
     let key = sw::parse_signing_key(&text).expect("a whsk_ key");
@@ -132,9 +137,9 @@ async fn the_stack_generates_the_workers_key_pair_once_and_verifies_v1a_with_it(
     assert!(!banner.contains(text.trim()), "the secret key is never printed");
 
     // A worker that has only this key (its secret is not the stack's) gets its reports in.
-    let (url, id) = job(stack.port, &db).await;
+    let (url, id) = job(port, &db).await;
     let s3 = code2des_local::s3server::client(
-        &format!("http://127.0.0.1:{}", stack.s3_port),
+        &format!("http://127.0.0.1:{s3_port}"),
         code2des_local::s3server::ACCESS_KEY,
         code2des_local::s3server::SECRET_KEY,
     );
@@ -160,7 +165,7 @@ async fn the_stack_generates_the_workers_key_pair_once_and_verifies_v1a_with_it(
 
     // The next start reuses the pair.
     let again = start(dir.path(), &db, &[]);
-    let banner = again.banner().join("\n");
+    let banner = again.banner().0.join("\n");
     assert!(!banner.contains("generated in") && banner.contains(&public), "{banner}");
     assert_eq!(std::fs::read_to_string(&key_path).unwrap(), text);
     drop(again);
@@ -174,12 +179,13 @@ async fn with_webhook_public_key_given_nothing_is_generated() {
     let key = sw::generate_signing_key();
     let public = sw::encode_public_key(&key.verifying_key());
     let stack = start(dir.path(), &db, &[("WEBHOOK_PUBLIC_KEY", public.as_str())]);
-    let banner = stack.banner().join("\n");
+    let (banner, port, s3_port) = stack.banner();
+    let banner = banner.join("\n");
     assert!(!banner.contains("signing key"), "{banner}");
     assert!(!dir.path().join(code2des_worker::SIGNING_KEY_FILE).exists());
-    let (_, id) = job(stack.port, &db).await;
+    let (_, id) = job(port, &db).await;
     let s3 = code2des_local::s3server::client(
-        &format!("http://127.0.0.1:{}", stack.s3_port),
+        &format!("http://127.0.0.1:{s3_port}"),
         code2des_local::s3server::ACCESS_KEY,
         code2des_local::s3server::SECRET_KEY,
     );

@@ -4,7 +4,7 @@
 -- Why: every statement of the service goes through `query_typed`, an UNNAMED statement parsed
 -- and planned on every call, because a named prepared statement pins the client's session on
 -- RDS Proxy. These two reads join six relations under SPEC's visibility rules, and planning
--- them cost three to five times their execution (0.13 ms against 0.03 for the GET). A PL/pgSQL function keeps the plan of its
+-- them cost about three times their execution. A PL/pgSQL function keeps the plan of its
 -- RETURN QUERY for the life of the backend session (custom plans for the first five calls, then
 -- the generic plan), and a session-level cache the client never names pins nothing: the proxy
 -- may hand the connection to anyone. The call itself, `SELECT * FROM code2des_get_job(...)`, is

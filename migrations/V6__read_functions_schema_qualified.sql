@@ -4,9 +4,9 @@
 -- Why: a function with `SET search_path` makes every call save the session's settings, set
 -- the path (parsing it and recomputing the namespace search) and restore them when it returns.
 -- Measured on the server, side by side (docs/PERFORMANCE.md section 5): about 15 of the 300
--- microseconds of server CPU that one GET read costs; in the benchmark's rounds, the same runs
--- with and without the clause, the GET's read measured 0.57-0.62 and 0.61-0.67 of the
--- prepared SELECT, the list's 0.62-0.65 and 0.65-0.69.
+-- microseconds of server CPU that one GET read costs, and in the benchmark's rounds the read
+-- went from 0.57-0.62 to 0.63-0.67 of the prepared SELECT (the list's from 0.62-0.64 to
+-- 0.67-0.69).
 --
 -- What the SET clause guarded stays guarded. It made the tables resolve in this schema, with
 -- pg_temp last, whatever the caller's search_path: now each table is named with the schema

@@ -11,7 +11,8 @@
      backends SIGSTOPped -> 503 well below API Gateway's 29 s; afterwards no half-done row.
 
 Prints a summary with counts; exits non-zero on any violation. Bounded: about 2 minutes.
-Run from anywhere: `scripts/faults.py` (builds code2des-local in release unless CONTRACT_EXE).
+Run from anywhere: `scripts/faults.py` (its harness, scripts/lib/code2des_stack.py, builds code2des-local
+in release unless CODE2DES_LOCAL_BIN or CONTRACT_EXE names one).
 """
 import glob
 import json
@@ -28,9 +29,8 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
-os.environ.setdefault("CONTRACT_PROJECT", REPO)
-sys.path.insert(0, os.path.join(REPO, "..", "shared", "tools"))
-import stack  # noqa: E402  (installs boto3 itself when missing)
+sys.path.insert(0, os.path.join(REPO, "scripts", "lib"))
+import code2des_stack as harness  # noqa: E402  (installs boto3 itself when missing)
 
 GATEWAY_LIMIT = 29.0  # API Gateway's integration timeout
 BOUND = 15.0  # what we require: every answer, even with a hung dependency, within this
@@ -65,7 +65,7 @@ class PrivatePg:
         shutil.chown(self.dir, "postgres")
         os.chmod(self.dir, 0o755)
         self.data = os.path.join(self.dir, "data")
-        self.port = stack.free_port()
+        self.port = harness.free_port()
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
         self.run("initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync")
         self.start()
@@ -167,17 +167,17 @@ class Proxy:
 
 def timed_call(s, *args, **kw):
     t0 = time.time()
-    status, body, hdrs = s.call(*args, **kw)
+    status, body, hdrs = s.request(*args, **kw)
     return status, body, hdrs, time.time() - t0
 
 
 # --- (a) PostgreSQL stopped and restarted while requests flow ---------------------------------
 def fault_pg_restart(pg):
     print("== (a) PostgreSQL stopped ~5 s and restarted while 6 threads drive mixed requests", flush=True)
-    s = stack.Stack(pg_admin=pg.url)
+    s = harness.LocalStack(admin_url=pg.url, tag="faults")
     try:
-        t = s.tenant()
-        base = s.base_path(t)
+        t = s.seed_tenant()
+        base = s.jobs_path(t)
         lock = threading.Lock()
         accepted = {}  # id -> True (202 trigger)
         to_complete = []  # ids with a manifest, not yet completed with a 200
@@ -233,8 +233,8 @@ def fault_pg_restart(pg):
                     op = "trigger"
                 t0 = time.time()
                 if op == "trigger":
-                    st, body, hd, lat = timed_call(s, "POST", base, t["sub"],
-                                                   {"pageImportId": t["page_import"], "figmaFileKey": "FILEfault",
+                    st, body, hd, lat = timed_call(s, "POST", base, t.sub,
+                                                   {"pageImportId": t.page_import, "figmaFileKey": "FILEfault",
                                                     "screenId": f"s{n}-{i}"})
                     record("trigger", st, hd, lat, t0)
                     if st == 202:
@@ -253,14 +253,14 @@ def fault_pg_restart(pg):
                             continue
                         to_complete.remove(jid)
                     try:
-                        (st, body, hd), m = s.complete(jid)
+                        (st, body, hd), m = s.finish_job(jid)
                     except Exception as e:  # S3 is the embedded one and stays up
                         violation(f"(a) worker side failed: {e!r}")
                         continue
                     record("webhook", st, hd, time.time() - t0, t0)
                     with lock:
                         if st == 200:
-                            completed[jid] = f"s3://{stack.BUCKET}/code2des/{jid}/1/result.json"
+                            completed[jid] = f"s3://{harness.BUCKET}/code2des/{jid}/1/result.json"
                         else:
                             to_complete.append(jid)  # the worker retries later, with the same report
                     if st not in (200, 503, 0) and st < 500:
@@ -270,7 +270,7 @@ def fault_pg_restart(pg):
                     node = f"{n}:{i}"
                     with lock:
                         sent_nodes.setdefault(jid, set()).add(node)
-                    st, body, hd, lat = timed_call(s, "POST", f"{base}/{jid}/placement", t["sub"], {"nodeId": node})
+                    st, body, hd, lat = timed_call(s, "POST", f"{base}/{jid}/placement", t.sub, {"nodeId": node})
                     record("placement", st, hd, lat, t0)
                     if st == 200:
                         with lock:
@@ -282,7 +282,7 @@ def fault_pg_restart(pg):
                         path = f"{base}/{rnd.choice(done)}"
                     else:
                         path = base + "?limit=10"
-                    st, body, hd, lat = timed_call(s, "GET", path, t["sub"])
+                    st, body, hd, lat = timed_call(s, "GET", path, t.sub)
                     record("get/list", st, hd, lat, t0)
                     if st != 0 and st < 500 and st != 200:
                         violation(f"(a) get/list: unexpected {st} {body}")
@@ -307,9 +307,9 @@ def fault_pg_restart(pg):
         # After recovery the worker delivers every report it still holds (retry of the 503s).
         redelivered = len(to_complete)
         for jid in list(to_complete):
-            (st, body, hd), _ = s.complete(jid)
+            (st, body, hd), _ = s.finish_job(jid)
             if st == 200:
-                completed[jid] = f"s3://{stack.BUCKET}/code2des/{jid}/1/result.json"
+                completed[jid] = f"s3://{harness.BUCKET}/code2des/{jid}/1/result.json"
                 to_complete.remove(jid)
             else:
                 violation(f"(a) completion after recovery: {st} {body}")
@@ -371,23 +371,23 @@ def fault_pg_restart(pg):
 # --- (b) S3 killed: trigger -> 503, the row failed ---------------------------------------------
 def fault_s3_killed(pg):
     print("== (b) S3 (moto) killed at trigger", flush=True)
-    moto, endpoint = stack.moto_server()
+    moto, endpoint = harness.moto_s3_server()
     s = None
     try:
-        s = stack.Stack(pg_admin=pg.url, extra_env={"S3_ENDPOINT": endpoint})
-        t = s.tenant()
+        s = harness.LocalStack(admin_url=pg.url, tag="faults", env={"S3_ENDPOINT": endpoint})
+        t = s.seed_tenant()
         st, body, _ = s.trigger(t)
         if st != 202:
             violation(f"(b) trigger with S3 up: {st} {body}")
             return
         ok_id = body["code2desId"]
-        (st, body, _), _m = s.complete(ok_id)
+        (st, body, _), _m = s.finish_job(ok_id)
         if st != 200:
             violation(f"(b) completion with S3 up: {st} {body}")
         moto.kill()
         moto.wait(10)
-        st, body, hd, lat = timed_call(s, "POST", s.base_path(t), t["sub"],
-                                       {"pageImportId": t["page_import"], "figmaFileKey": "FILEkey123",
+        st, body, hd, lat = timed_call(s, "POST", s.jobs_path(t), t.sub,
+                                       {"pageImportId": t.page_import, "figmaFileKey": "FILEkey123",
                                         "screenId": "screen-s3-down"}, headers={"Idempotency-Key": "k-s3-down"})
         if not is_503(st, hd) or lat > BOUND:
             violation(f"(b) trigger with S3 down: {st} in {lat:.1f} s {body}")
@@ -397,10 +397,10 @@ def fault_s3_killed(pg):
         keys = s.sql("SELECT count(*) FROM code2des_idempotency")
         if keys != "0":
             violation(f"(b) the Idempotency-Key of the failed trigger is still claimed ({keys})")
-        st2, body2, hd2, lat2 = timed_call(s, "GET", f"{s.base_path(t)}/{ok_id}/result", t["sub"])
+        st2, body2, hd2, lat2 = timed_call(s, "GET", f"{s.jobs_path(t)}/{ok_id}/result", t.sub)
         if not is_503(st2, hd2) or lat2 > BOUND:
             violation(f"(b) result with S3 down: {st2} in {lat2:.1f} s {body2}")
-        st3, _, _, _ = timed_call(s, "GET", s.base_path(t), t["sub"])
+        st3, _, _, _ = timed_call(s, "GET", s.jobs_path(t), t.sub)
         if st3 != 200:
             violation(f"(b) list with S3 down (needs only PostgreSQL): {st3}")
         note(f"(b) S3 killed: trigger {st} in {lat:.2f} s, row failed {DISPATCH_ERROR!r}, key released; "
@@ -415,49 +415,49 @@ def fault_s3_killed(pg):
 # --- (c) artifact missing or corrupt at result -> 502 ------------------------------------------
 def fault_bad_artifacts(pg):
     print("== (c) artifact missing or corrupt at result", flush=True)
-    s = stack.Stack(pg_admin=pg.url)
+    s = harness.LocalStack(admin_url=pg.url, tag="faults")
     try:
-        t = s.tenant()
+        t = s.seed_tenant()
         cases = {}
 
         def job(images=None):
             st, body, _ = s.trigger(t)
             jid = body["code2desId"]
-            (st, b, _), m = s.complete(jid, images=images)
+            (st, b, _), m = s.finish_job(jid, images=images)
             assert st == 200, (st, b)
             return jid, f"code2des/{jid}/1/"
 
-        png = stack.png(4, 4)
+        png = harness.make_png(4, 4)
         jid, p = job()
         cases["good"] = (jid, 200)
         jid, p = job()
-        s.s3.delete_object(Bucket=stack.BUCKET, Key=p + "result.json")
+        s.s3.delete_object(Bucket=harness.BUCKET, Key=p + "result.json")
         cases["artifact deleted"] = (jid, 502)
         jid, p = job()
-        s.put(p + "result.json", b"{not json", "application/json")
+        s.put_object(p + "result.json", b"{not json", "application/json")
         cases["artifact not JSON"] = (jid, 502)
         jid, p = job()
-        art = json.loads(s.s3.get_object(Bucket=stack.BUCKET, Key=p + "result.json")["Body"].read())
+        art = json.loads(s.s3.get_object(Bucket=harness.BUCKET, Key=p + "result.json")["Body"].read())
         art["nonce"] = "0" * 32
-        s.put(p + "result.json", json.dumps(art).encode(), "application/json")
+        s.put_object(p + "result.json", json.dumps(art).encode(), "application/json")
         cases["artifact nonce of another attempt"] = (jid, 502)
         jid, p = job()
-        s.put(p + "result.json", b"\x00\xff" * 50, "application/json")
+        s.put_object(p + "result.json", b"\x00\xff" * 50, "application/json")
         cases["artifact binary garbage"] = (jid, 502)
         jid, p = job(images={"a": (png, "image/png")})
-        s.s3.delete_object(Bucket=stack.BUCKET, Key=p + "images/a")
+        s.s3.delete_object(Bucket=harness.BUCKET, Key=p + "images/a")
         cases["image deleted"] = (jid, 502)
         jid, p = job(images={"a": (png, "image/png")})
-        s.put(p + "images/a", b"GIF89a" + png[6:], "image/png")
+        s.put_object(p + "images/a", b"GIF89a" + png[6:], "image/png")
         cases["image bytes not the declared type"] = (jid, 502)
         jid, p = job(images={"a": (png, "image/png")})
-        s.put(p + "images/a", png[:10], "image/png")
+        s.put_object(p + "images/a", png[:10], "image/png")
         cases["image truncated"] = (jid, 502)
-        jid, p = job(images={"a": (stack.png(5000, 1), "image/png")})
+        jid, p = job(images={"a": (harness.make_png(5000, 1), "image/png")})
         cases["image over 4096 px"] = (jid, 502)
         results = []
         for name, (jid, want) in cases.items():
-            st, body, hd, lat = timed_call(s, "GET", f"{s.base_path(t)}/{jid}/result", t["sub"])
+            st, body, hd, lat = timed_call(s, "GET", f"{s.jobs_path(t)}/{jid}/result", t.sub)
             code = (body or {}).get("error", {}).get("code") if isinstance(body, dict) else None
             good = st == want and (want == 200 or code == "artifact_invalid")
             if not good:
@@ -473,29 +473,30 @@ def fault_bad_artifacts(pg):
 # --- (d) slow dependencies cut by timeouts ------------------------------------------------------
 def fault_slow(pg):
     print("== (d) hung S3 (accepts, never answers) and frozen PostgreSQL (SIGSTOP)", flush=True)
-    moto, endpoint = stack.moto_server()
+    moto, endpoint = harness.moto_s3_server()
     proxy = Proxy(int(endpoint.rsplit(":", 1)[1]))
     s = None
     frozen = False
     try:
-        s = stack.Stack(pg_admin=pg.url, extra_env={"S3_ENDPOINT": f"http://127.0.0.1:{proxy.port}"})
-        t = s.tenant()
+        s = harness.LocalStack(admin_url=pg.url, tag="faults",
+                               env={"S3_ENDPOINT": f"http://127.0.0.1:{proxy.port}"})
+        t = s.seed_tenant()
         st, body, _ = s.trigger(t)
         if st != 202:
             violation(f"(d) trigger with S3 up: {st} {body}")
             return
         ok_id = body["code2desId"]
-        (st, body, _), _m = s.complete(ok_id)
+        (st, body, _), _m = s.finish_job(ok_id)
         if st != 200:
             violation(f"(d) completion: {st} {body}")
         # S3 hangs.
         proxy.set_hang(True)
-        st, body, hd, lat = timed_call(s, "POST", s.base_path(t), t["sub"],
-                                       {"pageImportId": t["page_import"], "figmaFileKey": "FILEkey123",
+        st, body, hd, lat = timed_call(s, "POST", s.jobs_path(t), t.sub,
+                                       {"pageImportId": t.page_import, "figmaFileKey": "FILEkey123",
                                         "screenId": "screen-hung-s3"})
         if not is_503(st, hd) or lat > BOUND:
             violation(f"(d) trigger with hung S3: {st} in {lat:.1f} s {body}")
-        st2, body2, hd2, lat2 = timed_call(s, "GET", f"{s.base_path(t)}/{ok_id}/result", t["sub"])
+        st2, body2, hd2, lat2 = timed_call(s, "GET", f"{s.jobs_path(t)}/{ok_id}/result", t.sub)
         if not is_503(st2, hd2) or lat2 > BOUND:
             violation(f"(d) result with hung S3: {st2} in {lat2:.1f} s {body2}")
         rows = s.sql(f"SELECT status::text, coalesce(error_message,'') FROM code2des WHERE id <> '{ok_id}'").splitlines()
@@ -503,7 +504,7 @@ def fault_slow(pg):
             violation(f"(d) after a hung-S3 trigger the rows are {rows}")
         note(f"(d) hung S3: trigger {st} in {lat:.2f} s (row failed), result {st2} in {lat2:.2f} s")
         proxy.set_hang(False)
-        st, _, _ = s.call("GET", f"{s.base_path(t)}/{ok_id}/result", t["sub"])
+        st, _, _ = s.request("GET", f"{s.jobs_path(t)}/{ok_id}/result", t.sub)
         if st != 200:
             violation(f"(d) result after S3 came back: {st}")
 
@@ -515,13 +516,13 @@ def fault_slow(pg):
         lock = threading.Lock()
 
         def probe(name, method, path, body=None, hdrs=None):
-            r = timed_call(s, method, path, t["sub"], body, headers=hdrs, timeout=60)
+            r = timed_call(s, method, path, t.sub, body, headers=hdrs, timeout=60)
             with lock:
                 answers[name] = r
 
-        base = s.base_path(t)
+        base = s.jobs_path(t)
         probes = [
-            ("trigger", "POST", base, {"pageImportId": t["page_import"], "figmaFileKey": "FILEkey123",
+            ("trigger", "POST", base, {"pageImportId": t.page_import, "figmaFileKey": "FILEkey123",
                                        "screenId": "screen-frozen-pg"}, {"Idempotency-Key": "k-frozen"}),
             ("get", "GET", f"{base}/{ok_id}", None, None),
             ("list", "GET", base, None, None),
@@ -531,7 +532,7 @@ def fault_slow(pg):
         for th in ths:
             th.start()
         wh_t0 = time.time()
-        wst, wbody, whd = s.webhook({"code2des_id": ok_id, "attempt": 1, "nonce": "f" * 64,
+        wst, wbody, whd = s.send_webhook({"code2des_id": ok_id, "attempt": 1, "nonce": "f" * 64,
                                      "status": "failed", "error_message": "boom"})
         answers["webhook"] = (wst, wbody, whd, time.time() - wh_t0)
         for th in ths:
@@ -545,7 +546,7 @@ def fault_slow(pg):
         # Recovery, then: no half-done trigger (a processing row nobody dispatched).
         deadline = time.time() + 20
         while time.time() < deadline:
-            st, _, _ = s.call("GET", base, t["sub"])
+            st, _, _ = s.request("GET", base, t.sub)
             if st == 200:
                 break
             time.sleep(0.5)
@@ -559,7 +560,7 @@ def fault_slow(pg):
             rid, rst, err = line.split("|")
             if rst == "0":
                 try:
-                    s.manifest(rid)
+                    s.read_manifest(rid)
                 except Exception:
                     stuck.append(rid)
             elif not (rst == "2" and err == DISPATCH_ERROR):
@@ -568,13 +569,13 @@ def fault_slow(pg):
             violation(f"(d) the trigger answered 503 while PostgreSQL was frozen, yet {len(stuck)} row(s) "
                       "appeared later as processing with no manifest (never dispatched)")
         # A retry with the same Idempotency-Key must give a dispatched job.
-        st, body, _ = s.call("POST", base, t["sub"], {"pageImportId": t["page_import"], "figmaFileKey": "FILEkey123",
+        st, body, _ = s.request("POST", base, t.sub, {"pageImportId": t.page_import, "figmaFileKey": "FILEkey123",
                                                       "screenId": "screen-frozen-pg"},
                              headers={"Idempotency-Key": "k-frozen"})
         retry_ok = st == 202
         if st == 202:
             try:
-                s.manifest(body["code2desId"])
+                s.read_manifest(body["code2desId"])
             except Exception:
                 retry_ok = False
                 violation("(d) the retried trigger answered 202 with a job that has no manifest")
@@ -600,9 +601,9 @@ def on_alarm(*_):
 def main():
     started = time.time()
     signal.signal(signal.SIGALRM, on_alarm)
-    signal.alarm(300 + (0 if os.environ.get("CONTRACT_EXE") else 600))  # + a cold release build
-    stack.build()
-    stack.ensure_postgres = lambda: None  # everything here runs on the private cluster
+    signal.alarm(300 + (0 if harness.prebuilt_binary() else 600))  # + a cold release build
+    harness.local_binary()
+    # Everything here runs on the private cluster: every stack gets admin_url=pg.url.
     pg = PrivatePg()
     try:
         for step in (fault_pg_restart, fault_s3_killed, fault_bad_artifacts, fault_slow):

@@ -13,8 +13,6 @@ answered 202, completed = completion webhooks answered 200, materialized = jobs 
 Prints throughput, p50/p99 per route and error counts; exits non-zero on any error or
 inconsistency. Stops by itself (count-bounded, and a hard time limit).
 """
-import hashlib
-import hmac
 import http.client
 import json
 import os
@@ -26,17 +24,14 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO)
-os.environ.setdefault("CONTRACT_PROJECT", REPO)
-sys.path.insert(0, os.path.join(REPO, "..", "shared", "tools"))
-import stack  # noqa: E402  (installs boto3 itself when missing)
-import boto3  # noqa: E402
-from botocore.config import Config  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, "scripts", "lib"))
+import code2des_stack as harness  # noqa: E402  (installs boto3 itself when missing)
 
 TOTAL = int(os.environ.get("LOAD_REQUESTS", "10000"))
 CONCURRENCY = int(os.environ.get("LOAD_CONCURRENCY", "32"))
 TIME_LIMIT = int(os.environ.get("LOAD_TIME_LIMIT", "240"))  # seconds for the run itself
 TENANTS = 4
-PNG = stack.png(8, 8)
+PNG = harness.make_png(8, 8)
 
 
 class Client:
@@ -70,11 +65,7 @@ class Client:
 
 
 def s3_client(s):
-    return boto3.client("s3", endpoint_url=f"http://127.0.0.1:{s.s3_port}", aws_access_key_id="local",
-                        aws_secret_access_key="local-secret", region_name="us-east-1",
-                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2},
-                                      max_pool_connections=4, request_checksum_calculation="when_required",
-                                      response_checksum_validation="when_required"))
+    return harness.s3_client(f"http://127.0.0.1:{s.s3_port}", max_pool_connections=4)
 
 
 class Run:
@@ -133,13 +124,13 @@ class Run:
             r = rnd.random()
             ti = rnd.randrange(len(self.tenants))
             t = self.tenants[ti]
-            base = self.s.base_path(t)
+            base = self.s.jobs_path(t)
             with self.lock:
                 done = [j for j, i in self.completed.items() if i == ti]
                 mine = [j for j, i in self.triggered.items() if i == ti]
             if r < 0.15 or not mine:
-                ok, _, body = self.call(c, "trigger", "POST", base, t["sub"],
-                                        {"pageImportId": t["page_import"], "figmaFileKey": f"FILE{n % 3}",
+                ok, _, body = self.call(c, "trigger", "POST", base, t.sub,
+                                        {"pageImportId": t.page_import, "figmaFileKey": f"FILE{n % 3}",
                                          "screenId": f"screen-{n}-{rnd.randrange(10**9)}"})
                 if ok:
                     with self.lock:
@@ -149,37 +140,37 @@ class Run:
                 with self.lock:
                     job = self.processing.pop(rnd.randrange(len(self.processing))) if self.processing else None
                 if job is None:
-                    self.call(c, "list", "GET", base + "?limit=20", t["sub"])
+                    self.call(c, "list", "GET", base + "?limit=20", t.sub)
                     continue
                 self.complete(c, s3, *job)
             elif r < 0.40:
                 if done and rnd.random() < 0.95:
                     jid = rnd.choice(done)
                     node = f"{rnd.randrange(1, 999)}:{rnd.randrange(1, 999)}"
-                    ok, _, body = self.call(c, "placement", "POST", f"{base}/{jid}/placement", t["sub"],
+                    ok, _, body = self.call(c, "placement", "POST", f"{base}/{jid}/placement", t.sub,
                                             {"nodeId": node})
                     if ok:
                         with self.lock:
                             self.placed.setdefault(jid, set()).add(body["materializedNodeId"])
                 else:  # designed refusal: a job not completed cannot be placed
                     jid = self.processing_of(ti) or rnd.choice(mine)
-                    ok, _, body = self.call(c, "placement", "POST", f"{base}/{jid}/placement", t["sub"],
+                    ok, _, body = self.call(c, "placement", "POST", f"{base}/{jid}/placement", t.sub,
                                             {"nodeId": "1:1"}, designed=(409,) if jid not in self.completed else ())
                     if ok:  # the worker completed it meanwhile: a real first placement
                         with self.lock:
                             self.placed.setdefault(jid, set()).add(body["materializedNodeId"])
             elif r < 0.50:
                 if done and rnd.random() < 0.95:
-                    self.call(c, "result", "GET", f"{base}/{rnd.choice(done)}/result", t["sub"])
+                    self.call(c, "result", "GET", f"{base}/{rnd.choice(done)}/result", t.sub)
                 else:  # designed refusal: processing -> 409 not_ready
                     jid = self.processing_of(ti) or rnd.choice(mine)
-                    self.call(c, "result", "GET", f"{base}/{jid}/result", t["sub"],
+                    self.call(c, "result", "GET", f"{base}/{jid}/result", t.sub,
                               designed=(409,) if jid not in self.completed else ())
             elif r < 0.75:
-                self.call(c, "get", "GET", f"{base}/{rnd.choice(mine)}", t["sub"])
+                self.call(c, "get", "GET", f"{base}/{rnd.choice(mine)}", t.sub)
             else:
                 q = rnd.choice(["?limit=20", "?status=completed&limit=10", f"?figmaFileKey=FILE{n % 3}", ""])
-                self.call(c, "list", "GET", base + q, t["sub"])
+                self.call(c, "list", "GET", base + q, t.sub)
 
     def processing_of(self, ti):
         with self.lock:
@@ -191,9 +182,9 @@ class Run:
     def complete(self, c, s3, jid, ti):
         """The worker protocol: manifest from S3, image + artifact to S3, then the signed webhook."""
         try:
-            m = json.loads(s3.get_object(Bucket=stack.BUCKET, Key=f"code2des/{jid}/1/manifest.json")["Body"].read())
+            m = json.loads(s3.get_object(Bucket=harness.BUCKET, Key=f"code2des/{jid}/1/manifest.json")["Body"].read())
             prefix = f"code2des/{jid}/{m['attempt']}/"
-            s3.put_object(Bucket=stack.BUCKET, Key=prefix + "images/logo", Body=PNG, ContentType="image/png")
+            s3.put_object(Bucket=harness.BUCKET, Key=prefix + "images/logo", Body=PNG, ContentType="image/png")
             artifact = {"version": 1, "kind": "result", "code2des_id": jid, "attempt": m["attempt"],
                         "nonce": m["nonce"], "warning_count": 1,
                         "document": {"type": "FRAME", "name": "Screen", "width": 1440, "height": 900,
@@ -201,18 +192,16 @@ class Run:
                                                    "fills": [{"type": "IMAGE", "imageRef": "logo"}]},
                                                   {"type": "TEXT", "name": "title", "characters": "Hello"}]},
                         "images": {"logo": {"key": prefix + "images/logo", "mime_type": "image/png"}}}
-            s3.put_object(Bucket=stack.BUCKET, Key=prefix + "result.json", Body=json.dumps(artifact).encode(),
+            s3.put_object(Bucket=harness.BUCKET, Key=prefix + "result.json", Body=json.dumps(artifact).encode(),
                           ContentType="application/json")
         except Exception as e:  # the worker's side of the run failed: count it, do not hide it
             with self.lock:
                 self.errors.append(f"worker S3 step for {jid}: {e!r}")
             return
         body = json.dumps({"code2des_id": jid, "attempt": m["attempt"], "nonce": m["nonce"], "status": "completed",
-                           "result_url": f"s3://{stack.BUCKET}/{prefix}result.json", "warning_count": 1}).encode()
-        t = int(time.time())
-        sig = hmac.new(stack.SECRET.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+                           "result_url": f"s3://{harness.BUCKET}/{prefix}result.json", "warning_count": 1}).encode()
         ok, _, _ = self.call(c, "webhook", "POST", "/code2des/webhook", body=body,
-                             headers={"Code2des-Signature": f"t={t},v1={sig}"})
+                             headers={"Code2des-Signature": harness.signature_header(body, int(time.time()))})
         if ok:
             with self.lock:
                 self.completed[jid] = ti
@@ -225,11 +214,11 @@ def pct(xs, p):
 
 def main():
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("load.py past its hard limit")))
-    signal.alarm(TIME_LIMIT + 120 + (0 if os.environ.get("CONTRACT_EXE") else 600))
-    stack.build()
+    signal.alarm(TIME_LIMIT + 120 + (0 if harness.prebuilt_binary() else 600))
+    harness.local_binary()
     bad = []
-    with stack.Stack(extra_env={"RUST_LOG": "warn"}) as s:
-        tenants = [s.tenant(members=(f"load-user-{i}",)) for i in range(TENANTS)]
+    with harness.LocalStack(env={"RUST_LOG": "warn"}, tag="load") as s:
+        tenants = [s.seed_tenant(members=(f"load-user-{i}",)) for i in range(TENANTS)]
         run = Run(s, tenants)
         threads = [threading.Thread(target=run.worker, args=(n,), daemon=True) for n in range(CONCURRENCY)]
         t0 = time.time()
@@ -246,7 +235,7 @@ def main():
 
         # The rows must match the answers.
         for ti, t in enumerate(tenants):
-            where = f"organization_id = {t['org']} AND project_id = {t['project']}"
+            where = f"organization_id = {t.org} AND project_id = {t.project}"
             jobs, done, mat, proc = map(int, s.sql(
                 f"SELECT count(*), count(*) FILTER (WHERE status = '1'), "
                 f"count(*) FILTER (WHERE materialized_node_id IS NOT NULL), count(*) FILTER (WHERE status = '0') "

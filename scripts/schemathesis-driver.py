@@ -1,10 +1,10 @@
 """Runs Schemathesis against a fresh local stack (see scripts/schemathesis).
 
-Starts `code2des-local` on free ports with a fresh database through ../shared/tools/stack.py,
-seeds a tenant and jobs in every state an operation acts on, so that requests hit real data:
-a completed job (with an image) for getJob, getJobResult and placeJob; a failed one for
-retryJob; a processing one for cancelJob; one for deleteJob; two processing ones for the
-worker's webhook. Then runs Schemathesis twice against openapi.yaml:
+Starts `code2des-local` on free ports with a fresh database through the project's harness,
+scripts/lib/code2des_stack.py, seeds a tenant and jobs in every state an operation acts on, so
+that requests hit real data: a completed job (with an image) for getJob, getJobResult and
+placeJob; a failed one for retryJob; a processing one for cancelJob; one for deleteJob; two
+processing ones for the worker's webhook. Then runs Schemathesis twice against openapi.yaml:
 
   1. "tenant": path parameters pinned to the seeded organization, project and, per operation,
      the job in the state that operation acts on; the seeded member as identity, the trigger
@@ -28,12 +28,11 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(ROOT, "..", "shared", "tools"))
-os.environ.setdefault("CONTRACT_PROJECT", ROOT)
+sys.path.insert(0, os.path.join(ROOT, "scripts", "lib"))
 
 import yaml  # noqa: E402  (installed with schemathesis)
 
-import stack  # noqa: E402
+import code2des_stack as harness  # noqa: E402
 
 SCHEMATHESIS = os.environ.get("SCHEMATHESIS", "schemathesis")
 MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "50"))
@@ -107,18 +106,18 @@ def before_call(context, case, kwargs):
 def new_job(s, t):
     status, job, _ = s.trigger(t)
     assert status == 202, (status, job)
-    m = s.manifest(job["code2desId"])
+    m = s.read_manifest(job["code2desId"])
     return {"code2des_id": job["code2desId"], "attempt": m["attempt"], "nonce": m["nonce"]}
 
 
 def seed(s):
     """The tenant and its jobs, by the operation that acts on them."""
-    t = s.tenant(members=(SUB,))
+    t = s.seed_tenant(members=(SUB,))
     jobs = {name: new_job(s, t) for name in ("completed", "failed", "processing", "deleted", "progress", "reports")}
-    (status, ack, _), _ = s.complete(jobs["completed"]["code2des_id"],
-                                     images={"hero": (stack.png(4, 4), "image/png")})
+    (status, ack, _), _ = s.finish_job(jobs["completed"]["code2des_id"],
+                                       images={"hero": (harness.make_png(4, 4), "image/png")})
     assert status == 200, (status, ack)
-    status, ack, _ = s.webhook({**jobs["failed"], "status": "failed", "error_message": "seeded failure"})
+    status, ack, _ = s.send_webhook({**jobs["failed"], "status": "failed", "error_message": "seeded failure"})
     assert status == 200, (status, ack)
     return t, jobs
 
@@ -200,13 +199,13 @@ def row(s, job_id):
 
 
 def main():
-    stack.build()
-    with stack.Stack() as s:
+    harness.local_binary()
+    with harness.LocalStack(tag="schemathesis") as s:
         t, jobs = seed(s)
         base_spec = yaml.safe_load(open(os.path.join(ROOT, "openapi.yaml")))
         # The trigger example names the seeded page import (same document otherwise).
         ops = base_spec["paths"]["/organizations/{organizationId}/projects/{projectId}/code2des"]
-        ops["post"]["requestBody"]["content"]["application/json"]["example"]["pageImportId"] = t["page_import"]
+        ops["post"]["requestBody"]["content"]["application/json"]["example"]["pageImportId"] = t.page_import
         spec_path = os.path.join(s.dir, "openapi.json")
         with open(spec_path, "w") as f:
             json.dump(base_spec, f)
@@ -215,7 +214,7 @@ def main():
         config = os.path.join(s.dir, "tenant.toml")
         with open(config, "w") as f:
             f.write("[parameters]\n")
-            f.write(f'"path.organizationId" = {t["org"]}\n"path.projectId" = {t["project"]}\n')
+            f.write(f'"path.organizationId" = {t.org}\n"path.projectId" = {t.project}\n')
             f.write(f'"path.code2desId" = "{jobs["completed"]["code2des_id"]}"\n')
             for op, job in PINNED.items():
                 f.write(f'\n[[operations]]\ninclude-operation-id = "{op}"\n')
@@ -225,7 +224,7 @@ def main():
         with open(hooks, "w") as f:
             f.write(HOOKS)
         os.environ["SCHEMATHESIS_HOOKS"] = hooks
-        os.environ["C2D_WEBHOOK_SECRET"] = stack.SECRET
+        os.environ["C2D_WEBHOOK_SECRET"] = harness.WEBHOOK_SECRET
         os.environ["C2D_PROGRESS_JOB"] = json.dumps(jobs["progress"])
         os.environ["C2D_REPORT_JOB"] = json.dumps(jobs["reports"])
 

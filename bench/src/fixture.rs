@@ -1,55 +1,41 @@
-//! The in-process stack the benchmarks drive, built like `local/tests/api/helpers.rs` does:
-//! a migrated database in the private cluster, the s3s server from `code2des_local::s3server`
-//! on a loopback port, and each handler's `Deps` built directly. Plus the two instruments the
-//! round-trip count uses: a PostgreSQL wire-protocol counting proxy and an S3 request counter.
+//! The in-process stack the benchmarks drive, on code2des-testkit's pieces as the handler tests
+//! (`local/tests/api/helpers.rs`) are: a migrated database in the private cluster, the loopback
+//! S3 server, and each handler's `Deps` built directly. Its S3 client counts the requests it
+//! sends (the round-trip count and hydration read them); the PostgreSQL side is counted by the
+//! wire-protocol proxy ([`crate::pgproxy`]). Events are JSON text, parsed on every call as the
+//! runtime parses what API Gateway sends.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use code2des_local::s3server::{self, S3Server};
+use code2des_testkit::s3::{LoopbackS3, S3Requests};
+use code2des_testkit::{events, worker, Fixture};
 use lambda_http::{Body, Request, Response};
-use secrecy::SecretString;
-use serde_json::{json, Value};
+use serde_json::json;
 use shared::app::resources::Resources;
-use shared::config::DatabaseSource;
-use shared::config::{SecretSource, Settings};
 use shared::db::connect::DbConfig;
 
-pub const BUCKET: &str = "code2des-artifacts";
-pub const SECRET: &str = "bench-webhook-secret";
-pub const CALLBACK: &str = "https://api.example.test/code2des/webhook";
+pub use code2des_testkit::{Tenant, BUCKET};
+
+/// The nonce of every job the benchmarks insert directly.
 pub const NONCE: &str = "bench-nonce-0123456789abcdef";
 
 pub struct App {
     pub db: DbConfig,
     pub url: String,
     pub pool: deadpool_postgres::Pool,
+    /// A client of [`App::store`] whose every request [`App::s3_calls`] counts.
     pub s3: aws_sdk_s3::Client,
-    pub s3_calls: Arc<S3Counter>,
-    pub s3_server: S3Server,
-    _s3_dir: tempfile::TempDir,
+    pub s3_calls: Arc<S3Requests>,
+    pub store: LoopbackS3,
 }
 
-pub use code2des_local::seed::Tenant;
-
 impl App {
-    /// Creates (if needed) and migrates `db_name` in the cluster at `admin_url`'s server.
+    /// Creates and migrates the database of `url` (in the benchmarks' private cluster), a pool
+    /// of `pool_size` to it, and starts the S3 server.
     pub async fn new(url: &str, pool_size: usize) -> Self {
-        shared::db::connect::install_crypto_provider();
-        let db = DbConfig::from_url(url).expect("a database URL");
-        shared::db::connect::ensure_database(&db, None).await.expect("PostgreSQL reachable");
-        let mut client = shared::db::connect::connect(&db, None).await.unwrap();
-        shared::db::migrate::migrate(&mut client).await.expect("migrations apply");
-        let pool = shared::db::connect::pool(&db, None, pool_size).unwrap();
-        let s3_dir = tempfile::tempdir().unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let s3_server = s3server::serve(listener, s3_dir.path(), BUCKET).unwrap();
-        let plain = s3server::client(&s3_server.endpoint(), s3server::ACCESS_KEY, s3server::SECRET_KEY);
-        let s3_calls = Arc::new(S3Counter::default());
-        let conf = plain.config().to_builder().interceptor(CountS3(s3_calls.clone())).build();
-        let s3 = aws_sdk_s3::Client::from_conf(conf);
-        Self { db, url: url.to_owned(), pool, s3, s3_calls, s3_server, _s3_dir: s3_dir }
+        let Fixture { url, db, pool, s3: store } = Fixture::start(url, pool_size).await;
+        let (s3, s3_calls) = code2des_testkit::s3::counted(&store.client);
+        Self { db, url, pool, s3, s3_calls, store }
     }
 
     /// A pool of `size` to `url` (for instance through the counting proxy).
@@ -57,26 +43,11 @@ impl App {
         shared::db::connect::pool(&DbConfig::from_url(url).unwrap(), None, size).unwrap()
     }
 
-    /// The bench settings: SPEC's defaults, this bucket, the bench webhook secret.
-    pub fn settings(&self) -> Settings {
-        Settings {
-            database: DatabaseSource::Url(SecretString::from(self.url.clone())),
-            webhook_secret: SecretSource::Plain(SecretString::from(SECRET)),
-            webhook: Default::default(),
-            bucket: Some(BUCKET.into()),
-            s3_endpoint: None,
-            callback_url: Some(CALLBACK.into()),
-            deadline: shared::domain::job::DEFAULT_DEADLINE,
-            max_attempts: shared::domain::job::DEFAULT_MAX_ATTEMPTS,
-            pool_size: 2,
-            ca_bundle: None,
-        }
-    }
-
-    /// Resources around `pool` and this app's S3 client (`s3` to use another client).
+    /// Resources around `pool` and this app's S3 client (`s3` to use another client), with the
+    /// test settings.
     pub fn resources(&self, pool: &deadpool_postgres::Pool, s3: Option<aws_sdk_s3::Client>) -> Resources {
-        Resources::prebuilt(self.settings(), pool.clone(), self.db.cursor_key(), s3.unwrap_or_else(|| self.s3.clone()))
-            .expect("bench settings are complete")
+        let settings = code2des_testkit::settings(&self.url, 2);
+        code2des_testkit::resources(settings, &self.db, pool, s3.unwrap_or_else(|| self.s3.clone()))
     }
 
     // Each function is built by its own `Deps::new`, as its Lambda `main` builds it.
@@ -118,11 +89,7 @@ impl App {
 
     /// An organization with one project, a member and a completed page import.
     pub async fn tenant(&self) -> Tenant {
-        let c = self.pool.get().await.unwrap();
-        let sub = format!("sub-{}", uuid::Uuid::new_v4());
-        let pi = format!("pi-{}", uuid::Uuid::new_v4().simple());
-        let capture = format!("s3://{BUCKET}/captures/x.json");
-        code2des_local::seed::tenant(&c, "org", &sub, &pi, "1", Some(&capture)).await.unwrap()
+        code2des_testkit::tenant(&self.pool.get().await.unwrap(), "1").await
     }
 
     /// `n` processing jobs (nonce [`NONCE`]) inserted directly; their ids.
@@ -145,25 +112,14 @@ impl App {
     /// Completes `id` as a worker would: `images` PNGs of `side`×`side` (noise, so about
     /// 3·side² bytes each) and a result artifact using them, then the row set completed.
     pub async fn complete(&self, id: &str, images: usize, side: u32) {
-        let prefix = format!("code2des/{id}/1/");
-        let mut map = serde_json::Map::new();
-        let mut refs = Vec::new();
-        for i in 0..images {
-            let r = format!("img{i}");
-            let key = format!("{prefix}images/{r}.png");
-            self.put(&key, png(side, side)).await;
-            map.insert(r.clone(), json!({"key": key, "mime_type": "image/png"}));
-            refs.push(r);
+        let (map, refs) = worker::images(id, images);
+        for (_, key) in &refs {
+            self.put(key, png(side, side)).await;
         }
-        let children: Vec<Value> = refs
-            .iter()
-            .map(|r| json!({"type": "RECTANGLE", "name": r, "fills": [{"type": "IMAGE", "imageRef": r, "scaleMode": "FILL"}]}))
-            .collect();
-        let art = json!({
-            "version": 1, "kind": "result", "code2des_id": id, "attempt": 1, "nonce": NONCE, "warning_count": 0,
-            "document": {"type": "FRAME", "name": "Screen", "children": children}, "images": map,
-        });
-        let key = format!("{prefix}result.json");
+        let used: Vec<&str> = refs.iter().map(|(r, _)| r.as_str()).collect();
+        let mut art = worker::artifact(id, NONCE, map, &used);
+        art["warning_count"] = json!(0);
+        let key = format!("code2des/{id}/1/result.json");
         self.put(&key, serde_json::to_vec(&art).unwrap()).await;
         let c = self.pool.get().await.unwrap();
         c.execute(
@@ -179,50 +135,24 @@ impl App {
     }
 }
 
-// --- events ---------------------------------------------------------------------------------
+// --- events, as the JSON text API Gateway would deliver ----------------------------------------
 
-pub fn events_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../events")
-}
-
-pub fn event(name: &str) -> Value {
-    let path = events_dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).expect("event files are JSON")
-}
-
-/// A user-route event for this tenant as the JSON text API Gateway would deliver.
-pub fn user_event(file: &str, t: &Tenant, id: Option<&str>, body: Option<String>) -> String {
-    let mut ev = event(file);
-    ev["pathParameters"]["organizationId"] = json!(t.org.to_string());
-    ev["pathParameters"]["projectId"] = json!(t.project.to_string());
-    if let Some(id) = id {
-        ev["pathParameters"]["code2desId"] = json!(id);
-    }
-    ev["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(t.sub);
-    if let Some(b) = body {
-        ev["body"] = json!(b);
-    }
-    if let Some(h) = ev["headers"].as_object_mut() {
-        h.remove("idempotency-key");
-    }
-    ev.to_string()
+/// A user-route event for this tenant, as its member.
+fn user_event(file: &str, t: &Tenant, id: Option<&str>, body: Option<String>) -> String {
+    events::user_event(file, t, Some(&t.sub), id, body).to_string()
 }
 
 pub fn trigger_event(t: &Tenant) -> String {
-    let body = json!({"pageImportId": t.page_import, "figmaFileKey": "FILEkey123", "screenId": "screen-1"});
-    user_event("trigger.json", t, None, Some(body.to_string()))
+    events::trigger_event(t, Some(&t.sub), events::default_body(t), None).to_string()
 }
 
 pub fn get_event(t: &Tenant, id: &str) -> String {
     user_event("lifecycle-get.json", t, Some(id), None)
 }
 
+/// The list without query parameters (the first page of 50).
 pub fn list_event(t: &Tenant) -> String {
-    let mut ev: Value = serde_json::from_str(&user_event("lifecycle-list.json", t, None, None)).unwrap();
-    ev["rawQueryString"] = json!("");
-    ev.as_object_mut().unwrap().remove("queryStringParameters");
-    ev.to_string()
+    events::list_event(t, Some(&t.sub), &[]).to_string()
 }
 
 pub fn result_event(t: &Tenant, id: &str) -> String {
@@ -235,21 +165,13 @@ pub fn placement_event(t: &Tenant, id: &str) -> String {
 
 /// The worker's signed "completed" report for `id` (signed now).
 pub fn webhook_event(id: &str) -> String {
-    let body = json!({
-        "code2des_id": id, "attempt": 1, "nonce": NONCE, "status": "completed",
-        "result_url": format!("s3://{BUCKET}/code2des/{id}/1/result.json"), "warning_count": 0,
-    })
-    .to_string();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
-    let mut ev = event("webhook.json");
-    ev["headers"]["code2des-signature"] =
-        json!(shared::domain::signature::header_value(SECRET.as_bytes(), now, body.as_bytes()));
-    ev["body"] = json!(body);
-    ev.to_string()
+    let key = format!("code2des/{id}/1/result.json");
+    let body = worker::completed_report(id, 1, NONCE, &key, json!(0)).to_string();
+    events::webhook_event(body.as_bytes(), Some(worker::sign(body.as_bytes()))).to_string()
 }
 
 pub fn request(ev: &str) -> Request {
-    lambda_http::request::from_str(ev).expect("an API Gateway v2 event")
+    events::parse(ev)
 }
 
 /// Status and body length of a response.
@@ -257,52 +179,7 @@ pub fn answer(resp: Response<Body>) -> (u16, usize) {
     (resp.status().as_u16(), resp.body().len())
 }
 
-// --- images ---------------------------------------------------------------------------------
-
 /// A real RGB PNG with random pixels (incompressible): about 3·w·h bytes.
 pub fn png(w: u32, h: u32) -> Vec<u8> {
-    code2des_local::seed::png(w, h, true)
-}
-
-// --- S3 request counter ---------------------------------------------------------------------
-
-/// S3 requests sent (every attempt), by method.
-#[derive(Debug, Default)]
-pub struct S3Counter {
-    pub get: AtomicU64,
-    pub head: AtomicU64,
-    pub put: AtomicU64,
-    pub other: AtomicU64,
-}
-
-impl S3Counter {
-    pub fn snapshot(&self) -> [u64; 4] {
-        [&self.get, &self.head, &self.put, &self.other].map(|c| c.load(Ordering::Relaxed))
-    }
-}
-
-#[derive(Debug)]
-struct CountS3(Arc<S3Counter>);
-
-impl aws_sdk_s3::config::Intercept for CountS3 {
-    fn name(&self) -> &'static str {
-        "bench-s3-counter"
-    }
-
-    fn read_before_transmit(
-        &self,
-        context: &aws_sdk_s3::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
-        _rc: &aws_sdk_s3::config::RuntimeComponents,
-        _cfg: &mut aws_sdk_s3::config::ConfigBag,
-    ) -> Result<(), aws_sdk_s3::error::BoxError> {
-        let c = &self.0;
-        let counter = match context.request().method() {
-            "GET" => &c.get,
-            "HEAD" => &c.head,
-            "PUT" => &c.put,
-            _ => &c.other,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
+    worker::png_with(w, h, true)
 }

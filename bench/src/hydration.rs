@@ -163,7 +163,7 @@ pub async fn run(app: Arc<App>, quick: bool) {
         let mut last = (0u64, 0u64, 0u64);
         for _ in 0..reps {
             let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["hydration-child", &app.url, &app.s3_server.endpoint(), &tenant_arg(&t), id])
+                .args(["hydration-child", &app.url, &app.store.endpoint().expect("S3 running"), &tenant_arg(&t), id])
                 .output()
                 .expect("spawn the hydration child");
             let text = String::from_utf8_lossy(&out.stdout);
@@ -275,11 +275,7 @@ async fn requests_per_get(
 /// HEAD then GET of the artifact, then every image's HEAD at once, then every image's GET at
 /// once (bodies read; no validation or encoding).
 async fn previous_pattern(app: &App, s3: &aws_sdk_s3::Client, t: &Tenant, id: &str, images: usize) -> bool {
-    let scope = shared::domain::scope::Scope {
-        organization_id: shared::domain::ids::OrganizationId::parse(&t.org.to_string()).unwrap(),
-        project_id: shared::domain::ids::ProjectId::parse(&t.project.to_string()).unwrap(),
-        subject: shared::domain::ids::Subject::parse(&t.sub).unwrap(),
-    };
+    let scope = code2des_testkit::scope(t);
     let job_id = shared::domain::ids::Code2desId::parse(id).unwrap();
     {
         let c = app.pool.get().await.unwrap();

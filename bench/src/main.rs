@@ -12,6 +12,7 @@ mod coldstart;
 mod fixture;
 mod hydration;
 mod latency;
+mod load;
 mod pg;
 mod pgproxy;
 mod reads;
@@ -112,7 +113,7 @@ fn run(args: Args) -> Result<(), String> {
     if c == "coldstart" {
         return Ok(());
     }
-    let cluster = pg::Cluster::start()?;
+    let cluster = pg::cluster()?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     let quick = args.quick;
     let rounds = args.rounds.unwrap_or(if quick { 1 } else { 5 });

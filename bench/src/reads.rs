@@ -17,24 +17,25 @@
 //! variant is checked to return the same job(s) before anything is timed.
 
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
+use code2des_testkit::process::KillOnDrop;
+use code2des_testkit::scope;
 use shared::db::columns::Layout;
 use shared::db::lifecycle::{self as store, ListQuery};
 use shared::domain::ids::Code2desId;
 use shared::domain::job::Job;
-use shared::domain::scope::{JobRef, Scope};
+use shared::domain::scope::JobRef;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row, Statement};
 
 use crate::fixture::{App, Tenant};
-use crate::stats::{f2, median, ms, pct, Table};
+use crate::load::{drive, warn_failures, Op, Sample, Summary};
+use crate::stats::{f2, median, Table};
 
 const DEADLINE: Duration = shared::domain::job::DEFAULT_DEADLINE;
 /// shared::store's GET_JOB and LIST_JOBS (checked below to answer exactly as shared::store does).
@@ -44,8 +45,6 @@ const LIST_CALL: &str = "SELECT * FROM code2des_list_jobs($1, $2, $3, $4, $5, $6
 const LIST_LIMIT: i64 = 51;
 /// Jobs in the listed project (one page).
 const LIST_ITEMS: usize = 20;
-
-type Op = Arc<dyn Fn(usize) -> BoxFuture<'static, bool> + Send + Sync>;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Read {
@@ -64,53 +63,11 @@ struct Variant {
     swap: Option<(Arc<str>, Arc<str>)>,
 }
 
-struct Sample {
-    lat_ms: Vec<f64>,
-    tput: f64,
-    failures: usize,
-}
-
-/// `total` calls of `op` by `conc` workers, or fewer if `cap` runs out first.
-async fn drive(conc: usize, total: usize, cap: Duration, op: Op) -> Sample {
-    let next = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
-    let fails = Arc::new(AtomicUsize::new(0));
-    let lats = Arc::new(Mutex::new(Vec::with_capacity(total)));
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..conc)
-        .map(|w| {
-            let (next, done, fails, lats, op) = (next.clone(), done.clone(), fails.clone(), lats.clone(), op.clone());
-            tokio::spawn(async move {
-                let mut mine = Vec::new();
-                while next.fetch_add(1, Ordering::Relaxed) < total && start.elapsed() < cap {
-                    let t0 = Instant::now();
-                    if !op(w).await {
-                        fails.fetch_add(1, Ordering::Relaxed);
-                    }
-                    mine.push(ms(t0.elapsed()));
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-                lats.lock().unwrap().extend(mine);
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.unwrap();
-    }
-    let elapsed = start.elapsed();
-    let lat_ms = std::mem::take(&mut *lats.lock().unwrap());
-    Sample {
-        lat_ms,
-        tput: done.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64(),
-        failures: fails.load(Ordering::Relaxed),
-    }
-}
-
 // --- the local stack and a minimal HTTP client ------------------------------------------------
 
 /// The release `code2des-local`, on free loopback ports, against the bench database.
 struct LocalStack {
-    child: Child,
+    child: KillOnDrop,
     addr: SocketAddr,
     _dir: tempfile::TempDir,
 }
@@ -151,10 +108,10 @@ impl LocalStack {
             .stderr(log)
             .spawn()
             .map_err(|e| format!("{}: {e}", bin.display()))?;
-        let mut stack = Self { child, addr, _dir: dir };
+        let mut stack = Self { child: KillOnDrop(child), addr, _dir: dir };
         let t0 = Instant::now();
         loop {
-            if let Ok(Some(status)) = stack.child.try_wait() {
+            if let Ok(Some(status)) = stack.child.0.try_wait() {
                 let log = std::fs::read_to_string(stack._dir.path().join("log")).unwrap_or_default();
                 return Err(format!("code2des-local exited during start-up ({status}): {log}"));
             }
@@ -170,13 +127,6 @@ impl LocalStack {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
-}
-
-impl Drop for LocalStack {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -240,7 +190,7 @@ async fn http_op(addr: SocketAddr, conc: usize, request: Vec<u8>, expect: u16) -
         conns.push(tokio::sync::Mutex::new(HttpConn::connect(addr).await.expect("connect to code2des-local")));
     }
     let (conns, request) = (Arc::new(conns), Arc::new(request));
-    Arc::new(move |w| {
+    Arc::new(move |w, _| {
         let (conns, request) = (conns.clone(), request.clone());
         Box::pin(async move { matches!(conns[w].lock().await.call(&request).await, Ok(s) if s == expect) })
     })
@@ -395,14 +345,6 @@ fn jobs(rows: &[Row]) -> Option<Vec<Job>> {
     rows.iter().filter(|r| layout.has_job(r)).map(|r| shared::db::columns::from_laid_row(r, &layout).ok()).collect()
 }
 
-fn scope(t: &Tenant) -> Scope {
-    Scope {
-        organization_id: shared::domain::ids::OrganizationId::parse(&t.org.to_string()).unwrap(),
-        project_id: shared::domain::ids::ProjectId::parse(&t.project.to_string()).unwrap(),
-        subject: shared::domain::ids::Subject::parse(&t.sub).unwrap(),
-    }
-}
-
 /// Statement text → an op on the raw connections: prepared once per connection (named), or
 /// sent with `query_typed` (unnamed) every call. Succeeds when it decodes `rows` jobs.
 async fn sql_op<const N: usize>(
@@ -424,7 +366,7 @@ async fn sql_op<const N: usize>(
     };
     let (raw, sql) = (raw.clone(), Arc::<str>::from(sql));
     let a = Arc::<dyn ArgsOf<N>>::from(args());
-    Arc::new(move |w| {
+    Arc::new(move |w, _| {
         let (raw, sql, stmts, a) = (raw.clone(), sql.clone(), stmts.clone(), a.clone());
         Box::pin(async move {
             let params = a.params();
@@ -484,7 +426,7 @@ async fn run_variant(admin: &Client, v: &Variant, conc: usize, total: usize, cap
     if let Some((swap, _)) = &v.swap {
         admin.batch_execute(swap).await.map_err(|e| format!("swap for {}: {e}", v.name))?;
     }
-    let s = drive(conc, total, cap, v.op.clone()).await;
+    let s = drive(conc, total, Some(cap), v.op.clone()).await;
     if let Some((_, undo)) = &v.swap {
         admin.batch_execute(undo).await.map_err(|e| format!("undo the swap for {}: {e}", v.name))?;
     }
@@ -728,7 +670,7 @@ async fn measure(
         };
         let handler_op = |ev: String| -> Op {
             let (deps, ev) = (lifecycle.clone(), Arc::new(ev));
-            Arc::new(move |_| {
+            Arc::new(move |_, _| {
                 let (deps, ev) = (deps.clone(), ev.clone());
                 Box::pin(async move {
                     code2des_lifecycle::handler::handle(&deps, crate::fixture::request(&ev)).await.status() == 200
@@ -918,19 +860,15 @@ async fn measure(
             }
         }
         for (i, v) in variants.iter().enumerate() {
-            let fails: usize = samples[i].iter().map(|s| s.failures).sum();
-            if fails > 0 {
-                eprintln!("warning: {} c={c}: {fails} calls failed", v.name);
-            }
-            let lat: Vec<f64> = samples[i].iter().flat_map(|s| s.lat_ms.iter().copied()).collect();
-            let tput = median(&samples[i].iter().map(|s| s.tput).collect::<Vec<_>>());
+            let s = Summary::of(&samples[i]);
+            warn_failures(&v.name, c, s.failures);
             let ratio = median(&ratios[i]);
             table.row(vec![
                 v.name.clone(),
                 c.to_string(),
-                f2(median(&lat)),
-                f2(pct(&lat, 99.0)),
-                format!("{tput:.0}"),
+                f2(s.p50_ms),
+                f2(s.p99_ms),
+                format!("{:.0}", s.tput),
                 f2(ratio),
             ]);
             if v.name.starts_with("HTTP: lifecycle GET") || v.name.starts_with("HTTP: list") {

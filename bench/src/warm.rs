@@ -5,10 +5,10 @@
 //! Handler and raw runs alternate within each round; the ratio is taken per round (paired),
 //! then its median across rounds.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
+use code2des_testkit::scope;
 use futures::future::BoxFuture;
 use shared::db::lifecycle::{get_job, list_jobs, ListQuery};
 use shared::db::placement::{place, Placed};
@@ -16,61 +16,14 @@ use shared::db::trigger::{insert_job, Inserted, NewJob};
 use shared::db::webhook::{record_outcome, AttemptRef, Outcome};
 use shared::domain::ids::Code2desId;
 use shared::domain::job::Status;
-use shared::domain::scope::{JobRef, Scope};
+use shared::domain::scope::JobRef;
 
 use crate::fixture::{self, request, App, Tenant, BUCKET, NONCE};
-use crate::stats::{f2, median, ms, pct, Table};
+use crate::load::{drive, warn_failures, Op, Summary};
+use crate::stats::{f2, median, Table};
 
-type Op = Arc<dyn Fn(usize, usize) -> BoxFuture<'static, bool> + Send + Sync>;
 /// Builds, per case of `total` calls: the handler op, the raw op, and optionally raw SQL + S3.
 type MakeOps = Box<dyn Fn(usize) -> BoxFuture<'static, (Op, Op, Option<Op>)> + Send + Sync>;
-
-struct Sample {
-    lat_ms: Vec<f64>,
-    tput: f64,
-    failures: usize,
-}
-
-async fn drive(conc: usize, total: usize, op: Op) -> Sample {
-    let next = Arc::new(AtomicUsize::new(0));
-    let lats = Arc::new(Mutex::new(Vec::with_capacity(total)));
-    let fails = Arc::new(AtomicUsize::new(0));
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..conc)
-        .map(|w| {
-            let (next, lats, fails, op) = (next.clone(), lats.clone(), fails.clone(), op.clone());
-            tokio::spawn(async move {
-                let mut mine = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= total {
-                        break;
-                    }
-                    let t0 = Instant::now();
-                    if !op(w, i).await {
-                        fails.fetch_add(1, Ordering::Relaxed);
-                    }
-                    mine.push(ms(t0.elapsed()));
-                }
-                lats.lock().unwrap().extend(mine);
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.unwrap();
-    }
-    let elapsed = start.elapsed();
-    let lat_ms = std::mem::take(&mut *lats.lock().unwrap());
-    Sample { lat_ms, tput: total as f64 / elapsed.as_secs_f64(), failures: fails.load(Ordering::Relaxed) }
-}
-
-fn scope(t: &Tenant) -> Scope {
-    Scope {
-        organization_id: shared::domain::ids::OrganizationId::parse(&t.org.to_string()).unwrap(),
-        project_id: shared::domain::ids::ProjectId::parse(&t.project.to_string()).unwrap(),
-        subject: shared::domain::ids::Subject::parse(&t.sub).unwrap(),
-    }
-}
 
 const DEADLINE: Duration = shared::domain::job::DEFAULT_DEADLINE;
 
@@ -125,39 +78,35 @@ pub async fn run(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, quick: bo
                 let (hop, rop, r2op) = (route.make)(total).await;
                 // Alternate which side goes first.
                 let (hs, rs) = if round % 2 == 0 {
-                    let rs = drive(c, total, rop).await;
-                    (drive(c, total, hop).await, rs)
+                    let rs = drive(c, total, None, rop).await;
+                    (drive(c, total, None, hop).await, rs)
                 } else {
-                    let hs = drive(c, total, hop).await;
-                    (hs, drive(c, total, rop).await)
+                    let hs = drive(c, total, None, hop).await;
+                    (hs, drive(c, total, None, rop).await)
                 };
                 ratios.push(hs.tput / rs.tput);
                 if let Some(op) = r2op {
-                    let s = drive(c, total, op).await;
+                    let s = drive(c, total, None, op).await;
                     ratios2.push(hs.tput / s.tput);
                     r2.push(s);
                 }
                 h.push(hs);
                 r.push(rs);
             }
-            let fails: usize = h.iter().chain(&r).chain(&r2).map(|s| s.failures).sum();
-            if fails > 0 {
-                eprintln!("warning: {} c={c}: {fails} calls failed", route.name);
-            }
-            let lat = |v: &[Sample]| v.iter().flat_map(|s| s.lat_ms.iter().copied()).collect::<Vec<f64>>();
-            let tput = |v: &[Sample]| median(&v.iter().map(|s| s.tput).collect::<Vec<_>>());
-            let (hl, rl) = (lat(&h), lat(&r));
+            let (h, r) = (Summary::of(&h), Summary::of(&r));
+            let r2 = (!r2.is_empty()).then(|| Summary::of(&r2));
+            warn_failures(route.name, c, h.failures + r.failures + r2.as_ref().map_or(0, |s| s.failures));
             table.row(vec![
                 route.name.to_owned(),
                 c.to_string(),
-                f2(median(&hl)),
-                f2(pct(&hl, 99.0)),
-                format!("{:.0}", tput(&h)),
-                f2(median(&rl)),
-                f2(pct(&rl, 99.0)),
-                format!("{:.0}", tput(&r)),
+                f2(h.p50_ms),
+                f2(h.p99_ms),
+                format!("{:.0}", h.tput),
+                f2(r.p50_ms),
+                f2(r.p99_ms),
+                format!("{:.0}", r.tput),
                 f2(median(&ratios)),
-                if r2.is_empty() { "".into() } else { format!("{:.0}", tput(&r2)) },
+                r2.map_or_else(String::new, |s| format!("{:.0}", s.tput)),
                 if ratios2.is_empty() { "".into() } else { f2(median(&ratios2)) },
             ]);
         }

@@ -8,3 +8,4 @@ pub mod s3server;
 pub mod seed;
 mod serve;
 pub mod stack;
+pub mod year;

@@ -47,6 +47,9 @@ pub struct Config {
     pub sweep_every: Duration,
 }
 
+/// How often the local stack purges (template.yaml's schedule of the purge function).
+pub const PURGE_EVERY: Duration = Duration::from_secs(60 * 60);
+
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
@@ -327,6 +330,23 @@ pub async fn start(mut cfg: Config) -> Result<Running, StartError> {
                 _ = tick.tick() => {
                     if let Err(e) = code2des_sweep::sweep(&sweep).await {
                         tracing::warn!(error = %e, "sweep failed; the next tick tries again");
+                    }
+                }
+            }
+        }
+    }));
+    // The purge (retention), as the schedule runs it in AWS: the same function, every hour.
+    let purge = code2des_purge::Deps::new(&resources).await.map_err(|e| StartError::Config(e.to_string()))?;
+    let mut purge_stopped = stopped.clone();
+    tasks.push(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(PURGE_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = purge_stopped.changed() => return,
+                _ = tick.tick() => {
+                    if let Err(e) = code2des_purge::purge(&purge).await {
+                        tracing::warn!(error = %e, "purge failed; the next tick tries again");
                     }
                 }
             }

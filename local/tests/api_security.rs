@@ -15,10 +15,11 @@ mod helpers;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use helpers::{default_body, trigger_event, Answer, Tenant, TestApp, SECRET};
+use helpers::{default_body, list_event, trigger_event, user_event, Answer, Tenant, TestApp, SECRET};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use serde_json::{json, Value};
+use shared::http::routes::{Route, RouteId, ROUTES};
 
 // --- log capture -------------------------------------------------------------------------------
 
@@ -63,22 +64,27 @@ fn log_text() -> String {
 
 // --- the matrix ----------------------------------------------------------------------------------
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Trigger,
-    List,
-    Get,
-    Result,
-    Placement,
-    Retry,
-    Cancel,
-    Delete,
+/// The matrix's operations: every user route of THE route table (the webhook authenticates by
+/// signature and has its own checks, tests/api/webhook.rs). A route added to the table is in
+/// the matrix; a route added to `RouteId` does not compile until [`request`] and
+/// [`changes_the_job`] say how the matrix calls it.
+fn user_routes() -> Vec<RouteId> {
+    ROUTES.iter().filter(|r| r.user).map(|r| r.id).collect()
 }
 
-const OPS: [Op; 8] = [Op::Trigger, Op::List, Op::Get, Op::Result, Op::Placement, Op::Retry, Op::Cancel, Op::Delete];
+/// Whether the route changes a job the matrix reads: the owner's own calls to such routes come
+/// after the matrix, in [`OWNER_WRITES`]' order.
+fn changes_the_job(route: RouteId) -> bool {
+    match route {
+        RouteId::Retry | RouteId::Cancel | RouteId::Delete => true,
+        RouteId::Trigger | RouteId::List | RouteId::Get | RouteId::Result | RouteId::Placement => false,
+        RouteId::Webhook => unreachable!("not a user route"),
+    }
+}
 
-/// The routes that change a job: the owner's own calls to them come after the matrix.
-const WRITES: [Op; 3] = [Op::Retry, Op::Cancel, Op::Delete];
+/// The owner's calls to the routes that change a job, in an order in which each succeeds (a
+/// deleted job cannot be cancelled), with the status each answers.
+const OWNER_WRITES: [(RouteId, u16); 3] = [(RouteId::Retry, 202), (RouteId::Cancel, 200), (RouteId::Delete, 204)];
 
 /// A tenant's jobs, each in the state in which its routes would act: the completed one is read
 /// and placed, the failed one retried, the processing one cancelled and deleted.
@@ -122,22 +128,30 @@ impl Call {
     }
 }
 
-async fn send(app: &TestApp, op: Op, c: &Call) -> Answer {
-    send_as(app, op, c, Some(&c.sub)).await
+async fn send(app: &TestApp, route: RouteId, c: &Call) -> Answer {
+    send_as(app, route, c, Some(&c.sub)).await
 }
 
-/// `op` with `sub` as the identity (`None`: no identity at all).
-async fn send_as(app: &TestApp, op: Op, c: &Call, sub: Option<&str>) -> Answer {
+/// `route` with `sub` as the identity (`None`: no identity at all).
+async fn send_as(app: &TestApp, route: RouteId, c: &Call, sub: Option<&str>) -> Answer {
+    app.dispatch(&request(route, c, sub)).await
+}
+
+/// The request the matrix sends on `route` as the caller `c` with identity `sub`: each route
+/// acts on the job in the state in which it would succeed for its owner.
+fn request(route: RouteId, c: &Call, sub: Option<&str>) -> Value {
     let t = c.tenant();
-    match op {
-        Op::Trigger => app.trigger_raw(trigger_event(&t, sub, default_body(&t), None)).await,
-        Op::List => app.list(&t, sub, &[]).await,
-        Op::Get => app.get(&t, sub, &c.job.completed).await,
-        Op::Result => app.result(&t, sub, &c.job.completed).await,
-        Op::Placement => app.place(&t, sub, &c.job.completed, "1:2").await,
-        Op::Retry => app.retry_as(&t, sub, &c.job.failed, Some(1)).await,
-        Op::Cancel => app.cancel(&t, sub, &c.job.processing).await,
-        Op::Delete => app.delete(&t, sub, &c.job.processing).await,
+    let on = |job: &str, body: Option<Value>| {
+        user_event(Route::get(route).event_file, &t, sub, Some(job), body.map(|b| b.to_string()))
+    };
+    match route {
+        RouteId::Trigger => trigger_event(&t, sub, default_body(&t), None),
+        RouteId::List => list_event(&t, sub, &[]),
+        RouteId::Get | RouteId::Result => on(&c.job.completed, None),
+        RouteId::Placement => on(&c.job.completed, Some(json!({"nodeId": "1:2"}))),
+        RouteId::Retry => on(&c.job.failed, Some(json!({"attempt": 1}))),
+        RouteId::Cancel | RouteId::Delete => on(&c.job.processing, None),
+        RouteId::Webhook => unreachable!("not a user route"),
     }
 }
 
@@ -150,14 +164,14 @@ enum Cell {
     Skip,
 }
 
-fn cell(op: Op, scope: &str) -> Cell {
-    match (op, scope) {
+fn cell(route: RouteId, scope: &str) -> Cell {
+    match (route, scope) {
         // A member may list every live project of the organization.
-        (Op::List, "soft-deleted job" | "soft-deleted page import" | "other project of the same organization") => {
+        (RouteId::List, "soft-deleted job" | "soft-deleted page import" | "other project of the same organization") => {
             Cell::ListedWithout
         }
-        (Op::List, "own organization path, job and page import of another") => Cell::Skip,
-        (Op::Trigger, "soft-deleted job") => Cell::Skip,
+        (RouteId::List, "own organization path, job and page import of another") => Cell::Skip,
+        (RouteId::Trigger, "soft-deleted job") => Cell::Skip,
         _ => Cell::NotFound,
     }
 }
@@ -218,34 +232,38 @@ async fn every_user_route_answers_404_alike_for_every_foreign_scope() {
         ("soft-deleted job", Call::own(&del_job, &del_job_job)),
     ];
 
+    let routes = user_routes();
     // The owner gets through on every route that reads (the ones that write: after the matrix):
     // the 404s below are about scope, nothing else.
-    for op in OPS.into_iter().filter(|op| !WRITES.contains(op)) {
-        let a = send(&app, op, &own).await;
-        assert!(a.status == 200 || a.status == 202, "{op:?} own scope: {a:?}");
+    for &route in routes.iter().filter(|r| !changes_the_job(**r)) {
+        let a = send(&app, route, &own).await;
+        assert!(a.status == 200 || a.status == 202, "{route:?} own scope: {a:?}");
     }
     let rows = app.snapshot().await;
     let objects = app.object_keys().await;
 
     // No identity at all: 401 on every route.
-    for op in OPS {
-        let a = send_as(&app, op, &own, None).await;
-        assert_eq!((a.status, a.code()), (401, "unauthorized"), "{op:?} without identity: {a:?}");
+    for &route in &routes {
+        let a = send_as(&app, route, &own, None).await;
+        assert_eq!((a.status, a.code()), (401, "unauthorized"), "{route:?} without identity: {a:?}");
     }
 
     let mut checked = 0;
-    for op in OPS {
-        let reference =
-            if matches!(op, Op::List) { send(&app, op, &never).await } else { send(&app, op, &never_job).await };
-        assert_eq!(reference.status, 404, "{op:?} never existed: {reference:?}");
+    for &route in &routes {
+        let reference = if matches!(route, RouteId::List) {
+            send(&app, route, &never).await
+        } else {
+            send(&app, route, &never_job).await
+        };
+        assert_eq!(reference.status, 404, "{route:?} never existed: {reference:?}");
         assert!(reference.json["requestId"].is_string());
         for (name, call) in &scopes {
-            let cell = cell(op, name);
+            let cell = cell(route, name);
             if matches!(cell, Cell::Skip) {
                 // Not sent at all: such a call is the caller's own and would succeed.
                 continue;
             }
-            let a = send(&app, op, call).await;
+            let a = send(&app, route, call).await;
             if matches!(cell, Cell::ListedWithout) {
                 assert_eq!(a.status, 200, "{name}: {a:?}");
                 let items = a.json["items"].as_array().unwrap();
@@ -257,20 +275,21 @@ async fn every_user_route_answers_404_alike_for_every_foreign_scope() {
                 }
                 continue;
             }
-            assert_eq!(a.status, 404, "{op:?} × {name}: {a:?}");
+            assert_eq!(a.status, 404, "{route:?} × {name}: {a:?}");
             assert_eq!(
                 a.json["error"], reference.json["error"],
-                "{op:?} × {name}: the body differs from never-existed"
+                "{route:?} × {name}: the body differs from never-existed"
             );
             let keys: Vec<&String> = a.json.as_object().unwrap().keys().collect();
-            assert_eq!(keys, ["error", "requestId"], "{op:?} × {name}");
+            assert_eq!(keys, ["error", "requestId"], "{route:?} × {name}");
             checked += 1;
         }
     }
-    // 8 routes × 10 scopes, less the cells where the project is the caller's own and alive.
-    let expected = OPS
+    // Every user route (8 today) × 10 scopes, less the cells where the project is the caller's
+    // own and alive.
+    let expected = routes
         .iter()
-        .flat_map(|op| scopes.iter().map(move |(n, _)| cell(*op, n)))
+        .flat_map(|route| scopes.iter().map(move |(n, _)| cell(*route, n)))
         .filter(|c| matches!(c, Cell::NotFound))
         .count();
     assert_eq!(checked, expected);
@@ -283,9 +302,27 @@ async fn every_user_route_answers_404_alike_for_every_foreign_scope() {
     assert_eq!(row.get::<_, Option<String>>("materialized_node_id").as_deref(), Some("1:2"));
 
     // And the jobs were live all along: their owner retries, cancels and deletes them.
-    assert_eq!(send(&app, Op::Retry, &own).await.status, 202);
-    assert_eq!(send(&app, Op::Cancel, &own).await.status, 200);
-    assert_eq!(send(&app, Op::Delete, &own).await.status, 204);
+    for (route, status) in OWNER_WRITES {
+        assert_eq!(send(&app, route, &own).await.status, status, "{route:?} own scope");
+    }
+}
+
+/// The matrix covers the route table: it sends every user route (and nothing else), each
+/// request reaching the route it is built for, and every route that changes a job is called by
+/// its owner after the matrix.
+#[test]
+fn the_matrix_is_the_route_tables_user_routes() {
+    let table: Vec<RouteId> = RouteId::ALL.into_iter().filter(|id| Route::get(*id).user).collect();
+    assert_eq!(user_routes(), table);
+    assert!(!table.contains(&RouteId::Webhook));
+    let t = Tenant { org: 1, project: 2, sub: "s".into(), page_import: "pi".into() };
+    let c = Call::own(&t, &Jobs::never());
+    for route in table {
+        let ev = request(route, &c, Some("s"));
+        assert_eq!(ev["routeKey"], Route::get(route).key(), "{route:?}");
+        assert_eq!(ev["requestContext"]["routeKey"], Route::get(route).key(), "{route:?}");
+        assert_eq!(OWNER_WRITES.iter().any(|(r, _)| *r == route), changes_the_job(route), "{route:?}");
+    }
 }
 
 // --- responses and logs --------------------------------------------------------------------------

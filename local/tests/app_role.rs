@@ -4,63 +4,30 @@
 //! and nothing more: no DDL, no writes to the product's tables, no deletes of jobs, no
 //! ownership, no superuser. Migrating many databases at once (roles are server-wide) works.
 
+use code2des_testkit::db::{admin_url, create_migrated, db_url, db_url_as, unique_name, DropDatabase};
 use shared::db::connect::DbConfig;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 const APP_ROLE: &str = "code2des_app";
 
-fn admin_url() -> String {
-    std::env::var("TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-/// `admin_url` with another database and, optionally, another user.
-fn url(db: &str, user: Option<&str>) -> String {
-    let admin = admin_url();
-    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin).to_owned();
-    let base = match user {
-        Some(u) => base.replacen("postgres@", &format!("{u}@"), 1),
-        None => base,
-    };
-    format!("{base}/{db}")
-}
-
 struct Db {
-    name: String,
+    // Dropped first: the database goes before the owner's connection closes (WITH (FORCE)).
+    name: DropDatabase,
     owner: Client,
 }
 
 impl Db {
     /// A fresh database with every migration applied, as the migrate function applies them.
     async fn fresh() -> Self {
-        shared::db::connect::install_crypto_provider();
-        let name = format!("c2d_test_role_{}", uuid::Uuid::new_v4().simple());
-        let cfg = DbConfig::from_url(&url(&name, None)).unwrap();
-        assert!(shared::db::connect::ensure_database(&cfg, None).await.expect("PostgreSQL reachable"));
-        let mut owner = shared::db::connect::connect(&cfg, None).await.unwrap();
-        shared::db::migrate::migrate(&mut owner).await.expect("migrations apply");
-        Self { name, owner }
+        let name = unique_name("c2d_test_role");
+        let (_, owner) = create_migrated(&db_url(&name)).await;
+        Self { name: DropDatabase(name), owner }
     }
 
     async fn app(&self) -> Client {
-        let cfg = DbConfig::from_url(&url(&self.name, Some(APP_ROLE))).unwrap();
+        let cfg = DbConfig::from_url(&db_url_as(&self.name.0, APP_ROLE)).unwrap();
         shared::db::connect::connect(&cfg, None).await.expect("the application role logs in")
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(async {
-                let cfg = DbConfig::from_url(&admin_url()).unwrap();
-                if let Ok(c) = shared::db::connect::connect(&cfg, None).await {
-                    let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
-                }
-            });
-        })
-        .join();
     }
 }
 
@@ -71,26 +38,9 @@ async fn refused(app: &Client, sql: &str) {
 }
 
 async fn seed(owner: &Client) -> (i32, i32, String) {
-    let org: i32 =
-        owner.query_one("INSERT INTO organization (name) VALUES ('o') RETURNING id", &[]).await.unwrap().get(0);
-    let project: i32 = owner
-        .query_one("INSERT INTO project (organization_id, name) VALUES ($1, 'p') RETURNING id", &[&org])
-        .await
-        .unwrap()
-        .get(0);
-    owner
-        .execute("INSERT INTO organization_member (organization_id, subject) VALUES ($1, 'sub-1')", &[&org])
-        .await
-        .unwrap();
     let page = format!("pi-{}", uuid::Uuid::new_v4().simple());
-    owner
-        .execute(
-            "INSERT INTO page_import (id, organization_id, project_id, status) VALUES ($1, $2, $3, '1')",
-            &[&page, &org, &project],
-        )
-        .await
-        .unwrap();
-    (org, project, page)
+    let t = code2des_local::seed::tenant(owner, "o", "sub-1", &page, "1", None).await.unwrap();
+    (t.org, t.project, t.page_import)
 }
 
 #[tokio::test]
@@ -165,6 +115,20 @@ async fn the_application_role_reads_and_writes_what_the_functions_need() {
         .map(|r| r.get(0))
         .collect();
     assert!(functions.iter().all(|ok| *ok));
+
+    // The purge: the role deletes a job only through code2des_purge_jobs, which checks the rule
+    // (migration V7) as the owner. One deleted today stays; one deleted 31 days ago goes.
+    db.owner
+        .execute("UPDATE code2des SET deleted_at = now(), deleted_by = 'sub-1' WHERE id = $1", &[&id])
+        .await
+        .unwrap();
+    let purge = "SELECT code2des_purge_jobs(ARRAY[$1::varchar], 30)";
+    assert_eq!(app.query_one(purge, &[&id]).await.unwrap().get::<_, i32>(0), 0);
+    db.owner
+        .execute("UPDATE code2des SET deleted_at = now() - interval '31 days' WHERE id = $1", &[&id])
+        .await
+        .unwrap();
+    assert_eq!(app.query_one(purge, &[&id]).await.unwrap().get::<_, i32>(0), 1);
 }
 
 #[tokio::test]

@@ -8,41 +8,10 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use code2des_testkit::db::{db_url, unique_name, DropDatabase};
+use code2des_testkit::process::{free_port, wait_for_port, KillOnDrop};
+use code2des_testkit::{BUCKET, SECRET};
 use serde_json::{json, Value};
-
-const SECRET: &str = "metrics-webhook-secret";
-const BUCKET: &str = "code2des-artifacts";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn admin_base() -> String {
-    let admin = std::env::var("TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    admin.rsplit_once('/').unwrap().0.to_owned()
-}
-
-/// Kills the stack when the test ends, passing or not: a failed assertion must not leave a
-/// server running.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-struct DropDb(String);
-
-impl Drop for DropDb {
-    fn drop(&mut self) {
-        let _ = Command::new("psql")
-            .args(["-q", &format!("{}/postgres", admin_base()), "-c"])
-            .arg(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.0))
-            .output();
-    }
-}
 
 /// The EMF records among stdout's lines: JSON objects with an `_aws` member.
 fn records(stdout: &str) -> Vec<Value> {
@@ -70,9 +39,9 @@ fn total(recs: &[Value], metric: &str, reason: Option<&str>) -> f64 {
 
 #[tokio::test]
 async fn every_transition_and_refusal_is_one_emf_record_on_stdout() {
-    let db = format!("c2d_metrics_{}", uuid::Uuid::new_v4().simple());
-    let _cleanup = DropDb(db.clone());
-    let database_url = format!("{}/{db}", admin_base());
+    let db = unique_name("c2d_metrics");
+    let database_url = db_url(&db);
+    let _cleanup = DropDatabase(db);
     let dir = tempfile::tempdir().unwrap();
     let (port, s3_port) = (free_port(), free_port());
     let exe = env!("CARGO_BIN_EXE_code2des-local");
@@ -100,11 +69,7 @@ async fn every_transition_and_refusal_is_one_emf_record_on_stdout() {
         .spawn()
         .expect("code2des-local runs");
     let mut child = KillOnDrop(child);
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(60), "code2des-local did not open its port");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_port(port, Duration::from_secs(60), "code2des-local").await;
 
     let http = reqwest::Client::new();
     let base = format!("http://127.0.0.1:{port}/organizations/{org}/projects/{project}/code2des");

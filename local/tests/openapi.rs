@@ -157,7 +157,15 @@ fn job_schema_is_what_job_view_serialises() {
     let required: BTreeSet<&str> = schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert_eq!(schema["additionalProperties"], Value::Bool(false));
 
-    let full = serde_json::to_value(job_view(&job(true), &Policy { max_attempts: 3, ..Policy::default() })).unwrap();
+    let full = serde_json::to_value(job_view(
+        &job(true),
+        &Policy {
+            max_attempts: 3,
+            result_retention: Some(std::time::Duration::from_secs(30 * 86_400)),
+            ..Policy::default()
+        },
+    ))
+    .unwrap();
     let empty = serde_json::to_value(job_view(&job(false), &Policy { max_attempts: 3, ..Policy::default() })).unwrap();
     let fields: BTreeSet<&str> = full.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(documented, fields, "Job.properties vs JobView");
@@ -212,7 +220,7 @@ fn statuses_headers_and_security_are_documented() {
         ),
         (
             "GET /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/result",
-            &["200", "304", "400", "401", "404", "409", "502", "503"],
+            &["200", "304", "400", "401", "404", "409", "410", "502", "503"],
         ),
         (
             "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/retry",

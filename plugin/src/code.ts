@@ -1,23 +1,54 @@
 // The plugin's main thread: owns the Figma document, never the network. The UI iframe does
 // the API calls and sends the images one message each, then the document; this side turns
-// them into nodes (./build.ts) and answers the root's id for the placement call.
+// them into nodes (./build.ts), answers the root's id for the placement call, and finds a
+// placed job's node again.
 
 import { Builder, ImageStore } from "./build.js";
-import type { MainToUi, UiToMain } from "./messages.js";
+import type { FileInfo, MainToUi, UiToMain } from "./messages.js";
 
 const SETTINGS_KEY = "code2des.settings";
+const FILE_KEY_DATA = "code2des.fileKey";
 
-figma.showUI(__html__, { width: 380, height: 560, themeColors: true });
+// themeColors: Figma puts its theme's CSS variables (--figma-color-bg, …) into the UI.
+figma.showUI(__html__, { width: 400, height: 640, themeColors: true });
 
 let images = new ImageStore(figma);
 const send = (msg: MainToUi) => figma.ui.postMessage(msg);
+
+/**
+ * The key this file's jobs are listed by: `figma.fileKey` where Figma gives it (private
+ * plugins, `enablePrivatePluginApi` in manifest.json); otherwise a key made once and kept in
+ * the document's plugin data, so it stays with the file (a duplicate of the file shares it).
+ */
+function fileInfo(): FileInfo {
+  const name = figma.root.name;
+  if (figma.fileKey) return { key: figma.fileKey, source: "figma", name };
+  let key = figma.root.getPluginData(FILE_KEY_DATA);
+  if (!key) {
+    key = `doc-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    figma.root.setPluginData(FILE_KEY_DATA, key);
+  }
+  return { key, source: "document", name };
+}
+
+/** The node, or null when it is no longer in the file. */
+async function findNode(nodeId: string): Promise<SceneNode | null> {
+  const node = await figma.getNodeByIdAsync(nodeId);
+  if (!node || node.removed || node.type === "DOCUMENT" || node.type === "PAGE") return null;
+  return node as SceneNode;
+}
+
+function pageOf(node: BaseNode): PageNode | null {
+  let n: BaseNode | null = node;
+  while (n && n.type !== "PAGE") n = n.parent;
+  return n;
+}
 
 figma.ui.onmessage = async (msg: UiToMain) => {
   switch (msg.type) {
     case "ready": {
       const settings = (await figma.clientStorage.getAsync(SETTINGS_KEY)) ?? null;
-      // figma.fileKey is only given to private plugins; the UI asks the user otherwise.
-      send({ type: "init", settings, fileKey: figma.fileKey ?? null });
+      send({ type: "init", settings, file: fileInfo() });
       return;
     }
     case "save-settings":
@@ -52,6 +83,31 @@ figma.ui.onmessage = async (msg: UiToMain) => {
       } finally {
         // The next result starts from an empty store: image bytes are not kept around.
         images = new ImageStore(figma);
+      }
+      return;
+    case "show":
+      try {
+        const node = await findNode(msg.nodeId);
+        const page = node && pageOf(node);
+        if (!node || !page) {
+          send({ type: "shown", replyTo: msg.id, found: false, page: null });
+          return;
+        }
+        if (page.id !== figma.currentPage.id) await figma.setCurrentPageAsync(page);
+        figma.currentPage.selection = [node];
+        figma.viewport.scrollAndZoomIntoView([node]);
+        send({ type: "shown", replyTo: msg.id, found: true, page: page.name });
+      } catch (e) {
+        send({ type: "failed", replyTo: msg.id, message: String(e) });
+      }
+      return;
+    case "check-nodes":
+      try {
+        const missing: string[] = [];
+        for (const id of msg.nodeIds) if (!(await findNode(id))) missing.push(id);
+        send({ type: "nodes", replyTo: msg.id, missing });
+      } catch (e) {
+        send({ type: "failed", replyTo: msg.id, message: String(e) });
       }
       return;
     case "close":

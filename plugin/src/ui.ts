@@ -1,31 +1,66 @@
-// The plugin's UI iframe: the only side with network access. It triggers a job, polls it at the
-// pace the API sets (Retry-After) while showing the worker's progress, fetches the result,
-// hands the images to the main thread ONE per message (each acknowledged before the next),
-// then the document, and records the built root with placement.
+// The plugin's UI iframe: the only side with network access. On open it lists the jobs of the
+// current Figma file (the list route, `figmaFileKey`, newest first, page by page) and follows
+// the running ones at the pace the API sets (Retry-After); every row offers what its state
+// allows: cancel, retry, place (fetch the result, build it, record the placement), show the
+// placed node, delete. Generate triggers a new job (waiting out a 429 quota refusal with the
+// same Idempotency-Key) and builds it when it completes. Images cross to the main thread ONE
+// per message, each acknowledged before the next, then the document.
 
 import {
   ApiError,
   Code2DesClient,
+  DEFAULT_POLL_MS,
   type Job,
+  type JobStatus,
   type ProjectJobs,
+  QuotaExceededError,
   type Result,
 } from "../../clients/typescript/src/index.js";
-import type { MainToUi, Settings, UiToMain } from "./messages.js";
+import type { FileInfo, MainToUi, Settings, UiToMain } from "./messages.js";
+import {
+  type Action,
+  STATE_LABEL,
+  actionsFor,
+  ageText,
+  attemptText,
+  checkSettings,
+  localTime,
+  secondsLeft,
+  settingsFromPaste,
+  stateOf,
+} from "./model.js";
+
+/** Jobs per page of the list. */
+const PAGE_SIZE = 20;
+/** GETs in flight at once while following running jobs. */
+const FOLLOW_CONCURRENCY = 4;
+/** Never poll sooner than this, whatever an answer says. */
+const MIN_POLL_MS = 1000;
+/** How long a first click on Delete stays armed for the confirming second click. */
+const DELETE_ARMED_MS = 5000;
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-const form = $<HTMLFormElement>("form");
-const statusEl = $<HTMLDivElement>("status");
-const progressEl = $<HTMLProgressElement>("progress");
-const logEl = $<HTMLOListElement>("log");
+const fileEl = $<HTMLSpanElement>("file");
+const settingsEl = $<HTMLElement>("settings");
+const settingsToggle = $<HTMLButtonElement>("settingsToggle");
+const settingsJson = $<HTMLTextAreaElement>("settingsJson");
+const connectionEl = $<HTMLDivElement>("connection");
+const screenInput = $<HTMLInputElement>("screenId");
 const generateBtn = $<HTMLButtonElement>("generate");
-const cancelBtn = $<HTMLButtonElement>("cancel");
-const retryBtn = $<HTMLButtonElement>("retry");
-const FIELDS = ["apiUrl", "token", "organizationId", "projectId", "pageImportId", "figmaFileKey", "screenId"] as const;
+const statusEl = $<HTMLDivElement>("status");
+const stopWaitingBtn = $<HTMLButtonElement>("stopWaiting");
+const filterEl = $<HTMLSelectElement>("filter");
+const refreshBtn = $<HTMLButtonElement>("refresh");
+const listEl = $<HTMLUListElement>("jobs");
+const listNote = $<HTMLDivElement>("listNote");
+const moreBtn = $<HTMLButtonElement>("more");
+const logEl = $<HTMLOListElement>("log");
+const FIELDS = ["apiUrl", "token", "organizationId", "projectId", "pageImportId"] as const;
 const input = (name: (typeof FIELDS)[number]) => $<HTMLInputElement>(name);
 
-function status(text: string, error = false) {
+function status(text: string, kind: "" | "error" | "waiting" = "") {
   statusEl.textContent = text;
-  statusEl.className = error ? "error" : "";
+  statusEl.className = kind;
 }
 
 function log(text: string) {
@@ -33,6 +68,18 @@ function log(text: string) {
   li.textContent = text;
   logEl.append(li);
   logEl.scrollTop = logEl.scrollHeight;
+}
+
+function describe(e: unknown): string {
+  if (e instanceof ApiError) return `${e.status} ${e.code}: ${e.message} (request ${e.requestId ?? "?"})`;
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
+
+function report(e: unknown, what = "") {
+  const text = what ? `${what}: ${describe(e)}` : describe(e);
+  status(text, "error");
+  log(`error: ${text}`);
 }
 
 // --- talking to the main thread --------------------------------------------------------------
@@ -52,14 +99,7 @@ function call(msg: UiToMain & { id: number }): Promise<MainToUi> {
 window.onmessage = (event: MessageEvent) => {
   const msg = (event.data as { pluginMessage?: MainToUi } | null)?.pluginMessage;
   if (!msg) return;
-  if (msg.type === "init") {
-    for (const name of FIELDS) {
-      const v = msg.settings?.[name];
-      if (v !== undefined && v !== null && v !== "") input(name).value = String(v);
-    }
-    if (msg.fileKey) input("figmaFileKey").value = msg.fileKey;
-    return;
-  }
+  if (msg.type === "init") return void init(msg.settings, msg.file);
   const resolve = waiting.get(msg.replyTo);
   if (resolve) {
     waiting.delete(msg.replyTo);
@@ -93,146 +133,615 @@ async function sendImages(result: Result): Promise<void> {
   }
 }
 
-// --- the flow ----------------------------------------------------------------------------------
+// --- state -------------------------------------------------------------------------------------
 
-let current: { jobs: ProjectJobs; job: Job; abort: AbortController } | null = null;
+let settings: Settings | null = null;
+let file: FileInfo | null = null;
+let api: ProjectJobs | null = null;
 
-function readSettings(): Settings {
-  return {
-    apiUrl: input("apiUrl").value.trim(),
-    token: input("token").value.trim(),
-    organizationId: Number(input("organizationId").value),
-    projectId: Number(input("projectId").value),
-    pageImportId: input("pageImportId").value.trim(),
-    figmaFileKey: input("figmaFileKey").value.trim(),
-    screenId: input("screenId").value.trim(),
-  };
+/** The rows, in the list's order (newest first), and each row's job as last read. */
+let order: string[] = [];
+const jobs = new Map<string, Job>();
+let cursor: string | null = null;
+/** Answers of an older list request are dropped (the filter changed, a refresh started). */
+let listSeq = 0;
+/** Jobs this session started (Generate) or retried: they are built when they complete. */
+const autoPlace = new Set<string>();
+/** Placed nodes the main thread could not find: removed from the file. */
+const missingNodes = new Set<string>();
+
+interface RowState {
+  busy: Action | null;
+  /** Delete was clicked once, until this time (epoch ms). */
+  armedUntil: number;
+  note: { text: string; error: boolean } | null;
 }
-
-function describe(e: unknown): string {
-  if (e instanceof ApiError) return `${e.status} ${e.code}: ${e.message} (request ${e.requestId ?? "?"})`;
-  if (e instanceof Error) return e.message;
-  return String(e);
-}
-
-/** Waits for the job, then builds and places its result. */
-async function follow(jobs: ProjectJobs, job: Job): Promise<void> {
-  const abort = new AbortController();
-  current = { jobs, job, abort };
-  cancelBtn.disabled = false;
-  retryBtn.disabled = true;
-  status(`Converting (job ${job.code2desId}, attempt ${job.attempt})…`);
-  progressEl.removeAttribute("value"); // indeterminate until the worker reports
-  let last = "";
-  const done = await jobs.waitForJob(job.code2desId, {
-    signal: abort.signal,
-    onProgress: (p) => {
-      if (!p) return;
-      progressEl.value = p.percent;
-      const line = `${p.percent}% ${p.stage}`;
-      if (line !== last) log(line);
-      last = line;
-    },
-  });
-  cancelBtn.disabled = true;
-  current = { jobs, job: done, abort };
-  if (done.status === "failed") {
-    progressEl.value = 0;
-    status(`Failed: ${done.errorMessage ?? "no message"}`, true);
-    log(`failed: ${done.errorMessage ?? ""}`);
-    if (done.hasResult) {
-      // A failure artifact: kind "failure", document null.
-      const r = await jobs.result(done.code2desId);
-      if (!r.notModified) log(`result kind ${r.result.kind}, document ${r.result.document === null ? "null" : "present"}`);
-    }
-    // (A stack without SPEC section 7 sends no maxAttempts: retry is then left to the server.)
-    retryBtn.disabled = !(done.maxAttempts === undefined || done.attempt < done.maxAttempts);
-    return;
-  }
-  progressEl.value = 100;
-  status("Fetching the result…");
-  const result = await jobs.fullResult(done.code2desId);
-  if (result.kind !== "result" || !result.document) {
-    status("The result has no document.", true);
-    return;
-  }
-  const document = result.document;
-  log(`result: ${Object.keys(result.images).length} images, ${result.warningCount ?? 0} warnings`);
-  await sendImages(result);
-  status("Building the design…");
-  const built = await call({ type: "build", id: nextId++, code2desId: done.code2desId, document });
-  if (built.type !== "built") throw new Error(built.type === "failed" ? built.message : "unexpected reply");
-  for (const w of built.warnings) log(`warning: ${w}`);
-  const placed = await jobs.place(done.code2desId, built.nodeId);
-  log(`built ${built.nodes} nodes, root ${built.nodeId}`);
-  status(
-    placed.materializedNodeId === built.nodeId
-      ? `Done: root ${built.nodeId}`
-      : `Done: root ${built.nodeId} (this job's first root is ${placed.materializedNodeId ?? "?"})`,
-  );
-}
-
-async function run(work: () => Promise<void>) {
-  generateBtn.disabled = true;
-  try {
-    await work();
-  } catch (e) {
-    // A cancel aborts the wait on purpose and has already said so.
-    if (current?.abort.signal.aborted) return;
-    status(describe(e), true);
-    log(`error: ${describe(e)}`);
-  } finally {
-    generateBtn.disabled = false;
-    cancelBtn.disabled = true;
-  }
-}
-
-// Figma's UI iframe may be sandboxed without allow-forms, where a form submission is blocked
-// before its submit event: the button drives the flow, the form only validates.
-form.onsubmit = (event) => event.preventDefault();
-generateBtn.onclick = () => {
-  if (!form.reportValidity()) return;
-  void run(async () => {
-    const s = readSettings();
-    post({ type: "save-settings", settings: s });
-    logEl.textContent = "";
-    const client = new Code2DesClient({ baseUrl: s.apiUrl, token: s.token });
-    const jobs = client.project({ organizationId: s.organizationId, projectId: s.projectId });
-    status("Triggering…");
-    const { job } = await jobs.trigger({ pageImportId: s.pageImportId, figmaFileKey: s.figmaFileKey, screenId: s.screenId });
-    log(`job ${job.code2desId}`);
-    await follow(jobs, job);
-  });
+const rows = new Map<string, RowState>();
+const rowState = (id: string) => {
+  let r = rows.get(id);
+  if (!r) rows.set(id, (r = { busy: null, armedUntil: 0, note: null }));
+  return r;
 };
 
-cancelBtn.onclick = () => {
-  const c = current;
-  if (!c) return;
-  cancelBtn.disabled = true;
+// --- settings -----------------------------------------------------------------------------------
+
+function showSettings(open: boolean) {
+  settingsEl.hidden = !open;
+  settingsToggle.setAttribute("aria-expanded", String(open));
+}
+
+function describeConnection(s: Settings) {
+  connectionEl.textContent =
+    `Project ${s.projectId} of organization ${s.organizationId} at ${s.apiUrl}` +
+    (s.sub ? `, as ${s.sub}` : "") +
+    (s.pageImportId ? `; new jobs convert page import ${s.pageImportId}.` : "; no page import yet: Generate needs one.");
+}
+
+/** Uses `s` from now on: the client, the form, clientStorage (when `save`), then this file's jobs. */
+function connect(s: Settings, save: boolean) {
+  settings = s;
+  for (const name of FIELDS) input(name).value = String(s[name] ?? "");
+  if (s.screenId) screenInput.value = s.screenId;
+  describeConnection(s);
+  if (save) post({ type: "save-settings", settings: s });
+  const client = new Code2DesClient({ baseUrl: s.apiUrl, token: s.token });
+  api = client.project({ organizationId: s.organizationId, projectId: s.projectId });
+  generateBtn.disabled = false;
+  refreshBtn.disabled = false;
+  void load();
+}
+
+function init(stored: Partial<Settings> | null, f: FileInfo) {
+  file = f;
+  fileEl.textContent = f.name || f.key;
+  fileEl.title =
+    f.source === "figma"
+      ? `Jobs of this file, by Figma's key of it: ${f.key}`
+      : `Jobs of this file, by the key it keeps for this plugin (Figma gives the plugin none): ${f.key}`;
+  let s: Settings | null = null;
+  try {
+    s = stored ? checkSettings(stored) : null;
+  } catch {
+    s = null;
+  }
+  if (stored) for (const name of FIELDS) if (stored[name] !== undefined) input(name).value = String(stored[name]);
+  if (s) {
+    connect({ ...s, ...(stored?.screenId ? { screenId: stored.screenId } : {}) }, false);
+  } else {
+    showSettings(true);
+    status("Paste the JSON that `code2des-local seed --json` prints, then Use these settings.");
+    listNote.textContent = "No settings yet.";
+  }
+}
+
+settingsToggle.onclick = () => showSettings(settingsEl.hidden);
+
+$<HTMLButtonElement>("useSettings").onclick = () => {
+  try {
+    const s = settingsFromPaste(settingsJson.value, settings ?? {});
+    settingsJson.value = ""; // the token is in it: do not leave it on screen
+    connect({ ...s, ...(settings?.screenId ? { screenId: settings.screenId } : {}) }, true);
+    showSettings(false);
+    status(`Settings saved: project ${s.projectId} of organization ${s.organizationId}.`);
+  } catch (e) {
+    status(describe(e), "error");
+  }
+};
+
+$<HTMLButtonElement>("saveSettings").onclick = () => {
+  try {
+    const s = checkSettings({
+      apiUrl: input("apiUrl").value.trim(),
+      token: input("token").value.trim(),
+      organizationId: Number(input("organizationId").value) || undefined,
+      projectId: Number(input("projectId").value) || undefined,
+      pageImportId: input("pageImportId").value.trim(),
+      ...(settings?.sub ? { sub: settings.sub } : {}),
+      ...(settings?.screenId ? { screenId: settings.screenId } : {}),
+    });
+    connect(s, true);
+    showSettings(false);
+    status("Settings saved.");
+  } catch (e) {
+    status(describe(e), "error");
+  }
+};
+
+// --- the list ------------------------------------------------------------------------------------
+
+const currentFilter = (): JobStatus | undefined => (filterEl.value === "" ? undefined : (filterEl.value as JobStatus));
+
+/** This file's jobs, first page, newest first. */
+async function load(): Promise<void> {
+  if (!api || !file) return;
+  const seq = ++listSeq;
+  stopFollowing();
+  listNote.textContent = "Loading this file's jobs…";
+  try {
+    const page = await api.list({ figmaFileKey: file.key, status: currentFilter(), limit: PAGE_SIZE });
+    if (seq !== listSeq) return;
+    order = [];
+    jobs.clear();
+    for (const j of page.items) {
+      order.push(j.code2desId);
+      jobs.set(j.code2desId, j);
+    }
+    cursor = page.nextCursor;
+    render();
+    await checkNodes(page.items);
+    follow();
+  } catch (e) {
+    if (seq !== listSeq) return;
+    listNote.textContent = "";
+    report(e, "listing this file's jobs");
+  }
+}
+
+/** The next page, after the rows already shown. */
+async function loadMore(): Promise<void> {
+  if (!api || !file || cursor === null) return;
+  const seq = listSeq;
+  moreBtn.disabled = true;
+  try {
+    const page = await api.list({ figmaFileKey: file.key, status: currentFilter(), limit: PAGE_SIZE, cursor });
+    if (seq !== listSeq) return;
+    for (const j of page.items) {
+      if (!jobs.has(j.code2desId)) order.push(j.code2desId);
+      jobs.set(j.code2desId, j);
+    }
+    cursor = page.nextCursor;
+    render();
+    await checkNodes(page.items);
+    follow();
+  } catch (e) {
+    report(e, "loading more jobs");
+  } finally {
+    moreBtn.disabled = false;
+  }
+}
+
+/** Asks the main thread which placed jobs' nodes are gone from the file. */
+async function checkNodes(list: Job[]) {
+  const ids = list.map((j) => j.materializedNodeId).filter((id): id is string => !!id);
+  if (ids.length === 0) return;
+  const reply = await call({ type: "check-nodes", id: nextId++, nodeIds: ids });
+  if (reply.type !== "nodes") return;
+  for (const id of ids) missingNodes.delete(id);
+  for (const id of reply.missing) missingNodes.add(id);
+  for (const j of list) if (j.materializedNodeId) renderRow(j.code2desId);
+}
+
+function render() {
+  const keep = new Set(order);
+  for (const li of Array.from(listEl.children)) {
+    if (!keep.has((li as HTMLElement).dataset.id ?? "")) li.remove();
+  }
+  let before: Element | null = listEl.firstElementChild;
+  for (const id of order) {
+    const li = rowElement(id);
+    if (li !== before) listEl.insertBefore(li, before);
+    before = li.nextElementSibling;
+    renderRow(id);
+  }
+  listNote.textContent = order.length === 0 ? (currentFilter() ? "No jobs of this file with that status." : "No jobs for this file yet.") : "";
+  moreBtn.hidden = cursor === null;
+}
+
+function rowElement(id: string): HTMLLIElement {
+  let li = listEl.querySelector<HTMLLIElement>(`li[data-id="${CSS.escape(id)}"]`);
+  if (!li) {
+    li = document.createElement("li");
+    li.className = "job";
+    li.dataset.id = id;
+    listEl.append(li);
+  }
+  return li;
+}
+
+const el = <K extends keyof HTMLElementTagNameMap>(tag: K, cls: string, text?: string) => {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+};
+
+const ACTION_LABEL: Record<Action, string> = { cancel: "Cancel", retry: "Retry", place: "Place", show: "Show", delete: "Delete" };
+
+/** Draws one row from its job (server data only ever goes in as text). */
+function renderRow(id: string) {
+  const job = jobs.get(id);
+  const li = listEl.querySelector<HTMLLIElement>(`li[data-id="${CSS.escape(id)}"]`);
+  if (!job || !li) return;
+  const st = stateOf(job);
+  const row = rowState(id);
+  li.dataset.state = st;
+  const parts: HTMLElement[] = [];
+
+  const line = el("div", "line");
+  line.append(el("span", "screen", job.screenId), el("span", `badge ${st}`, STATE_LABEL[st]));
+  parts.push(line);
+
+  const meta = el("div", "meta", `${attemptText(job)} · `);
+  const time = el("time", "", ageText(job.createdAt));
+  time.dateTime = job.createdAt;
+  time.title = `Made ${localTime(job.createdAt)}`;
+  meta.append(time);
+  parts.push(meta);
+
+  if (st === "processing") {
+    const bar = el("div", "bar");
+    const track = el("div", "track");
+    const fill = el("div", "fill");
+    if (job.progress) fill.style.width = `${job.progress.percent}%`;
+    else fill.classList.add("unknown");
+    track.append(fill);
+    track.setAttribute("role", "progressbar");
+    track.setAttribute("aria-valuemin", "0");
+    track.setAttribute("aria-valuemax", "100");
+    if (job.progress) track.setAttribute("aria-valuenow", String(job.progress.percent));
+    bar.append(track, el("span", "stage", job.progress ? `${job.progress.percent}% · ${job.progress.stage}` : "waiting for the worker"));
+    parts.push(bar);
+  }
+
+  let note = row.note;
+  if (!note && (st === "failed" || st === "timed-out") && job.errorMessage) note = { text: job.errorMessage, error: true };
+  if (!note && st === "failed" && job.attempt >= job.maxAttempts) note = { text: "No attempts left.", error: false };
+  if (!note && st === "placed" && job.materializedNodeId) {
+    note = missingNodes.has(job.materializedNodeId)
+      ? { text: `Its node ${job.materializedNodeId} was removed from the file.`, error: false }
+      : { text: `Built as node ${job.materializedNodeId}`, error: false };
+  }
+  if (note) parts.push(el("div", note.error ? "note error" : "note muted", note.text));
+
+  const actions = el("div", "actions");
+  for (const a of actionsFor(job)) {
+    if (a === "show" && job.materializedNodeId && missingNodes.has(job.materializedNodeId)) continue;
+    const armed = a === "delete" && row.armedUntil > Date.now();
+    const b = el("button", armed ? "armed" : a === "delete" ? "danger" : a === "place" ? "primary" : "", armed ? "Confirm delete" : ACTION_LABEL[a]);
+    b.type = "button";
+    b.dataset.action = a;
+    b.disabled = row.busy !== null;
+    if (row.busy === a) b.textContent = `${ACTION_LABEL[a]}…`;
+    actions.append(b);
+  }
+  parts.push(actions);
+  li.replaceChildren(...parts);
+}
+
+/** A job's new answer: its row, and what its leaving `processing` means. */
+function update(job: Job) {
+  const id = job.code2desId;
+  const prev = jobs.get(id);
+  jobs.set(id, job);
+  if (!order.includes(id)) {
+    order.unshift(id);
+    render();
+  } else {
+    renderRow(id);
+  }
+  if (job.status === "processing" && autoPlace.has(id) && job.progress) {
+    const line = `${job.progress.percent}% ${job.progress.stage}`;
+    const p = prev?.progress;
+    if (!p || prev?.attempt !== job.attempt || `${p.percent}% ${p.stage}` !== line) log(line);
+  }
+  if (prev?.status === "processing" && job.status !== "processing") void finished(job);
+}
+
+function removeRow(id: string) {
+  order = order.filter((x) => x !== id);
+  jobs.delete(id);
+  rows.delete(id);
+  autoPlace.delete(id);
+  render();
+}
+
+/** A job this session was following has completed or failed. */
+async function finished(job: Job) {
+  const id = job.code2desId;
+  const mine = autoPlace.has(id);
+  autoPlace.delete(id);
+  if (job.status === "completed") {
+    log(`completed: ${job.screenId}`);
+    if (mine) place(id);
+    else status(`${job.screenId} completed: Place builds it.`);
+    return;
+  }
+  log(`failed: ${job.errorMessage ?? ""}`);
+  if (!mine) return;
+  status(job.errorMessage === "cancelled" ? `Cancelled (job ${id}).` : `Failed: ${job.errorMessage ?? "no message"}`, job.errorMessage === "cancelled" ? "" : "error");
+  if (job.hasResult && api) {
+    try {
+      // A failure artifact: kind "failure", document null.
+      const r = await api.result(id);
+      if (!r.notModified) log(`result kind ${r.result.kind}, document ${r.result.document === null ? "null" : "present"}`);
+    } catch (e) {
+      log(`result: ${describe(e)}`);
+    }
+  }
+}
+
+// --- following running jobs -------------------------------------------------------------------
+
+let followTimer: ReturnType<typeof setTimeout> | null = null;
+let followRound = 0;
+
+function stopFollowing() {
+  if (followTimer !== null) clearTimeout(followTimer);
+  followTimer = null;
+  followRound++;
+}
+
+const running = () => order.filter((id) => jobs.get(id)?.status === "processing");
+
+/**
+ * Polls the running jobs, each with its GET (whose `Retry-After` says when to look again),
+ * then waits the longest Retry-After any answer gave (2 s when they gave none); stops when
+ * none runs. A refreshed list or a new job restarts it.
+ */
+function follow(delayMs: number = DEFAULT_POLL_MS) {
+  if (followTimer !== null || running().length === 0) return;
+  const round = followRound;
+  followTimer = setTimeout(() => {
+    followTimer = null;
+    void poll(round);
+  }, Math.max(delayMs, MIN_POLL_MS));
+}
+
+async function poll(round: number) {
+  const a = api;
+  if (!a) return;
+  const ids = running();
+  let wait = 0;
+  let next = 0;
+  const worker = async () => {
+    while (next < ids.length) {
+      const id = ids[next++] as string;
+      try {
+        const { job, retryAfterMs } = await a.getWithRetryAfter(id);
+        if (round !== followRound) return;
+        update(job);
+        if (job.status === "processing") wait = Math.max(wait, retryAfterMs ?? DEFAULT_POLL_MS);
+      } catch (e) {
+        if (round !== followRound) return;
+        if (e instanceof ApiError && e.status === 404) {
+          log(`job ${id} is gone (deleted elsewhere)`);
+          removeRow(id);
+        } else {
+          wait = Math.max(wait, e instanceof ApiError && e.retryAfterMs !== null ? e.retryAfterMs : DEFAULT_POLL_MS);
+          log(`following ${id}: ${describe(e)}`);
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(FOLLOW_CONCURRENCY, ids.length) }, worker));
+  if (round !== followRound) return;
+  follow(wait || DEFAULT_POLL_MS);
+}
+
+// --- waiting for a free slot (429) --------------------------------------------------------------
+
+let waitTicker: ReturnType<typeof setInterval> | null = null;
+let waitAbort: AbortController | null = null;
+
+function showQuotaWait(refusal: QuotaExceededError, retryAt: number) {
+  const why =
+    refusal.limit === "active"
+      ? " (too many jobs running)"
+      : refusal.limit === "burst"
+        ? " (too many jobs started lately)"
+        : refusal.limit
+          ? ` (${refusal.limit})`
+          : "";
+  const tick = () => status(`Waiting for a free slot${why}: ${secondsLeft(retryAt)} s`, "waiting");
+  if (waitTicker !== null) clearInterval(waitTicker);
+  tick();
+  waitTicker = setInterval(tick, 250);
+  stopWaitingBtn.hidden = false;
+  log(`waiting for a free slot${why}: ${Math.round(refusal.retryAfterMs / 1000)} s`);
+}
+
+function endQuotaWait() {
+  if (waitTicker !== null) clearInterval(waitTicker);
+  waitTicker = null;
+  waitAbort = null;
+  stopWaitingBtn.hidden = true;
+}
+
+/** Runs a call that may wait for a free slot: the Stop waiting button aborts it. */
+async function mayWait<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const abort = new AbortController();
+  waitAbort = abort;
+  try {
+    return await work(abort.signal);
+  } finally {
+    if (waitAbort === abort) endQuotaWait();
+  }
+}
+
+stopWaitingBtn.onclick = () => waitAbort?.abort(new Error("Stopped waiting for a free slot."));
+
+// --- actions ---------------------------------------------------------------------------------------
+
+generateBtn.onclick = () => {
+  const s = settings;
+  const a = api;
+  const f = file;
+  if (!s || !a || !f) return;
+  const screenId = screenInput.value.trim();
+  if (!screenId) return void status("Give the screen an id.", "error");
+  if (!s.pageImportId) {
+    showSettings(true);
+    return void status("No page import: paste settings with a pageImportId, or fill it in.", "error");
+  }
+  if (s.screenId !== screenId) {
+    settings = { ...s, screenId };
+    post({ type: "save-settings", settings });
+  }
+  generateBtn.disabled = true;
+  status("Triggering…");
   void (async () => {
     try {
-      const job = await c.jobs.cancel(c.job.code2desId);
-      c.abort.abort(new Error("cancelled"));
-      status(`Cancelled (job ${job.code2desId}).`);
-      log("cancelled");
-      retryBtn.disabled = false;
-      current = { ...c, job };
+      const { job } = await mayWait((signal) =>
+        a.triggerWhenFree({ pageImportId: s.pageImportId, figmaFileKey: f.key, screenId }, { signal, onWait: showQuotaWait }),
+      );
+      autoPlace.add(job.code2desId);
+      log(`job ${job.code2desId}`);
+      status(`Converting ${screenId} (job ${job.code2desId}, attempt ${job.attempt})…`);
+      update(job);
+      follow();
     } catch (e) {
-      // 409 already_terminal: the worker finished first; the poll will pick it up.
-      log(`cancel: ${describe(e)}`);
+      report(e);
+    } finally {
+      generateBtn.disabled = false;
     }
   })();
 };
 
-retryBtn.onclick = () => {
-  const c = current;
-  if (!c) return;
-  void run(async () => {
-    // Naming the attempt makes a double click start one new attempt, not two.
-    const { job } = await c.jobs.retry(c.job.code2desId, { attempt: c.job.attempt });
-    log(`retry: attempt ${job.attempt}`);
-    await follow(c.jobs, job);
-  });
+filterEl.onchange = () => void load();
+refreshBtn.onclick = () => void load();
+moreBtn.onclick = () => void loadMore();
+
+listEl.onclick = (event) => {
+  const b = (event.target as HTMLElement).closest<HTMLButtonElement>("button[data-action]");
+  const id = b?.closest<HTMLLIElement>("li[data-id]")?.dataset.id;
+  if (!b || !id || b.disabled) return;
+  void act(b.dataset.action as Action, id);
 };
+
+async function act(action: Action, id: string) {
+  const job = jobs.get(id);
+  const a = api;
+  if (!job || !a) return;
+  const row = rowState(id);
+  if (action === "delete" && row.armedUntil <= Date.now()) {
+    row.armedUntil = Date.now() + DELETE_ARMED_MS;
+    renderRow(id);
+    setTimeout(() => renderRow(id), DELETE_ARMED_MS + 50);
+    return;
+  }
+  row.busy = action;
+  row.note = null;
+  renderRow(id);
+  try {
+    switch (action) {
+      case "cancel":
+        try {
+          const cancelled = await a.cancel(id);
+          autoPlace.delete(id);
+          status(`Cancelled (job ${id}).`);
+          log("cancelled");
+          update(cancelled);
+        } catch (e) {
+          // 409 already_terminal: the worker finished first; show what it did.
+          if (!(e instanceof ApiError && e.code === "already_terminal")) throw e;
+          log(`cancel: ${describe(e)}`);
+          update(await a.get(id));
+        }
+        return;
+      case "retry": {
+        // Naming the attempt makes a double click (or a resend after a 429) start one attempt, not two.
+        const { job: next } = await mayWait((signal) =>
+          a.retryWhenFree(id, { attempt: job.attempt, signal, onWait: showQuotaWait }),
+        );
+        autoPlace.add(id);
+        log(`retry: attempt ${next.attempt}`);
+        status(`Converting ${next.screenId} (job ${id}, attempt ${next.attempt})…`);
+        update(next);
+        follow();
+        return;
+      }
+      case "place":
+        await place(id);
+        return;
+      case "show":
+        await show(job);
+        return;
+      case "delete":
+        await a.delete(id).catch((e: unknown) => {
+          if (!(e instanceof ApiError && e.status === 404)) throw e;
+        });
+        log(`deleted ${job.screenId} (job ${id})`);
+        status(`Deleted ${job.screenId} from this file's jobs; nodes built from it stay.`);
+        removeRow(id);
+        return;
+    }
+  } catch (e) {
+    report(e, `${ACTION_LABEL[action]} ${job.screenId}`);
+    if (e instanceof ApiError && e.status === 404) removeRow(id);
+  } finally {
+    row.busy = null;
+    row.armedUntil = 0;
+    renderRow(id);
+  }
+}
+
+/** Builds run one at a time: the main thread's image store holds one result's images. */
+let builds: Promise<void> = Promise.resolve();
+
+function place(id: string): Promise<void> {
+  const run = builds.then(() => placeNow(id));
+  builds = run.catch(() => undefined);
+  return run.catch((e: unknown) => report(e, "building"));
+}
+
+/** Fetches the result, builds it on the current page, records the root with placement. */
+async function placeNow(id: string): Promise<void> {
+  const a = api;
+  if (!a) return;
+  const row = rowState(id);
+  row.busy = "place";
+  renderRow(id);
+  try {
+    status("Fetching the result…");
+    const result = await a.fullResult(id);
+    if (result.kind !== "result" || !result.document) {
+      status("The result has no document.", "error");
+      return;
+    }
+    const document = result.document;
+    log(`result: ${Object.keys(result.images).length} images, ${result.warningCount ?? 0} warnings`);
+    await sendImages(result);
+    status("Building the design…");
+    const built = await call({ type: "build", id: nextId++, code2desId: id, document });
+    if (built.type !== "built") throw new Error(built.type === "failed" ? built.message : "unexpected reply");
+    for (const w of built.warnings) log(`warning: ${w}`);
+    const placed = await a.place(id, built.nodeId);
+    log(`built ${built.nodes} nodes, root ${built.nodeId}`);
+    if (placed.materializedNodeId) missingNodes.delete(placed.materializedNodeId);
+    update(placed);
+    status(
+      placed.materializedNodeId === built.nodeId
+        ? `Done: root ${built.nodeId}`
+        : `Done: root ${built.nodeId} (this job's first root is ${placed.materializedNodeId ?? "?"})`,
+    );
+  } finally {
+    row.busy = null;
+    renderRow(id);
+  }
+}
+
+/** Selects the placed job's node, on its page, and scrolls to it; or says it was removed. */
+async function show(job: Job) {
+  const nodeId = job.materializedNodeId;
+  if (!nodeId) return;
+  const reply = await call({ type: "show", id: nextId++, nodeId });
+  if (reply.type === "failed") throw new Error(reply.message);
+  if (reply.type !== "shown") return;
+  if (reply.found) {
+    missingNodes.delete(nodeId);
+    status(`Showing ${job.screenId}: node ${nodeId} on page ${reply.page ?? "?"}.`);
+  } else {
+    missingNodes.add(nodeId);
+    status(`The node of ${job.screenId} (${nodeId}) was removed from the file.`);
+    log(`node ${nodeId} was removed`);
+  }
+}
+
+// The ages ("5 min ago") move on while the plugin stays open.
+setInterval(() => {
+  for (const li of Array.from(listEl.querySelectorAll<HTMLTimeElement>("time[datetime]"))) {
+    li.textContent = ageText(li.dateTime);
+  }
+}, 30_000);
 
 post({ type: "ready" });

@@ -16,6 +16,10 @@ export interface TestFigma {
   imageBytes: Map<string, Uint8Array>;
   /** The SVG text each createNodeFromSvg frame was made from. */
   svgSource: WeakMap<object, string>;
+  /** The ids of the nodes of each viewport.scrollAndZoomIntoView call. */
+  scrolledTo: string[][];
+  /** What clientStorage holds, by key. */
+  storage: Map<string, unknown>;
 }
 
 // Fonts the stub's listAvailableFontsAsync lists; real Figma refuses to load any other.
@@ -23,7 +27,8 @@ const AVAILABLE = new Set(["Inter", "Roboto", "Helvetica"]);
 
 /**
  * figma-api-stub 0.0.57 has no createEllipse, createLine, createVector, createNodeFromSvg,
- * viewport or clientStorage, its createImage keeps no record of the bytes, and its
+ * getNodeByIdAsync, setCurrentPageAsync, viewport or clientStorage, its createImage keeps no
+ * record of the bytes, and its
  * loadFontAsync loads any font at all. Those are filled in here, as close to Figma as the
  * builder needs: new nodes go to the current page, a line has height 0, an SVG becomes a frame
  * of the SVG's size, an unknown font is refused.
@@ -86,17 +91,29 @@ export function testFigma(): TestFigma {
     await loadFont(font);
   };
 
+  // With "documentAccess": "dynamic-page" Figma has only the async forms of these.
+  const getNodeById = (figma as unknown as { getNodeById(id: string): BaseNode | null }).getNodeById.bind(figma);
+  const scrolledTo: string[][] = [];
   const store = new Map<string, unknown>();
   Object.assign(figma, {
-    viewport: { center: { x: 0, y: 0 }, zoom: 1, scrollAndZoomIntoView: () => {} },
+    getNodeByIdAsync: async (id: string) => getNodeById(id),
+    setCurrentPageAsync: async (page: PageNode) => {
+      figma.currentPage = page;
+    },
+    viewport: {
+      center: { x: 0, y: 0 },
+      zoom: 1,
+      scrollAndZoomIntoView: (nodes: readonly BaseNode[]) => void scrolledTo.push(nodes.map((n) => n.id)),
+    },
     clientStorage: {
-      getAsync: async (k: string) => store.get(k),
-      setAsync: async (k: string, v: unknown) => void store.set(k, v),
+      // A structured clone, as Figma stores it: nothing shared with the caller's object.
+      getAsync: async (k: string) => structuredClone(store.get(k)),
+      setAsync: async (k: string, v: unknown) => void store.set(k, structuredClone(v)),
     },
     fileKey: undefined,
     closePlugin: () => {},
   });
-  return { figma, imageBytes, svgSource };
+  return { figma, imageBytes, svgSource, scrolledTo, storage: store };
 }
 
 // --- the built tree against its document -------------------------------------------------------

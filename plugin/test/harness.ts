@@ -1,10 +1,17 @@
 // Runs in the test page: stands in for Figma around the plugin's REAL dist/code.js and
 // dist/ui.html. The plugin API is figma-api-stub (./figma.ts); showUI puts the UI in an
-// `<iframe sandbox="allow-scripts">` (so its Origin is `null`, as in Figma) and carries the
-// messages both ways as Figma does (`{pluginMessage}`), recording each one for the test.
+// `<iframe sandbox="allow-scripts">` (so its Origin is `null`, as in Figma), with Figma's theme
+// variables when asked for `themeColors` (./theme.ts), and carries the messages both ways as
+// Figma does (`{pluginMessage}`), recording each one for the test. The document and
+// clientStorage outlive the plugin: `close()` then `run()` is a designer closing the plugin and
+// opening it again in the same file.
+//
+// The page's query string: `file` is figma.fileKey (none: Figma gives the plugin no key),
+// `name` the file's name, `theme` the user's theme (light by default).
 
 import type { Node } from "../../clients/typescript/src/index.js";
 import { compareTree, countNodes, testFigma } from "./figma.js";
+import { type Theme, withTheme } from "./theme.js";
 
 interface Recorded {
   dir: "ui→main" | "main→ui";
@@ -30,9 +37,16 @@ function inspect(value: unknown, acc = { arrays: 0, arrayBytes: 0, svgChars: 0 }
   return acc;
 }
 
+const query = new URLSearchParams(location.search);
+const theme: Theme = query.get("theme") === "dark" ? "dark" : "light";
 const t = testFigma();
+t.figma.root.name = query.get("name") ?? "Landing page";
+t.figma.currentPage.name = "Page 1";
 const messages: Recorded[] = [];
 let frame: HTMLIFrameElement | null = null;
+/** The UI document as last shown (theme included). */
+let shown = "";
+let runs = 0;
 type Handler = (msg: unknown, props: { origin: string }) => void;
 
 const ui = {
@@ -47,16 +61,27 @@ const ui = {
   close() {},
 };
 
+function close() {
+  frame?.remove();
+  frame = null;
+  ui.onmessage = undefined;
+}
+
 Object.assign(t.figma, {
   ui,
-  showUI(html: string, options?: { width?: number; height?: number }) {
+  fileKey: query.get("file") ?? undefined,
+  showUI(html: string, options?: { width?: number; height?: number; themeColors?: boolean }) {
+    close();
+    shown = options?.themeColors ? withTheme(html, theme) : html;
     frame = document.createElement("iframe");
     frame.setAttribute("sandbox", "allow-scripts");
     frame.width = String(options?.width ?? 300);
     frame.height = String(options?.height ?? 200);
-    frame.srcdoc = html;
+    frame.style.border = "0";
+    frame.srcdoc = shown;
     document.body.append(frame);
   },
+  closePlugin: close,
 });
 
 window.addEventListener("message", (event) => {
@@ -74,9 +99,53 @@ g.__html__ = g.__UI_HTML__;
 
 const bytesOf = (b64: string) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
 
+/** Runs the plugin: dist/code.js, as Figma runs it each time the designer opens the plugin. */
+function run(): Promise<void> {
+  runs++;
+  return new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = `/code.js?run=${runs}`;
+    script.onload = () => resolve();
+    script.onerror = () => reject(new Error("code.js did not load"));
+    document.body.append(script);
+  });
+}
+
+const page = () => t.figma.currentPage;
+
 g.__harness = {
   messages,
-  roots: () => t.figma.currentPage.children.map((n) => n.id),
+  run,
+  close,
+  shown: () => shown,
+  roots: () => page().children.map((n) => n.id),
+  storage: () => Object.fromEntries(t.storage),
+  scrolledTo: () => t.scrolledTo,
+  selection: () => page().selection.map((n) => n.id),
+  currentPage: () => page().id,
+  /** A new page, made current (the designer went elsewhere in the file). */
+  newPage(name: string) {
+    const p = t.figma.createPage();
+    p.name = name;
+    t.figma.currentPage = p;
+    return p.id;
+  },
+  /** The page a node is on, or null when it is not in the document. */
+  pageOf(id: string) {
+    let n = (t.figma as unknown as { getNodeById(id: string): BaseNode | null }).getNodeById(id);
+    while (n && n.type !== "PAGE") n = n.parent;
+    return n?.id ?? null;
+  },
+  /** The designer deletes a node. */
+  remove(id: string) {
+    (t.figma as unknown as { getNodeById(id: string): SceneNode | null }).getNodeById(id)?.remove();
+  },
+  /** A frame on the current page (stands for a design built earlier). */
+  frame(name: string) {
+    const f = t.figma.createFrame();
+    f.name = name;
+    return f.id;
+  },
   /** Compares the page's only root with the document, given the result's images as base64. */
   compare(doc: Node, images: Record<string, { mimeType: string; data: string }>) {
     const raster = new Map<string, Uint8Array>();
@@ -85,10 +154,27 @@ g.__harness = {
       if (img.mimeType === "image/svg+xml") svg.set(ref, new TextDecoder().decode(bytesOf(img.data)));
       else raster.set(ref, bytesOf(img.data));
     }
-    const root = t.figma.currentPage.children[0];
+    const root = page().children[0];
     if (!root) return { diffs: ["no root on the page"], compared: 0, expected: countNodes(doc) };
     // The plugin puts the root where the user is looking: its own position is the plugin's.
     const placed = { ...doc, x: root.x, y: root.y } as Node;
     return { ...compareTree(placed, root, t, { raster, svg }), expected: countNodes(doc) };
   },
+};
+
+export type Harness = {
+  messages: Recorded[];
+  run(): Promise<void>;
+  close(): void;
+  shown(): string;
+  roots(): string[];
+  storage(): Record<string, unknown>;
+  scrolledTo(): string[][];
+  selection(): string[];
+  currentPage(): string;
+  newPage(name: string): string;
+  pageOf(id: string): string | null;
+  remove(id: string): void;
+  frame(name: string): string;
+  compare(doc: unknown, images: unknown): { diffs: string[]; compared: number; expected: number };
 };

@@ -75,6 +75,8 @@ error_codes! {
     InternalError = "internal_error",
     /// 405: the local gateway's answer to a known path with another method.
     MethodNotAllowed = "method_not_allowed",
+    /// 410: the result's artifact is past the bucket's retention (`resultExpiresAt`).
+    ResultExpired = "result_expired",
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -100,6 +102,9 @@ pub enum ApiError {
     /// 410: the job existed but was soft-deleted.
     #[error("{0}")]
     Gone(&'static str),
+    /// 410: the job's result existed but its artifact is past the bucket's retention.
+    #[error("the result expired at {expired_at}; the job can be triggered again from its page import")]
+    ResultExpired { expired_at: String },
     /// 413: request body over the limit.
     #[error("request body must be at most {limit} bytes")]
     PayloadTooLarge { limit: usize },
@@ -134,7 +139,7 @@ impl ApiError {
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict { .. } => StatusCode::CONFLICT,
-            Self::Gone(_) => StatusCode::GONE,
+            Self::Gone(_) | Self::ResultExpired { .. } => StatusCode::GONE,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::ArtifactInvalid => StatusCode::BAD_GATEWAY,
@@ -150,6 +155,7 @@ impl ApiError {
             Self::NotFound(_) => ErrorCode::NotFound,
             Self::Conflict { code, .. } | Self::Unprocessable { code, .. } => *code,
             Self::Gone(_) => ErrorCode::Gone,
+            Self::ResultExpired { .. } => ErrorCode::ResultExpired,
             Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
             Self::ArtifactInvalid => ErrorCode::ArtifactInvalid,
             Self::Unavailable(_) => ErrorCode::ServiceUnavailable,

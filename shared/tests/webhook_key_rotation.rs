@@ -97,4 +97,16 @@ async fn rotated_public_keys_and_whsec_secrets_verify_new_and_previous_signature
         Err(SignatureError::Expired)
     );
     assert_eq!(calls.load(Ordering::SeqCst), before + 4, "forged requests cannot drive Secrets Manager calls");
+
+    // A deployment whose public key secret still holds template.yaml's placeholder starts (v1
+    // and legacy keep working) and takes the worker's key at the first v1a mismatch once the
+    // operator has put it there.
+    let placeholder = WebhookKeys::new(
+        Some(Source { arn: Some(SECRET_ARN.into()), value: SecretString::from(new_secret.clone()) }),
+        Some(Source { arn: Some(KEY_ARN.into()), value: SecretString::from("whpk_unset") }),
+        true,
+        read_at,
+    )
+    .unwrap();
+    assert!(placeholder.verify_delivery(&delivery("msg_1", &ts, &v1a(&new_key)), body, now).await.is_ok());
 }

@@ -1,12 +1,22 @@
 // The hand-written layer over the generated client (src/schema.ts, from openapi.yaml by
 // openapi-typescript; calls through openapi-fetch). It adds only what every caller would
-// otherwise write again: one error type, Retry-After-paced polling with progress, and helpers
-// bound to one project. Everything the helpers leave out is on `client.raw`, fully typed.
+// otherwise write again: one error type (and its 429 kind, with the quota headers read),
+// Retry-After-paced polling with progress, waiting out a quota, and helpers bound to one
+// project. Everything the helpers leave out is on `client.raw`, fully typed.
 
 import createClient, { type Client } from "openapi-fetch";
+import { type RateLimitInfo, readRateLimit } from "./ratelimit.js";
 import type { components, paths } from "./schema.js";
 
 export type { components, paths } from "./schema.js";
+export {
+  type RateLimitInfo,
+  type RateLimitPolicy,
+  type RateLimitState,
+  parseRateLimit,
+  parseRateLimitPolicy,
+  readRateLimit,
+} from "./ratelimit.js";
 
 type Schemas = components["schemas"];
 export type Job = Schemas["Job"];
@@ -20,18 +30,25 @@ export type NodeType = Schemas["NodeType"];
 export type Paint = Schemas["Paint"];
 export type TriggerRequest = Schemas["TriggerRequest"];
 export type ErrorBody = Schemas["Error"];
-export type ErrorCode = Schemas["ErrorCode"];
+/**
+ * The codes openapi.yaml lists, and `quota_exceeded`: the 429 the server answers trigger and
+ * retry with when a quota is used up (issue 23; the server side and its openapi.yaml entry
+ * come later, the client already knows it).
+ */
+export type ErrorCode = Schemas["ErrorCode"] | "quota_exceeded";
+/** The quotas a 429 names: jobs processing at once (`active`), or jobs started per window (`burst`). */
+export type QuotaLimit = "active" | "burst";
 
 /** Any answer that is not the operation's success: `{error:{code,message},requestId}`. */
 export class ApiError extends Error {
-  override readonly name = "ApiError";
+  override readonly name: string = "ApiError";
   /** HTTP status (0 never: a request that got no answer rejects with fetch's own error). */
   readonly status: number;
   /** The stable snake_case code; `http_<status>` if the body was not the API's error shape. */
   readonly code: ErrorCode | `http_${number}`;
   /** Matches the service's logs; null only when the body was not the API's error shape. */
   readonly requestId: string | null;
-  /** Milliseconds the answer asked to wait (503 `Retry-After`), or null. */
+  /** Milliseconds the answer asked to wait (503 and 429 `Retry-After`), or null. */
   readonly retryAfterMs: number | null;
 
   constructor(status: number, body: unknown, retryAfterMs: number | null = null) {
@@ -39,9 +56,35 @@ export class ApiError extends Error {
     const message = parsed ? parsed.error.message : `HTTP ${status}`;
     super(message);
     this.status = status;
-    this.code = parsed ? parsed.error.code : `http_${status}`;
+    this.code = parsed ? (parsed.error.code as ErrorCode) : `http_${status}`;
     this.requestId = parsed ? parsed.requestId : null;
     this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/**
+ * A 429: a quota is used up. `retryAfterMs` is when to try the same call again (the answer's
+ * `Retry-After`; without one, the named limit's `t` from `RateLimit`; 2 s when neither says),
+ * `limit` which quota (the body's `error.limit`), `rateLimit` the answer's RateLimit and
+ * RateLimit-Policy headers. Nothing was done: the same call, with the same Idempotency-Key,
+ * may be sent again after the delay (`whenFree` does).
+ */
+export class QuotaExceededError extends ApiError {
+  override readonly name: string = "QuotaExceededError";
+  declare readonly retryAfterMs: number;
+  /** `active` or `burst` as the body names it; null when the body names none (not the API's 429). */
+  readonly limit: QuotaLimit | (string & {}) | null;
+  readonly rateLimit: RateLimitInfo;
+
+  constructor(body: unknown, headers: Pick<Headers, "get">) {
+    const rateLimit = readRateLimit(headers);
+    const named = (body as { error?: { limit?: unknown } } | null)?.error?.limit;
+    const limit = typeof named === "string" ? named : null;
+    const reset = rateLimit.limits.find((l) => l.name === limit)?.resetSeconds ?? null;
+    const wait = parseRetryAfter(headers.get("retry-after")) ?? (reset === null ? null : reset * 1000) ?? DEFAULT_POLL_MS;
+    super(429, body, wait);
+    this.limit = limit;
+    this.rateLimit = rateLimit;
   }
 }
 
@@ -102,6 +145,46 @@ export type ResultAnswer =
 
 export const DEFAULT_POLL_MS = 2000;
 
+export interface QuotaWaitOptions {
+  /** Stops waiting (and the request in flight) with the signal's reason. */
+  signal?: AbortSignal;
+  /** Called before each wait with the refusal and the time (epoch ms) the call is sent again. */
+  onWait?: (refusal: QuotaExceededError, retryAt: number) => void;
+  /** Refusals in a row to wait out before the last one is thrown. Default: no limit (stop with `signal`). */
+  maxWaits?: number;
+  /** Never send the call again sooner than this, whatever `Retry-After` says. Default 1000 ms. */
+  minDelayMs?: number;
+}
+
+/**
+ * Runs `call`; while it is refused with a 429 (`QuotaExceededError`), waits its Retry-After
+ * and runs it again. Any other outcome is returned or thrown as it is. `call` must be safe to
+ * repeat: a trigger with a fixed Idempotency-Key, a retry naming its attempt.
+ */
+export async function whenFree<T>(call: () => Promise<T>, opts: QuotaWaitOptions = {}): Promise<T> {
+  const floor = opts.minDelayMs ?? 1000;
+  const maxWaits = opts.maxWaits ?? Number.POSITIVE_INFINITY;
+  for (let waits = 0; ; waits++) {
+    try {
+      return await call();
+    } catch (e) {
+      if (!(e instanceof QuotaExceededError) || waits >= maxWaits) throw e;
+      const delay = Math.max(e.retryAfterMs, floor);
+      opts.onWait?.(e, Date.now() + delay);
+      await sleep(delay, opts.signal);
+    }
+  }
+}
+
+/** A random UUID (v4) for `Idempotency-Key`; crypto.getRandomValues works outside secure contexts too. */
+export function newIdempotencyKey(): string {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = ((b[6] ?? 0) & 0x0f) | 0x40;
+  b[8] = ((b[8] ?? 0) & 0x3f) | 0x80;
+  const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
 /** The API client: `raw` is the generated openapi-fetch client; `project()` binds helpers to a scope. */
 export class Code2DesClient {
   readonly raw: Client<paths>;
@@ -133,6 +216,7 @@ export function createCode2DesClient(options: ClientOptions): Code2DesClient {
 type Answer<T> = { data?: T; error?: unknown; response: Response };
 
 function fail(a: { error?: unknown; response: Response }): never {
+  if (a.response.status === 429) throw new QuotaExceededError(a.error, a.response.headers);
   throw new ApiError(a.response.status, a.error, parseRetryAfter(a.response.headers.get("retry-after")));
 }
 
@@ -177,7 +261,21 @@ export class ProjectJobs {
       body,
       signal: opts.signal,
     });
-    return { job: ok(a), location: a.response.headers.get("location") };
+    return { job: ok(a), location: a.response.headers.get("location"), rateLimit: readRateLimit(a.response.headers) };
+  }
+
+  /**
+   * `trigger`, waiting out 429s (`whenFree`): each refused call is sent again after its
+   * Retry-After with the SAME Idempotency-Key (one is made when none is given), so however
+   * often it waits, at most one job is created.
+   */
+  async triggerWhenFree(
+    body: TriggerRequest,
+    opts: QuotaWaitOptions & { idempotencyKey?: string } = {},
+  ) {
+    const idempotencyKey = opts.idempotencyKey ?? newIdempotencyKey();
+    const answer = await whenFree(() => this.trigger(body, { idempotencyKey, signal: opts.signal }), opts);
+    return { ...answer, idempotencyKey };
   }
 
   /** GET {base}/{id}: the job, and how long the server asks pollers to wait (ms) when it says so. */
@@ -286,7 +384,17 @@ export class ProjectJobs {
         signal: opts.signal,
       },
     );
-    return { job: ok(a), created: a.response.status === 202, location: a.response.headers.get("location") };
+    return {
+      job: ok(a),
+      created: a.response.status === 202,
+      location: a.response.headers.get("location"),
+      rateLimit: readRateLimit(a.response.headers),
+    };
+  }
+
+  /** `retry`, waiting out 429s (`whenFree`). Name the `attempt`: then a resent retry cannot start two. */
+  async retryWhenFree(code2desId: string, opts: QuotaWaitOptions & { attempt?: number } = {}) {
+    return whenFree(() => this.retry(code2desId, { attempt: opts.attempt, signal: opts.signal }), opts);
   }
 
   /** POST {base}/{id}/cancel: the job, failed with `cancelled`. */

@@ -1,7 +1,8 @@
 // What the tests know about the running local stacks (started by scripts/test-plugin), and how
 // they play the two parties that are not the plugin: the tenant's seeding (the real
 // `code2des-local seed --json`) and the conversion worker (S3 reads and writes signed with
-// SigV4 against the embedded S3, and the HMAC-signed webhook), as ../shared/tools/stack.py does.
+// SigV4 against the embedded S3, and the HMAC-signed webhook, as the worker protocol in
+// openapi.yaml describes them).
 
 import { execFile } from "node:child_process";
 import { createHash, createHmac, randomUUID } from "node:crypto";
@@ -42,6 +43,10 @@ export interface Tenant {
   pageImportId: string;
   sub: string;
   token: string;
+  /** `{apiUrl}/organizations/{organizationId}/projects/{projectId}/code2des`. */
+  baseUrl: string;
+  /** The line `seed --json` printed, exactly: what a developer pastes into the plugin. */
+  seedJson: string;
 }
 
 /** A fresh tenant, made by the same `seed` command a plugin developer runs. */
@@ -51,11 +56,12 @@ export async function seedTenant(stack: StackEnv, sub = `ts-${randomUUID().slice
   const { stdout } = await run(bin, ["--addr", addr, "seed", "--sub", sub, "--json"], {
     env: { ...process.env, DATABASE_URL: stack.databaseUrl, RUST_LOG: "warn" },
   });
-  const t = JSON.parse(stdout.trim().split("\n").pop() ?? "") as Tenant;
-  if (!t.token || !t.organizationId || !t.projectId || !t.pageImportId) {
+  const line = stdout.trim().split("\n").pop() ?? "";
+  const t = JSON.parse(line) as Omit<Tenant, "seedJson">;
+  if (!t.token || !t.organizationId || !t.projectId || !t.pageImportId || !t.baseUrl) {
     throw new Error(`seed printed no tenant: ${stdout}`);
   }
-  return t;
+  return { ...t, seedJson: line };
 }
 
 // --- the worker's side ---------------------------------------------------------------------

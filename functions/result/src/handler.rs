@@ -7,7 +7,6 @@
 //! `?images=ref1,ref2` (same validation, no document). A body is never truncated.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -23,13 +22,14 @@ use shared::db::connect::conn;
 use shared::db::lifecycle::get_job;
 use shared::domain::artifact::{self, Artifact, Expect, ImageEntry, Kind, Limits};
 use shared::domain::ids::Code2desId;
-use shared::domain::job::{Job, Status};
+use shared::domain::job::{Job, Policy, Status};
 use shared::domain::keys::{job_prefix, S3Pointer};
 use shared::domain::protocol::PROTOCOL_VERSION;
 use shared::error::ErrorCode;
 use shared::http::caller;
 use shared::http::request::{query_param, request_id};
 use shared::http::response::{empty, respond, set_header};
+use shared::http::view::timestamp;
 use shared::obs::metrics;
 use shared::ApiError;
 
@@ -41,7 +41,7 @@ pub const IMMUTABLE: &str = "private, max-age=86400, immutable";
 pub struct Deps {
     pub pool: deadpool_postgres::Pool,
     pub bucket: ArtifactBucket,
-    pub deadline: Duration,
+    pub policy: Policy,
     pub limits: Limits,
 }
 
@@ -50,7 +50,7 @@ impl Deps {
         Ok(Self {
             pool: r.pool().await?,
             bucket: r.bucket().await?,
-            deadline: r.settings.deadline,
+            policy: r.settings.policy(),
             limits: Limits::default(),
         })
     }
@@ -179,7 +179,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     let requested = parse_requested(query_param(req, "images")?)?;
     let job = {
         let client = conn(&deps.pool).await?;
-        get_job(&**client, &j, deps.deadline).await?
+        get_job(&**client, &j, deps.policy.deadline).await?
         // The connection goes back to the pool before the S3 work starts.
     }
     .ok_or(ApiError::NotFound("job not found"))?;
@@ -194,6 +194,11 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         (Status::Completed, Some(url)) => (Kind::Result, url),
         (Status::Completed, None) => return Err(invalid(&job, "completed job without result_url")),
     };
+    // Past the bucket's retention the result is gone, whether or not the lifecycle rule has
+    // reached the object yet: the same answer at every moment after `resultExpiresAt`.
+    if let Some(at) = deps.policy.result_expired(&job, chrono::Utc::now()) {
+        return Err(ApiError::ResultExpired { expired_at: timestamp(at) });
+    }
     // A completed result never changes: a client holding it costs no S3 request at all.
     let tag = (kind == Kind::Result).then(|| etag(&job, result_url, requested.as_deref()));
     if let Some(tag) = &tag {

@@ -24,7 +24,7 @@ use shared::config::SetupError;
 use shared::db::connect::conn;
 use shared::db::sweep::expire_one;
 use shared::db::webhook::{
-    fence, progress, record_delivery, record_outcome_for, AttemptRef, DeliveryRef, Outcome, Progressed,
+    fence_for, progress_for, record_delivery, record_outcome_for, AttemptRef, DeliveryRef, Outcome, Progressed,
 };
 use shared::domain::fields::json_object;
 use shared::domain::ids::Code2desId;
@@ -191,7 +191,7 @@ async fn decide(
     for _ in 0..3 {
         if write {
             match &body.progress {
-                Some(p) => match progress(client, at, p.percent, &p.stage, deps.deadline, delivery).await? {
+                Some(p) => match progress_for(client, at, p.percent, &p.stage, deps.deadline, delivery).await? {
                     Progressed::Stored | Progressed::Ignored => return Ok(Ok((200, ack))),
                     Progressed::Fenced => {}
                 },
@@ -210,7 +210,7 @@ async fn decide(
         write = false;
         // Nothing changed. Each pass reads the row as committed now; a pass that itself changes
         // the row (the deadline) reads again. Two passes always suffice; the third is a guard.
-        let Some(f) = fence(client, body.code2des_id, deps.deadline, webhook_id).await? else {
+        let Some(f) = fence_for(client, body.code2des_id, deps.deadline, webhook_id).await? else {
             return Ok(Err(ApiError::NotFound("job not found")));
         };
         if let Some(answered) = f.delivered {

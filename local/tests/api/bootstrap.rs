@@ -5,10 +5,11 @@
 //! environment, SDK configuration from it) and `lambda_http`'s own event and response mapping.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use code2des_local::runtime_api::{Report, RuntimeApi};
+use code2des_testkit::process::KillOnDrop;
 use serde_json::{json, Value};
 
 use crate::helpers::*;
@@ -62,14 +63,14 @@ fn newest(dir: &Path) -> Option<(PathBuf, SystemTime)> {
 /// One function process with a Lambda's environment (no AWS keys: the local S3 keys apply).
 struct Function {
     api: RuntimeApi,
-    child: Child,
+    child: KillOnDrop,
 }
 
 impl Function {
     fn start(app: &TestApp, name: &str) -> Self {
         let api = RuntimeApi::start().unwrap();
         let bin = binary(name);
-        let s3 = app.s3_server.as_ref().expect("S3 running").endpoint();
+        let s3 = app.store.endpoint().expect("S3 running");
         let child = Command::new(&bin)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -91,7 +92,7 @@ impl Function {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
-        Self { api, child }
+        Self { api, child: KillOnDrop(child) }
     }
 
     /// Hands the process `event` and waits for what it posts back: (status, headers, body).
@@ -123,18 +124,11 @@ impl Function {
                 }
                 Some(other) => panic!("the function reported {other:?}"),
                 None => {
-                    let exited = self.child.try_wait().ok().flatten();
+                    let exited = self.child.0.try_wait().ok().flatten();
                     panic!("no response within 60 s (process: {exited:?})");
                 }
             }
         }
-    }
-}
-
-impl Drop for Function {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -2,59 +2,20 @@
 //! opaque ETag and immutable caching, `If-None-Match` with it is 304 without any S3 request, and
 //! a result GET costs at most 1 + images S3 requests (no HEAD).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use code2des_testkit::s3::S3Requests;
+use serde_json::json;
 use shared::aws::bucket::ArtifactBucket;
 
 use crate::helpers::*;
 
 const IMMUTABLE: &str = "private, max-age=86400, immutable";
 
-/// S3 requests the result function sends, by HTTP method.
-#[derive(Debug, Default)]
-struct S3Requests {
-    get: AtomicU64,
-    head: AtomicU64,
-    other: AtomicU64,
-}
-
-impl S3Requests {
-    fn take(&self) -> (u64, u64, u64) {
-        (self.get.swap(0, Ordering::SeqCst), self.head.swap(0, Ordering::SeqCst), self.other.swap(0, Ordering::SeqCst))
-    }
-}
-
-#[derive(Debug)]
-struct Count(Arc<S3Requests>);
-
-impl aws_sdk_s3::config::Intercept for Count {
-    fn name(&self) -> &'static str {
-        "test-s3-request-counter"
-    }
-
-    fn read_before_transmit(
-        &self,
-        context: &aws_sdk_s3::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
-        _rc: &aws_sdk_s3::config::RuntimeComponents,
-        _cfg: &mut aws_sdk_s3::config::ConfigBag,
-    ) -> Result<(), aws_sdk_s3::error::BoxError> {
-        let counter = match context.request().method() {
-            "GET" => &self.0.get,
-            "HEAD" => &self.0.head,
-            _ => &self.0.other,
-        };
-        counter.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
-
 /// The result function's S3 client, with every request it sends counted (each retry too).
 fn count_s3(app: &mut TestApp) -> Arc<S3Requests> {
-    let requests = Arc::new(S3Requests::default());
-    let conf = app.s3.config().to_builder().interceptor(Count(requests.clone())).build();
-    app.result.bucket = ArtifactBucket::new(aws_sdk_s3::Client::from_conf(conf), BUCKET);
+    let (client, requests) = code2des_testkit::s3::counted(&app.s3);
+    app.result.bucket = ArtifactBucket::new(client, BUCKET);
     requests
 }
 
@@ -62,18 +23,12 @@ fn count_s3(app: &mut TestApp) -> Arc<S3Requests> {
 async fn completed_with_images(app: &TestApp, t: &Tenant, n: usize) -> String {
     let id = app.new_job(t).await;
     let nonce = app.manifest(&id).await.nonce;
-    let mut images = serde_json::Map::new();
-    let mut files = Vec::new();
-    let names: Vec<String> = (0..n).map(|i| format!("img{i}")).collect();
-    for (i, name) in names.iter().enumerate() {
-        let key = format!("code2des/{id}/1/images/{name}.png");
-        images.insert(name.clone(), json!({"key": key, "mime_type": "image/png"}));
-        files.push((key, png(4 + i as u32, 4)));
-    }
-    let used: Vec<&str> = names.iter().map(String::as_str).collect();
-    let art = artifact(&id, &nonce, Value::Object(images), &used);
-    let refs: Vec<(&str, Vec<u8>)> = files.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    assert_eq!(app.complete_with(&id, art, &refs).await.status, 200);
+    let (images, refs) = code2des_testkit::worker::images(&id, n);
+    let used: Vec<&str> = refs.iter().map(|(r, _)| r.as_str()).collect();
+    let art = artifact(&id, &nonce, images, &used);
+    let files: Vec<(&str, Vec<u8>)> =
+        refs.iter().enumerate().map(|(i, (_, key))| (key.as_str(), png(4 + i as u32, 4))).collect();
+    assert_eq!(app.complete_with(&id, art, &files).await.status, 200);
     id
 }
 
@@ -121,7 +76,7 @@ async fn if_none_match_with_the_etag_is_304_without_any_s3_request() {
     let s3 = count_s3(&mut app);
     let full = app.result(&t, Some(&t.sub), &id).await;
     assert_eq!(full.status, 200);
-    assert_eq!(s3.take(), (3, 0, 0), "the full GET reads the artifact and its two images");
+    assert_eq!(s3.take(), [3, 0, 0, 0], "the full GET reads the artifact and its two images");
     let etag = header(&full, "etag").unwrap().to_owned();
 
     for inm in [etag.clone(), format!("W/{etag}"), format!("\"other\", {etag}"), "*".to_owned()] {
@@ -130,7 +85,7 @@ async fn if_none_match_with_the_etag_is_304_without_any_s3_request() {
         assert!(a.json.is_null(), "304 has no body: {a:?}");
         assert_eq!(header(&a, "etag"), Some(etag.as_str()));
         assert_eq!(header(&a, "cache-control"), Some(IMMUTABLE));
-        assert_eq!(s3.take(), (0, 0, 0), "If-None-Match: {inm}: a 304 read S3");
+        assert_eq!(s3.take(), [0, 0, 0, 0], "If-None-Match: {inm}: a 304 read S3");
     }
     // The proof without the counter: with S3 gone, a 304 still answers; a full GET cannot.
     app.stop_s3().await;
@@ -222,14 +177,14 @@ async fn a_result_get_costs_one_s3_request_per_object_and_no_head() {
         let a = app.result(&t, Some(&t.sub), id).await;
         assert_eq!(a.status, 200, "{a:?}");
         assert_eq!(a.json["images"].as_object().unwrap().len(), *n);
-        assert_eq!(s3.take(), (1 + *n as u64, 0, 0), "{n} images: (GET, HEAD, other)");
+        assert_eq!(s3.take(), [1 + *n as u64, 0, 0, 0], "{n} images: [GET, HEAD, PUT, other]");
     }
     // `?images=` reads the artifact (to validate the refs) and exactly the images named.
     let a = app.result_images(&t, &jobs[3].1, "img2,img5").await;
     assert_eq!(a.status, 200);
-    assert_eq!(s3.take(), (3, 0, 0));
+    assert_eq!(s3.take(), [3, 0, 0, 0]);
     // Reads before S3: a processing job costs no S3 request either.
     let processing = app.new_job(&t).await;
     assert_eq!(app.result(&t, Some(&t.sub), &processing).await.status, 409);
-    assert_eq!(s3.take(), (0, 0, 0));
+    assert_eq!(s3.take(), [0, 0, 0, 0]);
 }

@@ -20,7 +20,7 @@ async fn black_hole() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
 
 /// A loopback port with nothing listening: a dependency that is down.
 fn dead_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    code2des_testkit::process::free_port()
 }
 
 fn assert_unavailable(a: &Answer) {

@@ -1,51 +1,29 @@
 //! The test harness: a fresh PostgreSQL database per test (migrated), a real S3-compatible
 //! server (s3s-fs) on a loopback port per test, the five handlers wired to both, tenants
 //! seeded with plain SQL, and requests built from the same `events/*.json` that
-//! `sam local invoke -e` uses.
+//! `sam local invoke -e` uses. The pieces are code2des-testkit's (the benchmarks build on them
+//! too); this module wires them to the handlers and reads the answers.
 
-#![allow(dead_code)]
+// Each test binary that includes this module (api, api_security, trigger_hung_database) uses a
+// part of it.
+#![allow(dead_code, unused_imports)]
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use code2des_local::s3server::{self, S3Server};
-use lambda_http::{Body, Request, Response};
-use secrecy::SecretString;
+use code2des_testkit::s3::LoopbackS3;
+use code2des_testkit::Fixture;
+use lambda_http::{Body, Response};
 use serde_json::{json, Value};
-use shared::app::resources::Resources;
-use shared::config::DatabaseSource;
-use shared::config::{SecretSource, Settings};
+use shared::config::Settings;
 use shared::db::connect::DbConfig;
+use shared::http::routes::{Function, Route};
 
-pub const BUCKET: &str = "code2des-artifacts";
-pub const SECRET: &str = "test-webhook-secret";
-pub const CALLBACK: &str = "https://api.example.test/code2des/webhook";
-
-/// Where tests create their databases; the machine's PostgreSQL by default.
-pub fn admin_url() -> String {
-    std::env::var("TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-pub fn db_url(name: &str) -> String {
-    let admin = admin_url();
-    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
-    format!("{base}/{name}")
-}
-
-pub fn events_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../events")
-}
-
-/// An event file, as JSON to adjust before it becomes a `Request`.
-pub fn event(name: &str) -> Value {
-    let path = events_dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).expect("event files are JSON")
-}
-
-pub fn to_request(ev: &Value) -> Request {
-    lambda_http::request::from_str(&ev.to_string()).expect("an API Gateway v2 event")
-}
+pub use code2des_testkit::db::{admin_url, db_url, drop_database};
+pub use code2des_testkit::events::{
+    default_body, list_event, load as event, request as to_request, trigger_event, user_event, webhook_event,
+};
+pub use code2des_testkit::worker::{artifact, now, png, png_with, progress_body, sign};
+pub use code2des_testkit::{Tenant, BUCKET, CALLBACK, SECRET};
 
 /// A response, read.
 #[derive(Debug)]
@@ -81,38 +59,20 @@ impl Answer {
     }
 }
 
-pub use code2des_local::seed::Tenant;
-
+/// The five functions wired to a fresh database and S3 server of this test's own.
 pub struct TestApp {
     pub db_name: String,
     pub db: DbConfig,
     pub pool: deadpool_postgres::Pool,
+    /// A client of [`TestApp::store`].
     pub s3: aws_sdk_s3::Client,
-    pub s3_server: Option<S3Server>,
-    pub s3_dir: tempfile::TempDir,
+    pub store: LoopbackS3,
     pub trigger: code2des_trigger::handler::Deps,
     pub lifecycle: code2des_lifecycle::handler::Deps,
     pub result: code2des_result::handler::Deps,
     pub webhook: code2des_webhook::handler::Deps,
     pub placement: code2des_placement::handler::Deps,
     pub policy: shared::domain::job::Policy,
-}
-
-/// The settings the handler tests run with: SPEC's defaults, this test's database, the
-/// loopback bucket, the test webhook secret.
-pub fn test_settings(db_name: &str) -> Settings {
-    Settings {
-        database: DatabaseSource::Url(SecretString::from(db_url(db_name))),
-        webhook_secret: SecretSource::Plain(SecretString::from(SECRET)),
-        webhook: Default::default(),
-        bucket: Some(BUCKET.into()),
-        s3_endpoint: None,
-        callback_url: Some(CALLBACK.into()),
-        deadline: shared::domain::job::DEFAULT_DEADLINE,
-        max_attempts: shared::domain::job::DEFAULT_MAX_ATTEMPTS,
-        pool_size: 40,
-        ca_bundle: None,
-    }
 }
 
 impl TestApp {
@@ -127,22 +87,11 @@ impl TestApp {
     /// The five functions built by their own `Deps::new`, as a Lambda builds them, from the
     /// test settings after `adjust` changed whatever the test needs.
     pub async fn with(adjust: impl FnOnce(&mut Settings)) -> Self {
-        shared::db::connect::install_crypto_provider();
-        let db_name = format!("c2d_test_{}", uuid::Uuid::new_v4().simple());
-        let db = DbConfig::from_url(&db_url(&db_name)).unwrap();
-        assert!(shared::db::connect::ensure_database(&db, None).await.expect("PostgreSQL reachable"));
-        let mut client = shared::db::connect::connect(&db, None).await.unwrap();
-        shared::db::migrate::migrate(&mut client).await.expect("migrations apply");
-        let pool = shared::db::connect::pool(&db, None, 40).unwrap();
-
-        let s3_dir = tempfile::tempdir().unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let server = s3server::serve(listener, s3_dir.path(), BUCKET).unwrap();
-        let s3 = s3server::client(&server.endpoint(), s3server::ACCESS_KEY, s3server::SECRET_KEY);
-
-        let mut settings = test_settings(&db_name);
+        let db_name = code2des_testkit::db::unique_name("c2d_test");
+        let Fixture { url, db, pool, s3: store } = Fixture::start(&db_url(&db_name), 40).await;
+        let mut settings = code2des_testkit::settings(&url, 40);
         adjust(&mut settings);
-        let resources = Resources::prebuilt(settings, pool.clone(), db.cursor_key(), s3.clone()).unwrap();
+        let resources = code2des_testkit::resources(settings, &db, &pool, store.client.clone());
         let h = code2des_local::stack::handlers(&resources).await.expect("the functions build");
         Self {
             trigger: h.trigger,
@@ -154,9 +103,8 @@ impl TestApp {
             db_name,
             db,
             pool,
-            s3,
-            s3_server: Some(server),
-            s3_dir,
+            s3: store.client.clone(),
+            store,
         }
     }
 
@@ -199,26 +147,16 @@ impl TestApp {
 
     /// A tenant whose page import has `page_status` ('0', '1', '2').
     pub async fn tenant_with(&self, page_status: &str) -> Tenant {
-        let c = self.pool.get().await.unwrap();
-        let sub = format!("sub-{}", uuid::Uuid::new_v4());
-        let pi = format!("pi-{}", uuid::Uuid::new_v4().simple());
-        let capture = format!("s3://{BUCKET}/captures/x.json");
-        code2des_local::seed::tenant(&c, "org", &sub, &pi, page_status, Some(&capture)).await.unwrap()
+        code2des_testkit::tenant(&self.pool.get().await.unwrap(), page_status).await
     }
 
     /// Another page import in the same project.
     pub async fn page_import(&self, t: &Tenant, status: &str) -> String {
-        let pi = format!("pi-{}", uuid::Uuid::new_v4().simple());
-        self.sql(&format!(
-            "INSERT INTO page_import (id, organization_id, project_id, status) VALUES ('{pi}', {}, {}, '{status}')",
-            t.org, t.project
-        ))
-        .await;
-        pi
+        code2des_testkit::page_import(&self.pool.get().await.unwrap(), t, status).await
     }
 
     pub async fn add_member(&self, org: i32, sub: &str) {
-        self.sql(&format!("INSERT INTO organization_member (organization_id, subject) VALUES ({org}, '{sub}')")).await;
+        code2des_testkit::add_member(&self.pool.get().await.unwrap(), org, sub).await
     }
 
     pub async fn job_row(&self, id: &str) -> tokio_postgres::Row {
@@ -243,6 +181,21 @@ impl TestApp {
     }
 
     // --- requests ----------------------------------------------------------------------------
+
+    /// Hands `ev` to the function that the route table names for its route key, as API
+    /// Gateway (and code2des-local's gateway) routes it.
+    pub async fn dispatch(&self, ev: &Value) -> Answer {
+        let key = ev["routeKey"].as_str().expect("an event with a routeKey");
+        let route = Route::by_key(key).unwrap_or_else(|| panic!("{key} is not in the route table"));
+        let req = to_request(ev);
+        Answer::from(match route.function {
+            Function::Trigger => code2des_trigger::handler::handle(&self.trigger, req).await,
+            Function::Lifecycle => code2des_lifecycle::handler::handle(&self.lifecycle, req).await,
+            Function::Result => code2des_result::handler::handle(&self.result, req).await,
+            Function::Webhook => code2des_webhook::handler::handle(&self.webhook, req).await,
+            Function::Placement => code2des_placement::handler::handle(&self.placement, req).await,
+        })
+    }
 
     pub async fn trigger_raw(&self, ev: Value) -> Answer {
         Answer::from(code2des_trigger::handler::handle(&self.trigger, to_request(&ev)).await)
@@ -322,10 +275,7 @@ impl TestApp {
         let key = format!("code2des/{id}/1/result.json");
         self.put(&key, serde_json::to_vec(artifact).unwrap()).await;
         let m = self.manifest(id).await;
-        json!({
-            "code2des_id": id, "attempt": 1, "nonce": m.nonce, "status": "completed",
-            "result_url": format!("s3://{BUCKET}/{key}"), "warning_count": artifact["warning_count"],
-        })
+        code2des_testkit::worker::completed_report(id, 1, &m.nonce, &key, artifact["warning_count"].clone())
     }
 
     /// Worker: a valid artifact with one PNG of `w`×`h` as image "hero".
@@ -346,9 +296,7 @@ impl TestApp {
 
     /// Stops the S3 server: the next S3 call fails like an outage.
     pub async fn stop_s3(&mut self) {
-        if let Some(s) = self.s3_server.take() {
-            s.stop().await;
-        }
+        self.store.stop().await;
     }
 
     // --- SPEC section 7: retry, cancel, delete, progress --------------------------------------
@@ -425,10 +373,7 @@ impl TestApp {
         self.put(&image, png(8, 8)).await;
         let key = format!("{prefix}result.json");
         self.put(&key, serde_json::to_vec(&art).unwrap()).await;
-        json!({
-            "code2des_id": id, "attempt": attempt, "nonce": m.nonce, "status": "completed",
-            "result_url": format!("s3://{BUCKET}/{key}"), "warning_count": art["warning_count"],
-        })
+        code2des_testkit::worker::completed_report(id, attempt, &m.nonce, &key, art["warning_count"].clone())
     }
 
     /// Worker of attempt `attempt`: a failure report with `message`.
@@ -466,118 +411,4 @@ impl Drop for TestApp {
     fn drop(&mut self) {
         drop_database(&self.db_name);
     }
-}
-
-/// Drops a test database from a thread of its own: Drop cannot await, and the test's runtime
-/// may be shutting down.
-pub fn drop_database(name: &str) {
-    let name = name.to_owned();
-    let _ = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async move {
-            if let Ok((c, conn)) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls).await {
-                tokio::spawn(conn);
-                let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).await;
-            }
-        })
-    })
-    .join();
-}
-
-/// The webhook event with `body`, signed by `signature` (no header when `None`).
-pub fn webhook_event(body: &[u8], signature: Option<String>) -> Value {
-    let mut ev = event("webhook.json");
-    ev["body"] = json!(String::from_utf8_lossy(body));
-    match signature {
-        Some(s) => ev["headers"]["code2des-signature"] = json!(s),
-        None => {
-            ev["headers"].as_object_mut().unwrap().remove("code2des-signature");
-        }
-    }
-    ev
-}
-
-pub fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
-}
-
-pub fn sign(raw: &[u8]) -> String {
-    shared::domain::signature::header_value(SECRET.as_bytes(), now(), raw)
-}
-
-pub fn default_body(t: &Tenant) -> Value {
-    json!({"pageImportId": t.page_import, "figmaFileKey": "FILEkey123", "screenId": "screen-1"})
-}
-
-fn set_identity(ev: &mut Value, sub: Option<&str>) {
-    match sub {
-        Some(s) => ev["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(s),
-        None => {
-            ev["requestContext"].as_object_mut().unwrap().remove("authorizer");
-        }
-    }
-}
-
-/// A user-route event from its file with this tenant's path, identity and body.
-pub fn user_event(file: &str, t: &Tenant, sub: Option<&str>, id: Option<&str>, body: Option<String>) -> Value {
-    let mut ev = event(file);
-    ev["pathParameters"]["organizationId"] = json!(t.org.to_string());
-    ev["pathParameters"]["projectId"] = json!(t.project.to_string());
-    if let Some(id) = id {
-        ev["pathParameters"]["code2desId"] = json!(id);
-    }
-    set_identity(&mut ev, sub);
-    if let Some(b) = body {
-        ev["body"] = json!(b);
-    }
-    ev
-}
-
-pub fn trigger_event(t: &Tenant, sub: Option<&str>, body: Value, key: Option<&str>) -> Value {
-    let mut ev = user_event("trigger.json", t, sub, None, Some(body.to_string()));
-    let headers = ev["headers"].as_object_mut().unwrap();
-    headers.remove("idempotency-key");
-    if let Some(k) = key {
-        headers.insert("idempotency-key".into(), json!(k));
-    }
-    ev
-}
-
-pub fn list_event(t: &Tenant, sub: Option<&str>, query: &[(&str, &str)]) -> Value {
-    let mut ev = user_event("lifecycle-list.json", t, sub, None, None);
-    let qs: Vec<String> = query
-        .iter()
-        .map(|(k, v)| format!("{k}={}", percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)))
-        .collect();
-    ev["rawQueryString"] = json!(qs.join("&"));
-    ev.as_object_mut().unwrap().remove("queryStringParameters");
-    ev
-}
-
-/// A result artifact using `used` image refs from `images`.
-pub fn artifact(id: &str, nonce: &str, images: Value, used: &[&str]) -> Value {
-    let children: Vec<Value> = used
-        .iter()
-        .map(|r| json!({"type": "RECTANGLE", "name": r, "fills": [{"type": "IMAGE", "imageRef": r, "scaleMode": "FILL"}]}))
-        .collect();
-    json!({
-        "version": 1, "kind": "result", "code2des_id": id, "attempt": 1, "nonce": nonce, "warning_count": 2,
-        "document": {"type": "FRAME", "name": "Screen", "children": children}, "images": images,
-    })
-}
-
-/// A real PNG of the given size (a gradient).
-pub fn png(w: u32, h: u32) -> Vec<u8> {
-    code2des_local::seed::png(w, h, false)
-}
-
-/// A real PNG of the given size; `noise` makes it incompressible.
-pub fn png_with(w: u32, h: u32, noise: bool) -> Vec<u8> {
-    code2des_local::seed::png(w, h, noise)
-}
-
-/// A worker's progress report body.
-pub fn progress_body(id: &str, attempt: i32, nonce: &str, percent: i64, stage: &str) -> Value {
-    json!({"code2des_id": id, "attempt": attempt, "nonce": nonce, "status": "processing",
-           "progress": {"percent": percent, "stage": stage}})
 }

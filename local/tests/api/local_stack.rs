@@ -1,30 +1,19 @@
 //! The real `code2des-local` binary on free ports, driven over HTTP with the reference
 //! worker in-process (`--demo-worker`), exactly as a plugin developer would use it.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use code2des_testkit::db::{db_url, unique_name, DropDatabase};
+use code2des_testkit::process::{free_port, wait_for_port, KillOnDrop};
 use serde_json::{json, Value};
 
-use crate::helpers::{admin_url, drop_database};
-
+/// The running binary; dropped, it is killed and then its database dropped.
 struct Stack {
-    child: Child,
+    child: KillOnDrop,
     base: String,
-    db: String,
+    db: DropDatabase,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        drop_database(&self.db);
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 async fn start() -> Stack {
@@ -33,14 +22,13 @@ async fn start() -> Stack {
 
 async fn start_with(env: &[(&str, &str)]) -> Stack {
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("c2d_stack_{}", uuid::Uuid::new_v4().simple());
-    let base_url = admin_url().rsplit_once('/').unwrap().0.to_owned();
+    let db = unique_name("c2d_stack");
     let (port, s3_port) = (free_port(), free_port());
     let child = Command::new(env!("CARGO_BIN_EXE_code2des-local"))
         .args(["--addr", &format!("127.0.0.1:{port}"), "--s3-addr", &format!("127.0.0.1:{s3_port}")])
         .args(["--data-dir".as_ref(), dir.path().join("data").as_os_str()])
         .arg("--demo-worker")
-        .env("DATABASE_URL", format!("{base_url}/{db}"))
+        .env("DATABASE_URL", db_url(&db))
         .env_remove("S3_ENDPOINT")
         .env_remove("WEBHOOK_SECRET")
         .env_remove("CALLBACK_URL")
@@ -49,35 +37,17 @@ async fn start_with(env: &[(&str, &str)]) -> Stack {
         .stderr(Stdio::null())
         .spawn()
         .expect("the code2des-local binary runs");
-    let stack = Stack { child, base: format!("http://127.0.0.1:{port}"), db, _dir: dir };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "code2des-local did not open its port");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let stack =
+        Stack { child: KillOnDrop(child), base: format!("http://127.0.0.1:{port}"), db: DropDatabase(db), _dir: dir };
+    wait_for_port(port, Duration::from_secs(60), "code2des-local").await;
     stack
 }
 
 async fn seed(stack: &Stack) -> (i32, i32, String) {
-    let url = format!("{}/{}", admin_url().rsplit_once('/').unwrap().0, stack.db);
-    let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    let (c, conn) = tokio_postgres::connect(&db_url(&stack.db.0), tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(conn);
-    let org: i32 = c.query_one("INSERT INTO organization (name) VALUES ('o') RETURNING id", &[]).await.unwrap().get(0);
-    let proj: i32 = c
-        .query_one("INSERT INTO project (organization_id, name) VALUES ($1, 'p') RETURNING id", &[&org])
-        .await
-        .unwrap()
-        .get(0);
-    c.execute("INSERT INTO organization_member (organization_id, subject) VALUES ($1, 'dev-user')", &[&org])
-        .await
-        .unwrap();
-    c.execute(
-        "INSERT INTO page_import (id, organization_id, project_id, status) VALUES ('pi-1', $1, $2, '1')",
-        &[&org, &proj],
-    )
-    .await
-    .unwrap();
-    (org, proj, "pi-1".into())
+    let t = code2des_local::seed::tenant(&c, "o", "dev-user", "pi-1", "1", None).await.unwrap();
+    (t.org, t.project, t.page_import)
 }
 
 async fn call(
@@ -193,7 +163,7 @@ async fn the_local_gateway_answers_preflight_unknown_routes_and_missing_identity
 
 #[tokio::test]
 async fn an_unreachable_database_gives_a_clear_message_not_a_stack_trace() {
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dead = free_port();
     let out = Command::new(env!("CARGO_BIN_EXE_code2des-local"))
         .args(["--addr", &format!("127.0.0.1:{}", free_port()), "--s3-addr", &format!("127.0.0.1:{}", free_port())])
         .env("DATABASE_URL", format!("postgres://postgres@127.0.0.1:{dead}/code2des"))
@@ -208,11 +178,11 @@ async fn an_unreachable_database_gives_a_clear_message_not_a_stack_trace() {
 #[tokio::test]
 async fn ctrl_c_shuts_the_stack_down_cleanly() {
     let mut stack = start().await;
-    let pid = stack.child.id().to_string();
+    let pid = stack.child.0.id().to_string();
     assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        if let Some(status) = stack.child.try_wait().unwrap() {
+        if let Some(status) = stack.child.0.try_wait().unwrap() {
             assert!(status.success(), "exit status {status}");
             break;
         }
@@ -250,18 +220,17 @@ async fn s3_endpoint_points_the_stack_at_an_external_server() {
 
 #[tokio::test]
 async fn demo_runs_one_job_end_to_end_and_prints_each_step() {
-    let db = format!("c2d_demo_{}", uuid::Uuid::new_v4().simple());
-    let base_url = admin_url().rsplit_once('/').unwrap().0.to_owned();
+    let db = DropDatabase(unique_name("c2d_demo"));
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_code2des-local"))
         .arg("demo")
         .args(["--data-dir".as_ref(), dir.path().as_os_str()])
-        .env("DATABASE_URL", format!("{base_url}/{db}"))
+        .env("DATABASE_URL", db_url(&db.0))
         .env_remove("S3_ENDPOINT")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    drop_database(&db);
+    drop(db);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     for step in [
         "1. plugin triggers",

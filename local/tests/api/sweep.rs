@@ -218,13 +218,24 @@ async fn the_read_functions_read_their_own_tables_whatever_the_callers_search_pa
     let app = TestApp::new().await;
     let t = app.tenant().await;
     let id = app.new_job(&t).await;
-    let unset: Vec<String> = app
-        .sql("SELECT proname::text FROM pg_proc WHERE proname IN ('code2des_read_job', 'code2des_list_jobs') AND proconfig IS NULL")
+    // No search_path of their own (V6); the list prices sorts out of its plans (V7), nothing else.
+    let config: Vec<(String, Option<Vec<String>>)> = app
+        .sql("SELECT proname::text, proconfig FROM pg_proc WHERE proname IN ('code2des_read_job', 'code2des_list_jobs') ORDER BY 1")
         .await
         .iter()
-        .map(|r| r.get(0))
+        .map(|r| (r.get(0), r.get(1)))
         .collect();
-    assert_eq!(unset.len(), 2, "no SET clause left: {unset:?}");
+    assert_eq!(
+        config,
+        [
+            (
+                "code2des_list_jobs".to_owned(),
+                Some(vec!["enable_sort=off".to_owned(), "enable_incremental_sort=off".to_owned()])
+            ),
+            ("code2des_read_job".to_owned(), None)
+        ],
+        "no search_path set by either"
+    );
 
     // Its own session (not the pool's): temporary tables standing in for every table the
     // functions read, each empty, and a search_path that finds them first or not at all.

@@ -42,6 +42,7 @@ async fn trigger_creates_a_processing_job_with_location_and_manifest() {
         "progress",
         "errorMessage",
         "hasResult",
+        "resultExpiresAt",
         "materializedAt",
         "materializedNodeId",
         "createdAt",

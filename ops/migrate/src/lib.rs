@@ -1,6 +1,8 @@
 //! The migrate function: applies `migrations/V*.sql` to the deployed database (through RDS
 //! Proxy, with the same secret and TLS policy as the API functions) and answers which versions
-//! it applied. It is invoked by hand (or by the deploy pipeline) after each `sam deploy`:
+//! it applied. CodeDeploy invokes it as the PreTraffic hook of every deployment, before any new
+//! code takes traffic ([`hook`]); it can also be invoked by hand (the first deploy, which
+//! creates the stack and so starts no deployment, and any time after):
 //!
 //! ```sh
 //! aws lambda invoke --function-name "$MIGRATE_FUNCTION" out.json && cat out.json
@@ -15,6 +17,9 @@ use lambda_runtime::{Error, LambdaEvent};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
 use shared::db::connect::DbConfig;
+
+pub mod hook;
+pub mod rollback;
 
 /// Session advisory lock key held while migrating, so that two overlapping invocations (a
 /// retried deploy step, a double click) apply each version once; the second one waits and then
@@ -52,7 +57,8 @@ impl Deps {
 }
 
 /// The handler: any event (the payload is ignored) applies the pending migrations and answers
-/// `{"database", "applied": ["V1__code2des", …]}`; an empty list means the schema was current.
+/// `{"database", "applied": ["V1__code2des", …]}`; an empty list means the schema was current,
+/// and `"databaseAhead": "V7__…"` that a newer release had migrated it ([`rollback`]).
 /// A failure is returned as the invocation's error, so `aws lambda invoke` shows
 /// `FunctionError` and the deploy step fails loudly.
 pub async fn handle(deps: &Deps, _event: LambdaEvent<Value>) -> Result<Value, Error> {
@@ -61,8 +67,20 @@ pub async fn handle(deps: &Deps, _event: LambdaEvent<Value>) -> Result<Value, Er
     let applied = shared::db::migrate::migrate(&mut client).await;
     // The lock is per session; unlocking explicitly matters only if the connection outlives us.
     client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]).await?;
-    let applied = applied?;
-    tracing::info!(applied = ?applied, "migrations applied");
+    let (applied, ahead) = match applied {
+        Ok(applied) => (applied, None),
+        Err(e) => match rollback::database_ahead(&e) {
+            Some(version) => (Vec::new(), Some(version)),
+            None => return Err(e.into()),
+        },
+    };
+    match &ahead {
+        None => tracing::info!(applied = ?applied, "migrations applied"),
+        Some(version) => tracing::warn!(
+            database_holds = %version,
+            "the database is ahead of this release (a rollback): nothing to apply"
+        ),
+    }
     let app_role = match &deps.app_role {
         None => None,
         Some(source) => {
@@ -78,5 +96,9 @@ pub async fn handle(deps: &Deps, _event: LambdaEvent<Value>) -> Result<Value, Er
             Some(role)
         }
     };
-    Ok(json!({ "database": deps.db.pg.get_dbname(), "applied": applied, "appRole": app_role }))
+    let mut answer = json!({ "database": deps.db.pg.get_dbname(), "applied": applied, "appRole": app_role });
+    if let Some(version) = ahead {
+        answer["databaseAhead"] = json!(version);
+    }
+    Ok(answer)
 }

@@ -35,7 +35,7 @@ pub async fn sweep(deps: &Deps) -> Result<usize, ApiError> {
     let client = shared::db::connect::conn(&deps.pool).await?;
     let mut total = 0;
     loop {
-        let expired = shared::db::sweep::expire_overdue(&**client, None, deps.deadline, BATCH).await?;
+        let expired = shared::db::sweep::expire_overdue(&**client, deps.deadline, BATCH).await?;
         metrics::jobs_timed_out(&expired);
         total += expired.len();
         if (expired.len() as i64) < BATCH {

@@ -119,7 +119,17 @@ impl WebhookKeys {
             secret_arn = s.arn;
         }
         if let Some(p) = public_key {
-            keys.public_keys.push(sw::parse_public_key(p.value.expose_secret())?);
+            match (sw::parse_public_key(p.value.expose_secret()), &p.arn) {
+                (Ok(key), _) => keys.public_keys.push(key),
+                // The deployed secret starts as a placeholder (`whpk_unset`, template.yaml) until
+                // the operator puts the worker's key in it: v1a verifies nothing meanwhile, the
+                // other keys still do, and the first v1a mismatch after the key is set reads it.
+                (Err(e), Some(_)) => {
+                    tracing::warn!(reason = %e, "the webhook public key secret holds no usable whpk_ key yet")
+                }
+                // A plain value is configuration: wrong is an error, at init.
+                (Err(e), None) => return Err(e),
+            }
             any_arn |= p.arn.is_some();
             public_key_arn = p.arn;
         }
@@ -329,7 +339,14 @@ mod tests {
         let plain = WebhookKeys::new(src("local-webhook-secret"), None, true, Instant::now()).unwrap();
         assert_eq!(v(&plain, std_only(&v1)), Err(SignatureError::Mismatch));
 
-        // Nothing configured, or a key that does not read: an error at init.
+        // The deployed secret's placeholder: v1a verifies nothing until the key is set, v1 still does.
+        let arn =
+            |v: &str| Some(Source { arn: Some("arn:placeholder".into()), value: SecretString::from(v.to_owned()) });
+        let placeholder = WebhookKeys::new(src(&secret), arn("whpk_unset"), true, Instant::now()).unwrap();
+        assert_eq!(v(&placeholder, std_only(&v1a)), Err(SignatureError::Mismatch));
+        assert!(v(&placeholder, std_only(&v1)).is_ok());
+
+        // Nothing configured, or a plain key that does not read: an error at init.
         assert!(WebhookKeys::new(None, None, true, Instant::now()).is_err());
         assert!(WebhookKeys::new(src("whsec_!!"), None, true, Instant::now()).is_err());
         assert!(WebhookKeys::new(None, src("whpk_AAAA"), true, Instant::now()).is_err());

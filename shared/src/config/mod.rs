@@ -22,6 +22,8 @@ pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/code2
 /// Connections per Lambda instance: it serves one request at a time; the spare covers a
 /// connection being replaced.
 pub const DEFAULT_POOL_SIZE: usize = 2;
+/// Days a soft-deleted job stays before the purge removes it (SPEC section 9).
+pub const DEFAULT_PURGE_AFTER_DAYS: i32 = 30;
 
 /// A non-empty environment variable.
 pub fn var(name: &str) -> Option<String> {
@@ -108,6 +110,10 @@ pub struct Settings {
     pub max_attempts: i32,
     pub pool_size: usize,
     pub ca_bundle: Option<String>,
+    /// `ARTIFACT_RETENTION_DAYS`: the artifact bucket's lifecycle rule (results expire).
+    pub artifact_retention: Option<Duration>,
+    /// `PURGE_AFTER_DAYS`: soft-deleted jobs leave the database this many days after.
+    pub purge_after_days: i32,
 }
 
 impl Settings {
@@ -137,6 +143,11 @@ impl Settings {
             max_attempts,
             pool_size: positive("DB_POOL_SIZE", DEFAULT_POOL_SIZE)?,
             ca_bundle: var("DB_CA_BUNDLE"),
+            purge_after_days: positive("PURGE_AFTER_DAYS", DEFAULT_PURGE_AFTER_DAYS)?,
+            artifact_retention: match var("ARTIFACT_RETENTION_DAYS") {
+                None => None,
+                Some(_) => Some(Duration::from_secs(positive::<u64>("ARTIFACT_RETENTION_DAYS", 1)? * 24 * 60 * 60)),
+            },
         })
     }
 
@@ -150,7 +161,7 @@ impl Settings {
 
     /// The rules every route applies to a job.
     pub fn policy(&self) -> Policy {
-        Policy { deadline: self.deadline, max_attempts: self.max_attempts }
+        Policy { deadline: self.deadline, max_attempts: self.max_attempts, result_retention: self.artifact_retention }
     }
 }
 

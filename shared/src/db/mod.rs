@@ -6,7 +6,7 @@
 //! - `sql`: the fragments every statement shares, and the one binding of leading parameters;
 //! - `columns` and `record`: reading a [`crate::domain::job::Job`] from rows;
 //! - one module of statements per feature: `trigger`, `retry`, `lifecycle`, `placement`,
-//!   `webhook`, `sweep`. A new statement goes into its feature's module, as a `const` SQL text
+//!   `webhook`, `sweep`, `purge`. A new statement goes into its feature's module, as a `const` SQL text
 //!   and one `pub async fn` that binds it.
 
 pub mod columns;
@@ -14,6 +14,7 @@ pub mod connect;
 pub mod lifecycle;
 pub mod migrate;
 pub mod placement;
+pub mod purge;
 pub mod record;
 pub mod retry;
 pub mod roles;

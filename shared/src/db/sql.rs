@@ -84,21 +84,16 @@ macro_rules! visible {
     };
 }
 
-/// Job `c` (joined with its attempt row `a`) is processing past the deadline `$d` seconds,
-/// counted from the start of its CURRENT attempt. An attempt row of another attempt (read from
-/// an older snapshot than a locked `c`) means the attempt has just been restarted: not overdue.
+/// Job `c` (joined with its attempt row `a`) is processing past the deadline `$d` seconds: THE
+/// rule, `code2des_overdue` (migration V7), which every read, write and the sweep call, and which
+/// PostgreSQL inlines into each plan.
 macro_rules! overdue {
     ($d:literal) => {
-        concat!(
-            "(c.status = '0' AND COALESCE(CASE WHEN a.code2des_id IS NULL THEN c.created_at ",
-            "WHEN a.attempt = c.attempt THEN a.started_at END < now() - make_interval(secs => ",
-            $d,
-            "), false))"
-        )
+        concat!("code2des_overdue(c.status, c.attempt, c.created_at, a.attempt, a.started_at, ", $d, ")")
     };
 }
 
-/// Everything `Job::from_row` reads, as a reader must see it: a job past its deadline is failed
+/// Everything [`crate::db::columns::decode`] reads, as a reader must see it: a job past its deadline is failed
 /// `timed out`, updated by the deadline at the moment it passed (what the sweep then persists,
 /// so the JSON is the same before and after). Needs `c` and `LEFT JOIN code2des_attempt a`.
 macro_rules! read_columns {

@@ -10,41 +10,56 @@ use crate::db::sql::{overdue, Binds};
 use crate::domain::ids::Code2desId;
 use crate::error::ApiError;
 
-const EXPIRE: &str = concat!(
-    // `c.attempt = s.attempt`: should a retry restart the job between this statement's snapshot
-    // and its row lock, the re-check sees another attempt and leaves it alone.
-    "UPDATE code2des AS c SET status = '2', error_message = 'timed out', ",
-    "updated_at = s.started + make_interval(secs => $1), updated_by = 'system:deadline' ",
-    "FROM (SELECT c.id, c.attempt, COALESCE(a.started_at, c.created_at) AS started FROM code2des c ",
-    "LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
-    "WHERE c.status = '0' AND c.deleted_at IS NULL AND ($2::varchar IS NULL OR c.id = $2) AND ",
-    overdue!("$1"),
-    " ORDER BY c.id LIMIT $3) s ",
-    "WHERE c.id = s.id AND c.attempt = s.attempt AND c.status = '0' AND c.deleted_at IS NULL ",
-    "RETURNING c.id, (extract(epoch FROM now() - s.started) * 1000)::float8 AS duration_ms"
-);
+/// The jobs `EXPIRE_*` fail: processing, not deleted, past the deadline `$1` seconds; `s` is the
+/// attempt each was found on, `started` when it started. `c.attempt = s.attempt`: should a retry
+/// restart a job between this statement's snapshot and its row lock, the re-check sees another
+/// attempt and leaves it alone.
+macro_rules! expire {
+    ($candidates:expr) => {
+        concat!(
+            "UPDATE code2des AS c SET status = '2', error_message = 'timed out', ",
+            "updated_at = s.started + make_interval(secs => $1), updated_by = 'system:deadline' ",
+            "FROM (SELECT c.id, c.attempt, COALESCE(a.started_at, c.created_at) AS started FROM code2des c ",
+            "LEFT JOIN code2des_attempt a ON a.code2des_id = c.id WHERE c.status = '0' AND c.deleted_at IS NULL AND ",
+            overdue!("$1"),
+            " AND ",
+            $candidates,
+            ") s WHERE c.id = s.id AND c.attempt = s.attempt AND c.status = '0' AND c.deleted_at IS NULL ",
+            "RETURNING c.id, (extract(epoch FROM now() - s.started) * 1000)::float8 AS duration_ms"
+        )
+    };
+}
+
+/// The sweep's batch: oldest first, at most `$2`. An attempt never starts before its job was
+/// created, so every overdue job was created before now() - deadline: that bound is the range of
+/// `code2des_processing_idx` (processing jobs by age), so a run reads the overdue jobs and the
+/// few still processing a later attempt, never the table.
+const EXPIRE_BATCH: &str = expire!("c.created_at < now() - make_interval(secs => $1) ORDER BY c.created_at LIMIT $2");
+
+/// One job, by its id `$2` (the webhook and retry persist the deadline of the job they touch).
+const EXPIRE_ONE: &str = expire!("c.id = $2");
+
+fn durations(rows: &[tokio_postgres::Row]) -> Vec<Duration> {
+    rows.iter().map(|r| Duration::from_secs_f64(r.get::<_, f64>("duration_ms").max(0.0) / 1000.0)).collect()
+}
 
 /// Persists the deadline: processing jobs past it become failed `timed out`, with the fence of
 /// the webhook (processing, not deleted, same attempt), so exactly one of this and a racing
-/// webhook wins. At most `limit` jobs per call; returns each expired job's attempt duration.
+/// webhook wins. At most `limit` jobs per call (one short transaction); returns each expired
+/// job's attempt duration. Fewer than `limit` means none is left.
 pub async fn expire_overdue(
     client: &impl GenericClient,
-    only: Option<Code2desId>,
     deadline: Duration,
     limit: i64,
 ) -> Result<Vec<Duration>, ApiError> {
-    let rows = Binds::none()
-        .deadline(deadline)
-        .and(&only, Type::VARCHAR)
-        .and(&limit, Type::INT8)
-        .query(client, EXPIRE)
-        .await?;
-    Ok(rows.iter().map(|r| Duration::from_secs_f64(r.get::<_, f64>("duration_ms").max(0.0) / 1000.0)).collect())
+    let rows = Binds::none().deadline(deadline).and(&limit, Type::INT8).query(client, EXPIRE_BATCH).await?;
+    Ok(durations(&rows))
 }
 
 /// Applies the deadline to one job; true if this call failed it.
 pub async fn expire_one(client: &impl GenericClient, id: Code2desId, deadline: Duration) -> Result<bool, ApiError> {
-    Ok(!expire_overdue(client, Some(id), deadline, 1).await?.is_empty())
+    let rows = Binds::none().deadline(deadline).and(&id, Type::VARCHAR).query(client, EXPIRE_ONE).await?;
+    Ok(!rows.is_empty())
 }
 
 #[cfg(test)]
@@ -53,7 +68,8 @@ mod tests {
     use crate::db::sql::placeholders;
 
     #[test]
-    fn the_statement_uses_the_placeholders_it_binds() {
-        assert_eq!(placeholders(EXPIRE), (1..=3).collect());
+    fn statements_use_the_placeholders_they_bind() {
+        assert_eq!(placeholders(EXPIRE_BATCH), (1..=2).collect());
+        assert_eq!(placeholders(EXPIRE_ONE), (1..=2).collect());
     }
 }

@@ -8,7 +8,7 @@ use tokio_postgres::GenericClient;
 
 use crate::db::sql::{job, job_columns, read_columns, visible, Binds};
 use crate::domain::ids::{Code2desId, FigmaFileKey, PageImportId, PlacementTarget, ScreenId};
-use crate::domain::job::{Job, Nonce};
+use crate::domain::job::{Job, Nonce, IDEMPOTENCY_KEY_TTL};
 use crate::domain::scope::Scope;
 use crate::error::ApiError;
 
@@ -50,7 +50,10 @@ const INSERT_JOB: &str = concat!(
     "claim AS (",
     "INSERT INTO code2des_idempotency (subject, organization_id, project_id, idempotency_key, request_hash, code2des_id) ",
     "SELECT $4, $2, $3, $10, $11, $1 FROM scope WHERE scope.page_status = '1' AND $10::text IS NOT NULL ",
-    "ON CONFLICT DO NOTHING RETURNING code2des_id), ",
+    // A key older than its time to live ($12 seconds) is free again: the claim takes it over.
+    "ON CONFLICT ON CONSTRAINT code2des_idempotency_pkey DO UPDATE SET request_hash = EXCLUDED.request_hash, ",
+    "code2des_id = EXCLUDED.code2des_id, created_at = now() ",
+    "WHERE code2des_idempotency.created_at < now() - make_interval(secs => $12) RETURNING code2des_id), ",
     "ins AS (",
     "INSERT INTO code2des AS c (id, organization_id, project_id, page_import_id, figma_file_key, screen_id, ",
     "placement_target, nonce, created_by, updated_by) ",
@@ -79,6 +82,7 @@ pub async fn insert_job(client: &impl GenericClient, new: &NewJob<'_>) -> Result
         .and(&new.nonce.expose(), Type::VARCHAR)
         .and(&key, Type::TEXT)
         .and(&hash, Type::VARCHAR)
+        .and(&IDEMPOTENCY_KEY_TTL.as_secs_f64(), Type::FLOAT8)
         .query(client, INSERT_JOB)
         .await?;
     let Some(row) = rows.first() else {
@@ -100,18 +104,24 @@ const FIND_BY_KEY: &str = concat!(
     " FROM code2des_idempotency k ",
     "JOIN code2des c ON c.id = k.code2des_id LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
     "WHERE k.subject = $3 AND k.organization_id = $1 AND k.project_id = $2 AND k.idempotency_key = $5 ",
-    "AND c.deleted_at IS NULL AND ",
+    "AND k.created_at >= now() - make_interval(secs => $6) AND c.deleted_at IS NULL AND ",
     visible!("$3")
 );
 
-/// The job an earlier trigger with this idempotency key created, with its request hash.
+/// The job an earlier trigger with this idempotency key created, with its request hash; none
+/// once the key is older than its time to live.
 pub async fn find_by_idempotency_key(
     client: &impl GenericClient,
     scope: &Scope,
     key: &str,
     deadline: Duration,
 ) -> Result<Option<(String, Job)>, ApiError> {
-    let rows = Binds::scope(scope).deadline(deadline).and(&key, Type::VARCHAR).query(client, FIND_BY_KEY).await?;
+    let rows = Binds::scope(scope)
+        .deadline(deadline)
+        .and(&key, Type::VARCHAR)
+        .and(&IDEMPOTENCY_KEY_TTL.as_secs_f64(), Type::FLOAT8)
+        .query(client, FIND_BY_KEY)
+        .await?;
     match rows.first() {
         Some(row) => Ok(Some((row.get("request_hash"), job(row)?))),
         None => Ok(None),
@@ -164,7 +174,7 @@ mod tests {
 
     #[test]
     fn statements_use_the_placeholders_they_bind() {
-        for (sql, n) in [(INSERT_JOB, 11), (FIND_BY_KEY, 5), (FAIL_UNDISPATCHED, 5)] {
+        for (sql, n) in [(INSERT_JOB, 12), (FIND_BY_KEY, 6), (FAIL_UNDISPATCHED, 5)] {
             assert_eq!(placeholders(sql), (1..=n).collect(), "{sql}");
         }
     }

@@ -43,13 +43,16 @@ pub struct AttemptRef<'a> {
 }
 
 const RECORD_OUTCOME: &str = concat!(
-    "WITH up AS (UPDATE code2des AS c SET status = $4::code2des_status, result_url = $5, warning_count = $6, ",
-    "error_message = $7, updated_at = now(), updated_by = 'system:worker' ",
-    "WHERE c.id = $1 AND c.attempt = $2 AND c.nonce = $3 AND c.status = '0' AND c.deleted_at IS NULL ",
-    "AND COALESCE((SELECT a.started_at FROM code2des_attempt a WHERE a.code2des_id = c.id AND a.attempt = c.attempt), ",
-    "c.created_at) >= now() - make_interval(secs => $8) ",
-    "RETURNING c.id, (extract(epoch FROM now() - COALESCE((SELECT a.started_at FROM code2des_attempt a ",
-    "WHERE a.code2des_id = c.id AND a.attempt = c.attempt), c.created_at)) * 1000)::float8 AS duration_ms), ",
+    // `t` is the job's attempt row as of this statement's snapshot; should a retry commit between
+    // that snapshot and the row lock, the re-check sees another attempt (`c.attempt = $2` fails).
+    "WITH t AS (SELECT x.id, a.attempt, a.started_at FROM code2des x ",
+    "LEFT JOIN code2des_attempt a ON a.code2des_id = x.id WHERE x.id = $1), ",
+    "up AS (UPDATE code2des AS c SET status = $4::code2des_status, result_url = $5, warning_count = $6, ",
+    "error_message = $7, updated_at = now(), updated_by = 'system:worker' FROM t ",
+    "WHERE c.id = t.id AND c.attempt = $2 AND c.nonce = $3 AND c.status = '0' AND c.deleted_at IS NULL ",
+    "AND NOT code2des_overdue(c.status, c.attempt, c.created_at, t.attempt, t.started_at, $8) ",
+    "RETURNING c.id, (extract(epoch FROM now() - COALESCE(CASE WHEN t.attempt = c.attempt THEN t.started_at END, ",
+    "c.created_at)) * 1000)::float8 AS duration_ms), ",
     // The answer to this webhook-id, in the same statement: no round trip of its own.
     "d AS (INSERT INTO code2des_webhook_delivery (webhook_id, code2des_id, status, body) ",
     "SELECT $9, up.id, 200, $10 FROM up WHERE $9::varchar IS NOT NULL ON CONFLICT (webhook_id) DO NOTHING) ",
@@ -126,9 +129,20 @@ const PROGRESS: &str = concat!(
 );
 
 /// A worker's progress report, fenced exactly like a terminal one. The percent never goes
-/// backwards within an attempt (an equal one may change the stage). With `delivery`, the 200
-/// answer is stored for its webhook-id in the same statement when the fence lets it through.
+/// backwards within an attempt (an equal one may change the stage).
 pub async fn progress(
+    client: &impl GenericClient,
+    at: AttemptRef<'_>,
+    percent: i16,
+    stage: &ProgressStage,
+    deadline: Duration,
+) -> Result<Progressed, ApiError> {
+    progress_for(client, at, percent, stage, deadline, None).await
+}
+
+/// [`progress`] for a Standard Webhooks delivery: the 200 answer is stored for its webhook-id in
+/// the same statement when the fence lets the report through.
+pub async fn progress_for(
     client: &impl GenericClient,
     at: AttemptRef<'_>,
     percent: i16,
@@ -177,9 +191,13 @@ const FENCE: &str = concat!(
     "LEFT JOIN code2des_webhook_delivery d ON d.webhook_id = $3 WHERE c.id = $1"
 );
 
-/// The row as committed now (a new statement, so a new snapshot that includes the winner), and
-/// the answer given before to `webhook_id`, if any.
-pub async fn fence(
+/// The row as committed now (a new statement, so a new snapshot that includes the winner).
+pub async fn fence(client: &impl GenericClient, id: Code2desId, deadline: Duration) -> Result<Option<Fence>, ApiError> {
+    fence_for(client, id, deadline, None).await
+}
+
+/// [`fence`], and the answer given before to `webhook_id`, if any.
+pub async fn fence_for(
     client: &impl GenericClient,
     id: Code2desId,
     deadline: Duration,

@@ -29,18 +29,46 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(15 * 60);
 /// Attempts a job may have in all when `MAX_ATTEMPTS` is not set (SPEC section 7).
 pub const DEFAULT_MAX_ATTEMPTS: i32 = 3;
 
-/// The job rules of this deployment (SPEC sections 4 and 7).
+/// How long an `Idempotency-Key` names the job its first trigger created (SPEC section 9): a
+/// replay within it answers that job; afterwards the key is free for a new one, and the purge
+/// removes it.
+pub const IDEMPOTENCY_KEY_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The job rules of this deployment (SPEC sections 4, 7 and 9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
     /// A processing attempt older than this is failed `timed out`.
     pub deadline: Duration,
     /// Attempts a job may have in all; `maxAttempts` in the job JSON.
     pub max_attempts: i32,
+    /// How long the artifact bucket keeps an attempt's objects (`ArtifactRetentionDays`, its
+    /// lifecycle rule); `None` where nothing expires them (the local stack).
+    pub result_retention: Option<Duration>,
 }
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { deadline: DEFAULT_DEADLINE, max_attempts: DEFAULT_MAX_ATTEMPTS }
+        Self { deadline: DEFAULT_DEADLINE, max_attempts: DEFAULT_MAX_ATTEMPTS, result_retention: None }
+    }
+}
+
+impl Policy {
+    /// When `job`'s result stops being served, if it has one and results expire here.
+    ///
+    /// The bucket's lifecycle rule deletes an object on the first midnight (UTC) after its
+    /// creation plus the retention; the worker writes an attempt's artifact after the attempt
+    /// started. So until the attempt's start plus the retention the artifact is there for sure,
+    /// and from then on the service answers 410 whether or not the bucket has reached it yet:
+    /// a time a client can rely on both ways, never a 502 for an object the rule removed.
+    pub fn result_expires_at(&self, job: &Job) -> Option<DateTime<Utc>> {
+        let retention = chrono::Duration::from_std(self.result_retention?).ok()?;
+        job.result_url.as_ref()?;
+        job.attempt_started_at.checked_add_signed(retention)
+    }
+
+    /// The moment `job`'s result expired, if it has (see [`Self::result_expires_at`]).
+    pub fn result_expired(&self, job: &Job, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.result_expires_at(job).filter(|at| *at <= now)
     }
 }
 

@@ -63,6 +63,11 @@ pub fn is_key_under(key: &str, prefix: &str) -> bool {
     check_key("key", key).is_ok() && key.len() > prefix.len() && key.starts_with(prefix)
 }
 
+/// The prefix every object of every attempt of a job lives under.
+pub fn job_root(id: Code2desId) -> String {
+    format!("code2des/{id}/")
+}
+
 /// The per-attempt prefix every object of a job lives under.
 pub fn job_prefix(id: Code2desId, attempt: i32) -> String {
     format!("code2des/{id}/{attempt}/")

@@ -10,7 +10,8 @@ use crate::domain::job::{Job, Policy, Status};
 /// The stage a completed job's progress reads.
 pub const COMPLETED_STAGE: &str = "completed";
 
-/// The job as the user API shows it, under this deployment's rules (`maxAttempts`).
+/// The job as the user API shows it, under this deployment's rules (`maxAttempts`,
+/// `resultExpiresAt`).
 pub fn job_view<'a>(job: &'a Job, policy: &Policy) -> JobView<'a> {
     JobView {
         code2des_id: job.id,
@@ -26,6 +27,7 @@ pub fn job_view<'a>(job: &'a Job, policy: &Policy) -> JobView<'a> {
         warning_count: job.warning_count,
         error_message: job.error_message.as_deref(),
         has_result: job.result_url.is_some(),
+        result_expires_at: policy.result_expires_at(job).map(timestamp),
         materialized_at: job.materialized_at.map(timestamp),
         materialized_node_id: job.materialized_node_id.as_deref(),
         created_at: timestamp(job.created_at),
@@ -72,6 +74,9 @@ pub struct JobView<'a> {
     pub warning_count: Option<i32>,
     pub error_message: Option<&'a str>,
     pub has_result: bool,
+    /// When the result stops being served (410 `result_expired`); null without a result, or
+    /// where results do not expire.
+    pub result_expires_at: Option<String>,
     pub materialized_at: Option<String>,
     pub materialized_node_id: Option<&'a str>,
     pub created_at: String,

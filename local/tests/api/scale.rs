@@ -1,0 +1,316 @@
+//! A year of data (issue 22, SPEC section 9): with 100 000 jobs in one project and more beside
+//! it, every read and write costs what it costs a small tenant. Proved by what PostgreSQL
+//! itself counts, never by time: `pg_stat_xact_user_tables` (the rows of `code2des` that one
+//! transaction fetched, and whether it scanned the table) and the plans auto_explain reports
+//! for the statements inside the read functions (no sort anywhere, no scan of the table). The
+//! list's plans are checked after the sixth call, when PostgreSQL may switch a function's
+//! statement to a generic plan, and with generic plans forced.
+
+use std::time::Duration;
+
+use code2des_local::year::{self, Seeded, Year};
+use futures::StreamExt;
+use shared::db::lifecycle::{self, ListQuery};
+use shared::domain::ids::{Code2desId, FigmaFileKey, NodeId, OrganizationId, ProgressStage, ProjectId, Subject};
+use shared::domain::job::{Nonce, Policy, Status};
+use shared::domain::scope::{JobRef, Scope};
+use tokio_postgres::{AsyncMessage, Client};
+
+use crate::helpers::*;
+
+/// The shape of this test's year: 100 000 jobs in the busy project, 150 000 in all.
+const YEAR: Year = Year { jobs: 150_000, projects: 50, busy: 100_000, small: 20 };
+/// The page the handler asks for (a page of 20, and one more to learn if a next one follows).
+const LIMIT: i64 = 21;
+/// What a list may read beyond its page: one row past the page per merged branch (three), and
+/// the project's processing jobs when the page's status is computed from the deadline (its
+/// running jobs and the overdue ones the sweep has not reached: 15 + 3 in the busy project).
+const SLACK: i64 = 3 + 18;
+/// What a statement about one job may fetch of `code2des`: the job, and a second time under a
+/// lock or in a subquery.
+const ONE_JOB: i64 = 4;
+
+/// A session of its own whose notices (auto_explain's plans) are collected.
+struct Probe {
+    client: Client,
+    notices: std::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<String>>,
+}
+
+/// What one transaction did to `code2des`.
+#[derive(Debug)]
+struct Reads {
+    seq_scans: i64,
+    fetched: i64,
+    plans: String,
+}
+
+impl Probe {
+    async fn open(app: &TestApp, generic: bool) -> Self {
+        let (client, mut connection) = app.db.pg.connect(tokio_postgres::NoTls).await.unwrap();
+        let (tx, notices) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(Ok(message)) = messages.next().await {
+                if let AsyncMessage::Notice(n) = message {
+                    let _ = tx.send(n.message().to_owned());
+                }
+            }
+        });
+        client
+            .batch_execute(&format!(
+                "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; \
+                 SET auto_explain.log_nested_statements = on; SET auto_explain.log_analyze = on; \
+                 SET auto_explain.log_timing = off; SET auto_explain.log_level = notice; \
+                 SET client_min_messages = notice; SET plan_cache_mode = {}",
+                if generic { "force_generic_plan" } else { "auto" }
+            ))
+            .await
+            .unwrap();
+        Self { client, notices: std::sync::Mutex::new(notices) }
+    }
+
+    fn drain(&self) -> String {
+        let mut rx = self.notices.lock().unwrap();
+        let mut out = String::new();
+        while let Ok(n) = rx.try_recv() {
+            out.push_str(&n);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// A transaction to measure begins (what it does is rolled back by [`Self::end`]).
+    async fn begin(&self) {
+        self.drain();
+        self.client.batch_execute("BEGIN").await.unwrap();
+    }
+
+    /// What the transaction fetched of `code2des`, and the plans of its statements.
+    async fn end(&self) -> Reads {
+        // The counters' own query is not what is measured: its plan stays out of the report.
+        self.client.batch_execute("SET LOCAL auto_explain.log_min_duration = -1").await.unwrap();
+        let row = self
+            .client
+            .query_one(
+                "SELECT COALESCE(seq_scan, 0), COALESCE(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables \
+                 WHERE relname = 'code2des'",
+                &[],
+            )
+            .await
+            .unwrap();
+        self.client.batch_execute("ROLLBACK").await.unwrap();
+        Reads { seq_scans: row.get(0), fetched: row.get(1), plans: self.drain() }
+    }
+}
+
+fn plan_nodes(plans: &str) -> Vec<String> {
+    plans
+        .lines()
+        .map(|l| l.trim_start().trim_start_matches("->").trim_start().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// No node of any plan sorts, and none scans `code2des` whole.
+fn assert_streams(what: &str, r: &Reads) {
+    let nodes = plan_nodes(&r.plans);
+    assert!(!nodes.is_empty(), "{what}: auto_explain reported no plan");
+    for n in &nodes {
+        let sorts = (n.starts_with("Sort") || n.starts_with("Incremental Sort"))
+            && !n.starts_with("Sort Key")
+            && !n.starts_with("Sort Method");
+        assert!(!sorts, "{what}: a sort in the plan:\n{}", r.plans);
+        assert!(!n.starts_with("Seq Scan on code2des "), "{what}: the table scanned:\n{}", r.plans);
+    }
+    assert_eq!(r.seq_scans, 0, "{what}: {r:?}");
+}
+
+fn scope(t: &code2des_local::seed::Tenant) -> Scope {
+    Scope {
+        organization_id: OrganizationId::new(t.org).unwrap(),
+        project_id: ProjectId::new(t.project).unwrap(),
+        subject: Subject::parse(&t.sub).unwrap(),
+    }
+}
+
+async fn seeded() -> (TestApp, Seeded) {
+    let app = TestApp::with_deadline(Duration::from_secs(900)).await;
+    let c = app.pool.get().await.unwrap();
+    let s = year::seed(&c, &YEAR).await.expect("the year seeds");
+    assert!(s.jobs >= 100_000 + YEAR.small, "{}", s.jobs);
+    (app, s)
+}
+
+/// Every list shape, first page and deep in the project.
+fn shapes(s: &Seeded) -> Vec<(String, Option<FigmaFileKey>, Option<Status>)> {
+    let mut out = Vec::new();
+    for file in [None, Some(s.busy_file.as_str())] {
+        for status in [None, Some(Status::Processing), Some(Status::Completed), Some(Status::Failed)] {
+            let name = format!(
+                "{}{}",
+                status.map(Status::api_name).unwrap_or("all"),
+                if file.is_some() { " by file" } else { "" }
+            );
+            out.push((name, file.map(|f| FigmaFileKey::parse(f).unwrap()), status));
+        }
+    }
+    out
+}
+
+/// Lists `t`'s jobs as the handler does (the same statement), measured.
+async fn list(
+    p: &Probe,
+    t: &code2des_local::seed::Tenant,
+    file: Option<&FigmaFileKey>,
+    status: Option<Status>,
+    after: Option<(chrono::DateTime<chrono::Utc>, Code2desId)>,
+) -> (usize, Reads) {
+    let q = ListQuery { figma_file_key: file, status, after, limit: LIMIT };
+    p.begin().await;
+    let page =
+        lifecycle::list_jobs(&p.client, &scope(t), &q, Policy::default().deadline).await.unwrap().expect("visible");
+    (page.len(), p.end().await)
+}
+
+#[tokio::test]
+async fn every_list_shape_reads_its_page_and_sorts_nothing_at_any_depth_and_after_the_sixth_call() {
+    let (app, s) = seeded().await;
+    // Deep in the busy project: the position of its 50 000th newest job (the file's too).
+    let deep = |file: Option<&str>| {
+        format!(
+            "SELECT created_at, id FROM code2des WHERE project_id = {} AND deleted_at IS NULL {} \
+             ORDER BY created_at DESC, id DESC OFFSET 50000 LIMIT 1",
+            s.busy.project,
+            file.map(|f| format!("AND figma_file_key = '{f}'")).unwrap_or_default()
+        )
+    };
+    for generic in [false, true] {
+        let p = Probe::open(&app, generic).await;
+        for (name, file, status) in shapes(&s) {
+            let row = &app.sql(&deep(file.as_ref().map(FigmaFileKey::as_str))).await[0];
+            let position = (row.get::<_, chrono::DateTime<chrono::Utc>>(0), Code2desId::parse(row.get(1)).unwrap());
+            // Six calls first, over both tenants and positions: PostgreSQL decides on a
+            // function statement's generic plan after five custom ones.
+            for i in 0..6 {
+                let (t, after) = if i % 2 == 0 { (&s.busy, Some(position)) } else { (&s.small, None) };
+                let file = if std::ptr::eq(t, &s.small) {
+                    file.as_ref().map(|_| FigmaFileKey::parse(&s.small_file).unwrap())
+                } else {
+                    file.clone()
+                };
+                list(&p, t, file.as_ref(), status, after).await;
+            }
+            for (where_, after) in [("first page", None), ("deep", Some(position))] {
+                let what = format!("{name}, {where_}, {}", if generic { "generic plan" } else { "seventh call" });
+                let (n, r) = list(&p, &s.busy, file.as_ref(), status, after).await;
+                assert!(n > 0, "{what}: an empty page proves nothing");
+                assert_streams(&what, &r);
+                assert!(
+                    r.fetched <= LIMIT + SLACK,
+                    "{what}: {} rows of code2des fetched for a page of {n}:\n{}",
+                    r.fetched,
+                    r.plans
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_statement_about_one_job_fetches_that_job_only() {
+    let (app, s) = seeded().await;
+    let p = Probe::open(&app, false).await;
+    let deadline = Policy::default().deadline;
+    let running: Vec<(String, i32, String)> = app
+        .sql(&format!(
+            "SELECT id, attempt, nonce FROM code2des WHERE project_id = {} AND status = '0' \
+             AND created_at > now() - interval '5 minutes' ORDER BY created_at DESC LIMIT 4",
+            s.busy.project
+        ))
+        .await
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let failed: String = app
+        .sql(&format!(
+            "SELECT id FROM code2des WHERE project_id = {} AND status = '2' AND attempt = 1 AND deleted_at IS NULL LIMIT 1",
+            s.busy.project
+        ))
+        .await[0]
+        .get(0);
+    let job = |id: &str| JobRef { scope: scope(&s.busy), id: Code2desId::parse(id).unwrap() };
+    let completed = job(&s.busy_job);
+    let nonce = Nonce::generate();
+    let policy = Policy::default();
+
+    p.begin().await;
+    assert!(lifecycle::get_job(&p.client, &completed, deadline).await.unwrap().is_some());
+    assert_streams("GET", &p.end().await);
+    p.begin().await;
+    shared::db::retry::retry(&p.client, &job(&failed), &nonce, Some(1), &policy).await.unwrap();
+    let r = p.end().await;
+    assert_eq!(r.seq_scans, 0, "retry: {r:?}");
+    assert!(r.fetched <= ONE_JOB, "retry: {r:?}");
+    for (what, id) in [("cancel", &running[0].0), ("delete", &running[1].0)] {
+        p.begin().await;
+        match what {
+            "cancel" => drop(lifecycle::cancel(&p.client, &job(id), deadline).await.unwrap()),
+            _ => drop(lifecycle::delete_job(&p.client, &job(id)).await.unwrap()),
+        }
+        let r = p.end().await;
+        assert_eq!(r.seq_scans, 0, "{what}: {r:?}");
+        assert!(r.fetched <= ONE_JOB, "{what}: {r:?}");
+    }
+    p.begin().await;
+    let node = NodeId::parse("12:34").unwrap();
+    shared::db::placement::place(&p.client, &completed, &node, deadline).await.unwrap();
+    let r = p.end().await;
+    assert!(r.seq_scans == 0 && r.fetched <= ONE_JOB, "placement: {r:?}");
+    let (id, attempt, nonce) = &running[2];
+    let at = shared::db::webhook::AttemptRef { id: Code2desId::parse(id).unwrap(), attempt: *attempt, nonce };
+    let outcome = shared::db::webhook::Outcome {
+        status: Status::Completed,
+        result_url: Some("s3://code2des-artifacts/code2des/x/1/result.json"),
+        warning_count: Some(0),
+        error_message: None,
+    };
+    p.begin().await;
+    assert!(shared::db::webhook::record_outcome(&p.client, at, &outcome, deadline).await.unwrap().is_some());
+    let r = p.end().await;
+    assert!(r.seq_scans == 0 && r.fetched <= ONE_JOB, "webhook: {r:?}");
+    p.begin().await;
+    let stage = ProgressStage::parse("stage", "rendering").unwrap();
+    shared::db::webhook::progress(&p.client, at, 50, &stage, deadline).await.unwrap();
+    shared::db::webhook::fence(&p.client, at.id, deadline).await.unwrap();
+    let r = p.end().await;
+    assert!(r.seq_scans == 0 && r.fetched <= ONE_JOB, "progress and fence: {r:?}");
+}
+
+#[tokio::test]
+async fn an_idle_sweep_reads_fewer_than_a_thousand_rows_and_a_busy_one_what_it_expires() {
+    let (app, s) = seeded().await;
+    let p = Probe::open(&app, false).await;
+    let deadline = Policy::default().deadline;
+    // The seeded year has three overdue jobs in the busy project: the sweep expires those.
+    p.begin().await;
+    let expired = shared::db::sweep::expire_overdue(&p.client, deadline, code2des_sweep::BATCH).await.unwrap();
+    let r = p.end().await;
+    assert_eq!(expired.len(), 3, "{r:?}");
+    assert_eq!(r.seq_scans, 0, "{r:?}");
+    assert!(r.fetched <= 2 * 3 + 5, "it reads what it expires: {r:?}");
+    // Persist that run, then an idle one.
+    let c = app.pool.get().await.unwrap();
+    assert_eq!(shared::db::sweep::expire_overdue(&**c, deadline, code2des_sweep::BATCH).await.unwrap().len(), 3);
+    p.begin().await;
+    assert!(shared::db::sweep::expire_overdue(&p.client, deadline, code2des_sweep::BATCH).await.unwrap().is_empty());
+    let r = p.end().await;
+    assert_eq!(r.seq_scans, 0, "{r:?}");
+    assert!(r.fetched < 1_000, "an idle sweep: {r:?}");
+    let jobs = app.count_jobs().await;
+    assert!(jobs >= 150_000 - 400, "{jobs}");
+    // And every reader sees exactly what it saw before the sweep: the lists above read the
+    // deadline themselves. The small tenant's list is the same either way.
+    let q = ListQuery { figma_file_key: None, status: Some(Status::Failed), after: None, limit: LIMIT };
+    let failed = lifecycle::list_jobs(&**c, &scope(&s.small), &q, deadline).await.unwrap().unwrap();
+    assert!(failed.iter().all(|j| j.status == Status::Failed));
+}

@@ -1,0 +1,160 @@
+//! The CodeDeploy PreTraffic hook: migrate, then tell CodeDeploy whether the new code may take
+//! traffic.
+//!
+//! Every function with a `DeploymentPreference` in template.yaml names this function as its
+//! `PreTraffic` hook. When CloudFormation updates a function's `live` alias, CodeDeploy starts a
+//! deployment and, before it moves any traffic to the new version, invokes this function with
+//!
+//! ```json
+//! {"DeploymentId":"d-ABCDEF123","LifecycleEventHookExecutionId":"eyJ..."}
+//! ```
+//!
+//! The hook runs the same migration as a manual invocation ([`crate::handle`]) and reports the
+//! outcome with `PutLifecycleEventHookExecutionStatus`: `Succeeded` lets the deployment shift
+//! traffic; `Failed` stops it, CloudFormation rolls the stack back, and the alias never left
+//! the old version. Anything but a hook event is a manual invocation and is answered as before.
+//!
+//! Several deployments run at once (one per aliased function), so the hook runs several times
+//! per deploy: the migration's advisory lock serialises them and all but the first find the
+//! schema current.
+
+use aws_sdk_codedeploy::types::LifecycleEventStatus;
+use lambda_runtime::{Error, LambdaEvent};
+use serde_json::{json, Value};
+
+use crate::Deps;
+
+/// The two fields CodeDeploy sends a lifecycle hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookEvent {
+    pub deployment_id: String,
+    pub execution_id: String,
+}
+
+impl HookEvent {
+    /// The hook event in an invocation's payload, or `None` for anything else (a manual
+    /// `aws lambda invoke` with `{}` or no payload).
+    pub fn from_payload(payload: &Value) -> Option<Self> {
+        let field = |name: &str| payload.get(name).and_then(Value::as_str).map(str::to_owned);
+        Some(Self { deployment_id: field("DeploymentId")?, execution_id: field("LifecycleEventHookExecutionId")? })
+    }
+}
+
+/// Where the outcome goes: CodeDeploy, through the official SDK.
+pub struct Reporter {
+    client: aws_sdk_codedeploy::Client,
+}
+
+impl Reporter {
+    /// The client the function uses in AWS: the execution role's credentials and the HTTPS
+    /// client every other function uses (`shared::aws::sdk::sdk_config`). Builds no connection.
+    pub async fn from_env() -> Self {
+        Self::new(aws_sdk_codedeploy::Client::new(shared::aws::sdk::sdk_config().await))
+    }
+
+    /// Any client, e.g. one pointed at an emulated endpoint.
+    pub fn new(client: aws_sdk_codedeploy::Client) -> Self {
+        Self { client }
+    }
+
+    /// `PutLifecycleEventHookExecutionStatus`. The SDK retries transient failures itself.
+    pub async fn report(&self, hook: &HookEvent, succeeded: bool) -> Result<(), Error> {
+        let status = if succeeded { LifecycleEventStatus::Succeeded } else { LifecycleEventStatus::Failed };
+        self.client
+            .put_lifecycle_event_hook_execution_status()
+            .deployment_id(&hook.deployment_id)
+            .lifecycle_event_hook_execution_id(&hook.execution_id)
+            .status(status)
+            .send()
+            .await
+            .map_err(|e| {
+                Error::from(format!(
+                    "cannot report the hook's outcome to CodeDeploy (deployment {}): {}",
+                    hook.deployment_id,
+                    chain(&e)
+                ))
+            })?;
+        Ok(())
+    }
+}
+
+/// An error with its sources ("service error: dispatch failure: connection refused"): the SDK's
+/// own `Display` says only "dispatch failure". Kept here rather than borrowed from `shared`,
+/// whose helpers are being reworked.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut cur = err.source();
+    while let Some(e) = cur {
+        let s = e.to_string();
+        if !out.ends_with(&s) {
+            out.push_str(": ");
+            out.push_str(&s);
+        }
+        cur = e.source();
+    }
+    out
+}
+
+/// Every invocation of the function. `deps` is the instance's set-up, or why it failed: a
+/// hook must report even then, or CodeDeploy waits an hour for an answer before it gives up.
+///
+/// A hook invocation answers `{"hook": {"deploymentId", "status"}, …}` when the migration
+/// succeeded. When it failed, `Failed` is reported and the invocation fails too, so the
+/// function's `Errors` alarm fires and the log has the cause; the template sets no retries for
+/// the hook's (asynchronous) invocation, since the outcome is already reported. When the
+/// report itself fails, the invocation fails: CodeDeploy then times the hook out and stops the
+/// deployment, which keeps the old code serving.
+pub async fn dispatch(
+    deps: Result<&Deps, &str>,
+    reporter: &Reporter,
+    event: LambdaEvent<Value>,
+) -> Result<Value, Error> {
+    let hook = HookEvent::from_payload(&event.payload);
+    if let Some(hook) = &hook {
+        tracing::info!(deployment = %hook.deployment_id, "PreTraffic hook: migrating before the new version takes traffic");
+    }
+    let outcome = match deps {
+        // With its sources: refinery's own message is only "error applying migration V1__…",
+        // the database's reason is its source.
+        Ok(deps) => crate::handle(deps, event).await.map_err(|e| Error::from(chain(&*e))),
+        Err(e) => Err(Error::from(format!("migrate function set-up failed: {e}"))),
+    };
+    let Some(hook) = hook else { return outcome };
+    reporter.report(&hook, outcome.is_ok()).await?;
+    match outcome {
+        Ok(mut answer) => {
+            tracing::info!(deployment = %hook.deployment_id, "PreTraffic hook: Succeeded reported");
+            answer["hook"] = json!({ "deploymentId": hook.deployment_id, "status": "Succeeded" });
+            Ok(answer)
+        }
+        Err(e) => {
+            tracing::error!(deployment = %hook.deployment_id, error = %e, "PreTraffic hook: migration failed, Failed reported: the deployment stops");
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_event_codedeploy_sends_is_a_hook_and_nothing_else_is() {
+        let hook = HookEvent::from_payload(&json!({
+            "DeploymentId": "d-ABCDEF123",
+            "LifecycleEventHookExecutionId": "eyJlbmNyeXB0ZWREYXRhIjoi"
+        }));
+        assert_eq!(
+            hook,
+            Some(HookEvent { deployment_id: "d-ABCDEF123".into(), execution_id: "eyJlbmNyeXB0ZWREYXRhIjoi".into() })
+        );
+        for manual in [
+            json!({}),
+            json!(null),
+            json!({"DeploymentId": "d-1"}),
+            json!({"DeploymentId": 1, "LifecycleEventHookExecutionId": "x"}),
+        ] {
+            assert_eq!(HookEvent::from_payload(&manual), None, "{manual}");
+        }
+    }
+}

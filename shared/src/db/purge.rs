@@ -1,0 +1,65 @@
+//! Retention's statements (SPEC section 9): jobs soft-deleted `PURGE_AFTER_DAYS` ago leave the
+//! database (with their attempt and idempotency rows), and idempotency keys past their time to
+//! live leave it too. Each call is one short statement over at most a batch, on an index that
+//! leads to exactly those rows (migration V7's online indexes).
+
+use std::time::Duration;
+
+use tokio_postgres::types::Type;
+use tokio_postgres::GenericClient;
+
+use crate::db::sql::Binds;
+use crate::domain::ids::Code2desId;
+use crate::error::ApiError;
+
+/// Jobs deleted more than `$1` days ago, the longest-deleted first, at most `$2`.
+const DUE: &str = "SELECT id FROM code2des WHERE deleted_at < now() - make_interval(days => $1) \
+     ORDER BY deleted_at LIMIT $2";
+
+/// Deletes those of `$1` that are still due (migration V7: the application role deletes jobs
+/// only through this function, which re-checks the rule).
+const PURGE: &str = "SELECT code2des_purge_jobs($1, $2)";
+
+/// Idempotency keys older than `$1` seconds, at most `$2` of them.
+const EXPIRE_KEYS: &str = "DELETE FROM code2des_idempotency k USING (SELECT subject, organization_id, project_id, \
+     idempotency_key FROM code2des_idempotency WHERE created_at < now() - make_interval(secs => $1) \
+     ORDER BY created_at LIMIT $2) old WHERE k.subject = old.subject AND k.organization_id = old.organization_id \
+     AND k.project_id = old.project_id AND k.idempotency_key = old.idempotency_key RETURNING 1";
+
+/// The jobs due for the purge, at most `limit`.
+pub async fn due(client: &impl GenericClient, after_days: i32, limit: i64) -> Result<Vec<Code2desId>, ApiError> {
+    let rows = Binds::none().and(&after_days, Type::INT4).and(&limit, Type::INT8).query(client, DUE).await?;
+    rows.iter()
+        .map(|r| {
+            let id: &str = r.get(0);
+            Code2desId::from_db(id).ok_or_else(|| crate::error::bug("a job due for the purge", format!("id {id:?}")))
+        })
+        .collect()
+}
+
+/// Deletes `ids` that are still due; answers how many it deleted.
+pub async fn purge(client: &impl GenericClient, ids: &[Code2desId], after_days: i32) -> Result<i64, ApiError> {
+    let ids: Vec<String> = ids.iter().map(|id| id.to_db()).collect();
+    let rows = Binds::none().and(&ids, Type::VARCHAR_ARRAY).and(&after_days, Type::INT4).query(client, PURGE).await?;
+    Ok(rows.first().map(|r| i64::from(r.get::<_, i32>(0))).unwrap_or(0))
+}
+
+/// Deletes at most `limit` idempotency keys older than `ttl`; answers how many.
+pub async fn expire_keys(client: &impl GenericClient, ttl: Duration, limit: i64) -> Result<i64, ApiError> {
+    let rows =
+        Binds::none().and(&ttl.as_secs_f64(), Type::FLOAT8).and(&limit, Type::INT8).query(client, EXPIRE_KEYS).await?;
+    Ok(rows.len() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::sql::placeholders;
+
+    #[test]
+    fn statements_use_the_placeholders_they_bind() {
+        for sql in [DUE, PURGE, EXPIRE_KEYS] {
+            assert_eq!(placeholders(sql), (1..=2).collect(), "{sql}");
+        }
+    }
+}

@@ -179,6 +179,11 @@ export interface paths {
          *
          *     A failed job whose worker wrote a failure artifact answers it here: `kind` `failure` and
          *     `document` null.
+         *
+         *     Results do not live forever: the artifact bucket keeps an attempt's objects for
+         *     `ArtifactRetentionDays`. The job's `resultExpiresAt` says until when its result is
+         *     served; from that moment on this route answers 410 `result_expired` (never a 5xx), and
+         *     a new job from the same page import makes a new result.
          */
         get: operations["getJobResult"];
         put?: never;
@@ -337,6 +342,15 @@ export interface components {
             errorMessage: string | null;
             /** @description Whether the worker reported an artifact (the result route can then be asked). */
             hasResult: boolean;
+            /**
+             * Format: date-time
+             * @description Until when the result route serves this job's result: the start of its attempt plus
+             *     the artifact bucket's retention (`ArtifactRetentionDays`; the bucket removes the
+             *     objects at the first midnight UTC after that, never before). From then on the result
+             *     route answers 410 `result_expired`. Null without a result, or where results do not
+             *     expire (the local stack).
+             */
+            resultExpiresAt: string | null;
             /**
              * Format: date-time
              * @description Time of the first successful placement.
@@ -609,7 +623,7 @@ export interface components {
             status: "processing" | "completed" | "failed";
         };
         /** @enum {string} */
-        ErrorCode: "invalid_request" | "unauthorized" | "not_found" | "page_import_not_completed" | "not_ready" | "job_failed" | "job_not_completed" | "fenced" | "already_terminal" | "gone" | "payload_too_large" | "idempotency_key_reused" | "artifact_invalid" | "service_unavailable" | "not_failed" | "attempts_exhausted" | "internal_error" | "method_not_allowed";
+        ErrorCode: "invalid_request" | "unauthorized" | "not_found" | "page_import_not_completed" | "not_ready" | "job_failed" | "job_not_completed" | "fenced" | "already_terminal" | "gone" | "payload_too_large" | "idempotency_key_reused" | "artifact_invalid" | "service_unavailable" | "not_failed" | "attempts_exhausted" | "internal_error" | "method_not_allowed" | "result_expired";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -697,6 +711,27 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description `result_expired`: the job's result is past the artifact bucket's retention (its
+         *     `resultExpiresAt`); the message says when it expired.
+         */
+        ResultExpired: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "result_expired",
+                 *         "message": "the result expired at 2027-01-01T00:00:00.000000Z; the job can be triggered again from its page import"
+                 *       },
+                 *       "requestId": "0190b7c2-94f1-7b3e-8a53-d5a1c8e0f001"
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -1047,6 +1082,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["ResultExpired"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
         };

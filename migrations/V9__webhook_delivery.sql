@@ -7,6 +7,13 @@
 --   created_at    for purging old deliveries by age (the index below).
 -- A job's purge takes its deliveries with it (ON DELETE CASCADE; the code2des_id index keeps
 -- that cascade an index lookup, not a scan of this table per job).
+-- The foreign key takes a SHARE ROW EXCLUSIVE lock on code2des, which waits for (and then
+-- holds back) every write of a job: give up after a moment rather than queue them all behind
+-- us (the deploy's migrate step fails and is run again). Both settings end with refinery's
+-- transaction.
+SET LOCAL lock_timeout = '5s';
+SET LOCAL statement_timeout = '30s';
+
 CREATE TABLE code2des_webhook_delivery (
     webhook_id  varchar(255) NOT NULL,
     code2des_id varchar(255) NOT NULL REFERENCES code2des (id) ON UPDATE CASCADE ON DELETE CASCADE,

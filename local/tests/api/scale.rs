@@ -11,7 +11,7 @@ use std::time::Duration;
 use code2des_local::year::{self, Seeded, Year};
 use futures::StreamExt;
 use shared::db::lifecycle::{self, ListQuery};
-use shared::domain::ids::{Code2desId, FigmaFileKey, NodeId, OrganizationId, ProgressStage, ProjectId, Subject};
+use shared::domain::ids::{Code2desId, FigmaFileKey, NodeId, OrganizationId, ProjectId, ProgressStage, Subject};
 use shared::domain::job::{Nonce, Policy, Status};
 use shared::domain::scope::{JobRef, Scope};
 use tokio_postgres::{AsyncMessage, Client};
@@ -146,11 +146,7 @@ fn shapes(s: &Seeded) -> Vec<(String, Option<FigmaFileKey>, Option<Status>)> {
     let mut out = Vec::new();
     for file in [None, Some(s.busy_file.as_str())] {
         for status in [None, Some(Status::Processing), Some(Status::Completed), Some(Status::Failed)] {
-            let name = format!(
-                "{}{}",
-                status.map(Status::api_name).unwrap_or("all"),
-                if file.is_some() { " by file" } else { "" }
-            );
+            let name = format!("{}{}", status.map(Status::api_name).unwrap_or("all"), if file.is_some() { " by file" } else { "" });
             out.push((name, file.map(|f| FigmaFileKey::parse(f).unwrap()), status));
         }
     }
@@ -167,8 +163,7 @@ async fn list(
 ) -> (usize, Reads) {
     let q = ListQuery { figma_file_key: file, status, after, limit: LIMIT };
     p.begin().await;
-    let page =
-        lifecycle::list_jobs(&p.client, &scope(t), &q, Policy::default().deadline).await.unwrap().expect("visible");
+    let page = lifecycle::list_jobs(&p.client, &scope(t), &q, Policy::default().deadline).await.unwrap().expect("visible");
     (page.len(), p.end().await)
 }
 
@@ -193,11 +188,7 @@ async fn every_list_shape_reads_its_page_and_sorts_nothing_at_any_depth_and_afte
             // function statement's generic plan after five custom ones.
             for i in 0..6 {
                 let (t, after) = if i % 2 == 0 { (&s.busy, Some(position)) } else { (&s.small, None) };
-                let file = if std::ptr::eq(t, &s.small) {
-                    file.as_ref().map(|_| FigmaFileKey::parse(&s.small_file).unwrap())
-                } else {
-                    file.clone()
-                };
+                let file = if std::ptr::eq(t, &s.small) { file.as_ref().map(|_| FigmaFileKey::parse(&s.small_file).unwrap()) } else { file.clone() };
                 list(&p, t, file.as_ref(), status, after).await;
             }
             for (where_, after) in [("first page", None), ("deep", Some(position))] {
@@ -205,12 +196,7 @@ async fn every_list_shape_reads_its_page_and_sorts_nothing_at_any_depth_and_afte
                 let (n, r) = list(&p, &s.busy, file.as_ref(), status, after).await;
                 assert!(n > 0, "{what}: an empty page proves nothing");
                 assert_streams(&what, &r);
-                assert!(
-                    r.fetched <= LIMIT + SLACK,
-                    "{what}: {} rows of code2des fetched for a page of {n}:\n{}",
-                    r.fetched,
-                    r.plans
-                );
+                assert!(r.fetched <= LIMIT + SLACK, "{what}: {} rows of code2des fetched for a page of {n}:\n{}", r.fetched, r.plans);
             }
         }
     }

@@ -2,11 +2,12 @@
 //! (the machine is noisy; absolute numbers are not the point). See docs/PERFORMANCE.md.
 //!
 //! ```text
-//! code2des-bench [all|coldstart|roundtrips|warm|reads|hydration] [--quick] [--rounds N] [--extra NAME=PATH]...
+//! code2des-bench [all|coldstart|roundtrips|warm|reads|hydration|scale] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
 //! ```
 //! `--quick` runs every benchmark with a few iterations (CI checks that they still run; it
 //! asserts nothing about speed). `--extra` adds another binary to the cold-start table (a
-//! build of a function with another release profile, for instance).
+//! build of a function with another release profile, for instance). `--json PATH` writes the
+//! year-of-data figures (`scale`) for scripts/plot-scale.
 
 mod coldstart;
 mod fixture;
@@ -17,6 +18,8 @@ mod pg;
 mod pgproxy;
 mod reads;
 mod roundtrips;
+mod scale;
+mod stack;
 mod stats;
 mod warm;
 
@@ -30,10 +33,11 @@ struct Args {
     quick: bool,
     rounds: Option<usize>,
     extra: Vec<(String, PathBuf)>,
+    json: Option<PathBuf>,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut a = Args { command: "all".into(), quick: false, rounds: None, extra: Vec::new() };
+    let mut a = Args { command: "all".into(), quick: false, rounds: None, extra: Vec::new(), json: None };
     let mut command = None;
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -44,6 +48,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                 let (n, p) = v.split_once('=').ok_or("--extra needs NAME=PATH")?;
                 a.extra.push((n.to_owned(), PathBuf::from(p)));
             }
+            "--json" => a.json = Some(PathBuf::from(it.next().ok_or("--json needs a path")?)),
             "-h" | "--help" => return Err(String::new()),
             c if command.is_none() && !c.starts_with('-') => command = Some(c.to_owned()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -89,7 +94,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: code2des-bench [all|coldstart|roundtrips|warm|reads|hydration] [--quick] [--rounds N] [--extra NAME=PATH]..."
+                "{e}\nusage: code2des-bench [all|coldstart|roundtrips|warm|reads|hydration|scale] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
             );
             std::process::exit(2);
         }
@@ -103,7 +108,7 @@ fn main() {
 fn run(args: Args) -> Result<(), String> {
     machine();
     let c = args.command.as_str();
-    if !matches!(c, "all" | "coldstart" | "roundtrips" | "warm" | "reads" | "hydration") {
+    if !matches!(c, "all" | "coldstart" | "roundtrips" | "warm" | "reads" | "hydration" | "scale") {
         return Err(format!("unknown command {c:?}"));
     }
     if matches!(c, "all" | "coldstart") {
@@ -141,6 +146,9 @@ fn run(args: Args) -> Result<(), String> {
         }
         if matches!(c, "all" | "hydration") {
             hydration::run(app.clone(), quick).await;
+        }
+        if matches!(c, "all" | "scale") {
+            scale::run(|db| cluster.url(db), quick, args.json.as_deref()).await?;
         }
         Ok::<_, String>(())
     });

@@ -7,6 +7,7 @@ mod bootstrap;
 mod caching;
 mod cancel;
 mod deadline;
+mod deadline_rule;
 mod delete;
 mod events;
 mod faults;

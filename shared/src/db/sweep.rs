@@ -10,34 +10,42 @@ use crate::db::sql::{overdue, Binds};
 use crate::domain::ids::Code2desId;
 use crate::error::ApiError;
 
-/// The jobs `EXPIRE_*` fail: processing, not deleted, past the deadline `$1` seconds; `s` is the
-/// attempt each was found on, `started` when it started. `c.attempt = s.attempt`: should a retry
-/// restart a job between this statement's snapshot and its row lock, the re-check sees another
-/// attempt and leaves it alone.
+/// The jobs `EXPIRE_*` fail: those of `$ids` (an array of job ids) that are processing, not
+/// deleted and past the deadline `$1` seconds; `s` is the attempt each was found on, `started`
+/// when it started. Every row is reached by its primary key, so a statement reads what it
+/// expires and nothing else. `c.attempt = s.attempt`: should a retry restart a job between this
+/// statement's snapshot and its row lock, the re-check sees another attempt and leaves it.
 macro_rules! expire {
-    ($candidates:expr) => {
+    ($ids:expr) => {
         concat!(
-            "UPDATE code2des AS c SET status = '2', error_message = 'timed out', ",
+            "WITH due AS (SELECT ",
+            $ids,
+            " AS ids) UPDATE code2des AS c SET status = '2', error_message = 'timed out', ",
             "updated_at = s.started + make_interval(secs => $1), updated_by = 'system:deadline' ",
             "FROM (SELECT c.id, c.attempt, COALESCE(a.started_at, c.created_at) AS started FROM code2des c ",
-            "LEFT JOIN code2des_attempt a ON a.code2des_id = c.id WHERE c.status = '0' AND c.deleted_at IS NULL AND ",
+            "LEFT JOIN code2des_attempt a ON a.code2des_id = c.id WHERE c.id = ANY ((SELECT ids FROM due)::varchar[]) ",
+            "AND c.status = '0' AND c.deleted_at IS NULL AND ",
             overdue!("$1"),
-            " AND ",
-            $candidates,
-            ") s WHERE c.id = s.id AND c.attempt = s.attempt AND c.status = '0' AND c.deleted_at IS NULL ",
+            ") s WHERE c.id = ANY ((SELECT ids FROM due)::varchar[]) AND c.id = s.id AND c.attempt = s.attempt ",
+            "AND c.status = '0' AND c.deleted_at IS NULL ",
             "RETURNING c.id, (extract(epoch FROM now() - s.started) * 1000)::float8 AS duration_ms"
         )
     };
 }
 
-/// The sweep's batch: oldest first, at most `$2`. An attempt never starts before its job was
-/// created, so every overdue job was created before now() - deadline: that bound is the range of
+/// The sweep's batch: the oldest `$2` overdue jobs. An attempt never starts before its job was
+/// created, so every overdue job was created before now() - deadline: that bound is a range of
 /// `code2des_processing_idx` (processing jobs by age), so a run reads the overdue jobs and the
 /// few still processing a later attempt, never the table.
-const EXPIRE_BATCH: &str = expire!("c.created_at < now() - make_interval(secs => $1) ORDER BY c.created_at LIMIT $2");
+const EXPIRE_BATCH: &str = expire!(concat!(
+    "ARRAY(SELECT c.id FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
+    "WHERE c.status = '0' AND c.deleted_at IS NULL AND c.created_at < now() - make_interval(secs => $1) AND ",
+    overdue!("$1"),
+    " ORDER BY c.created_at LIMIT $2)"
+));
 
 /// One job, by its id `$2` (the webhook and retry persist the deadline of the job they touch).
-const EXPIRE_ONE: &str = expire!("c.id = $2");
+const EXPIRE_ONE: &str = expire!("ARRAY[$2::varchar]");
 
 fn durations(rows: &[tokio_postgres::Row]) -> Vec<Duration> {
     rows.iter().map(|r| Duration::from_secs_f64(r.get::<_, f64>("duration_ms").max(0.0) / 1000.0)).collect()

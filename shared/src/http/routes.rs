@@ -193,7 +193,9 @@ const _: () = {
 pub mod cors {
     pub const ALLOW_ORIGIN: &str = "*";
     pub const ALLOW_HEADERS: &[&str] = &["authorization", "content-type", "idempotency-key", "if-none-match"];
-    pub const EXPOSE_HEADERS: &[&str] = &["location", "retry-after", "etag"];
+    /// `ratelimit` and `ratelimit-policy`: trigger and retry tell a client its quotas (SPEC
+    /// section 9), which a browser lets the plugin read only when they are exposed.
+    pub const EXPOSE_HEADERS: &[&str] = &["location", "retry-after", "etag", "ratelimit", "ratelimit-policy"];
     pub const MAX_AGE_SECS: u32 = 600;
 
     /// Every method a user route answers, in the table's order, each once.

@@ -58,8 +58,13 @@ pub async fn run(mut cfg: Config) -> Result<(), String> {
     // The demo plays the worker itself, so that it can fail the first attempt on purpose.
     cfg.demo_worker = false;
     let secret = cfg.webhook_secret();
+    let own_key = cfg.worker_signing_key.clone();
     let running = stack::start(cfg).await.map_err(|e| e.to_string())?;
-    let worker = code2des_worker::Worker::new(running.s3.clone(), running.bucket.clone(), secret);
+    // The demo worker signs as a real one does: v1a with the key the stack keeps (or was given).
+    let mut worker = code2des_worker::Worker::new(running.s3.clone(), running.bucket.clone(), secret);
+    if let Some(key) = running.worker_keys.as_ref().map(stack::WorkerKeys::signing_key).or(own_key) {
+        worker = worker.with_signing_key(key);
+    }
     let outcome = steps(&running, &worker).await;
     running.shutdown().await;
     outcome

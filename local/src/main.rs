@@ -16,7 +16,8 @@ struct Cli {
     /// Address of the embedded S3-compatible endpoint (ignored when S3_ENDPOINT is set).
     #[arg(long, default_value = stack::DEFAULT_S3_ADDR, global = true)]
     s3_addr: SocketAddr,
-    /// Where the embedded S3 endpoint keeps objects.
+    /// Where the embedded S3 endpoint keeps objects, and the worker key pair the stack generates
+    /// when WEBHOOK_PUBLIC_KEY is not set.
     #[arg(long, default_value = stack::DEFAULT_DATA_DIR, global = true)]
     data_dir: PathBuf,
     /// Run the reference worker in-process: it completes every new job.
@@ -104,6 +105,19 @@ async fn main() -> std::process::ExitCode {
                     running.s3_endpoint,
                     running.bucket
                 );
+                if let Some(keys) = &running.worker_keys {
+                    // What a worker needs to sign v1a: where its secret key is (never the key
+                    // itself, which stays in the file) and the public key the stack verifies with.
+                    println!(
+                        "code2des-local: worker signing key (whsk_) {} {} (mode 0600): \
+                         WEBHOOK_SIGNING_KEY_FILE={} code2des-worker poll; the stack verifies v1a with \
+                         WEBHOOK_PUBLIC_KEY={}",
+                        if keys.created { "generated in" } else { "in" },
+                        keys.signing_key_path.display(),
+                        keys.signing_key_path.display(),
+                        keys.public_key
+                    );
+                }
                 shutdown_signal().await;
                 tracing::info!("shutting down");
                 running.shutdown().await;

@@ -15,6 +15,7 @@ use shared::app::resources::Resources;
 use shared::config::DatabaseSource;
 use shared::config::{SecretSource, Settings};
 use shared::db::connect::DbConfig;
+use shared::domain::standard_webhooks as sw;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -38,6 +39,9 @@ pub struct Config {
     /// What the five functions are built from, exactly as a Lambda builds them.
     pub settings: Settings,
     pub demo_worker: bool,
+    /// The worker's `whsk_` key from `WEBHOOK_SIGNING_KEY`, for the in-process worker when
+    /// `WEBHOOK_PUBLIC_KEY` is given (else the stack keeps its own pair under `data_dir`).
+    pub worker_signing_key: Option<ed25519_dalek::SigningKey>,
     /// How often the deadline sweep runs (`SWEEP_INTERVAL_SECONDS`, default 60: the schedule
     /// template.yaml gives it in AWS).
     pub sweep_every: Duration,
@@ -84,7 +88,11 @@ impl Config {
                 _ => return Err("SWEEP_INTERVAL_SECONDS must be a positive integer".into()),
             },
         };
-        Ok(Self { addr, s3_addr, data_dir, database_url, settings, demo_worker, sweep_every })
+        let worker_signing_key = match var("WEBHOOK_SIGNING_KEY") {
+            None => None,
+            Some(k) => Some(sw::parse_signing_key(&k).map_err(|e| format!("WEBHOOK_SIGNING_KEY: {e}"))?),
+        };
+        Ok(Self { addr, s3_addr, data_dir, database_url, settings, demo_worker, worker_signing_key, sweep_every })
     }
 
     /// The webhook secret as the demo worker signs with it.
@@ -99,6 +107,71 @@ impl Config {
     pub fn bucket(&self) -> &str {
         self.settings.bucket.as_deref().unwrap_or(DEFAULT_BUCKET)
     }
+}
+
+/// The worker's key pair as the local stack keeps it: generated at its first start (when
+/// `WEBHOOK_PUBLIC_KEY` is not set) under its data directory, the `whsk_` key in a file of mode
+/// 0600 that a worker reads (`WEBHOOK_SIGNING_KEY_FILE`), the `whpk_` key beside it. The stack
+/// verifies `v1a` with the public key, as a deployed backend does with `WEBHOOK_PUBLIC_KEY_ARN`.
+#[derive(Clone)]
+pub struct WorkerKeys {
+    pub signing_key_path: PathBuf,
+    pub public_key: String,
+    /// Made at this start (else read from an earlier one).
+    pub created: bool,
+    signing_key: ed25519_dalek::SigningKey,
+}
+
+impl std::fmt::Debug for WorkerKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerKeys")
+            .field("signing_key_path", &self.signing_key_path)
+            .field("public_key", &self.public_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkerKeys {
+    pub fn signing_key(&self) -> ed25519_dalek::SigningKey {
+        self.signing_key.clone()
+    }
+
+    /// Reads the pair under `data_dir`, or makes it there.
+    pub fn ensure(data_dir: &std::path::Path) -> Result<Self, String> {
+        let signing_key_path = data_dir.join(code2des_worker::SIGNING_KEY_FILE);
+        let problem = |what: &str, e: std::io::Error| format!("{what} {}: {e}", signing_key_path.display());
+        std::fs::create_dir_all(data_dir).map_err(|e| problem("cannot create the directory of", e))?;
+        let (signing_key, created) = match std::fs::read_to_string(&signing_key_path) {
+            Ok(text) => {
+                let key = sw::parse_signing_key(&text).map_err(|e| format!("{}: {e}", signing_key_path.display()))?;
+                (key, false)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let key = sw::generate_signing_key();
+                write_private(&signing_key_path, &sw::encode_signing_key(&key))
+                    .map_err(|e| problem("cannot write", e))?;
+                (key, true)
+            }
+            Err(e) => return Err(problem("cannot read", e)),
+        };
+        let public_key = sw::encode_public_key(&signing_key.verifying_key());
+        // A convenience copy for whoever configures a worker elsewhere; the stack reads it never.
+        let _ = std::fs::write(data_dir.join(code2des_worker::PUBLIC_KEY_FILE), format!("{public_key}\n"));
+        Ok(Self { signing_key_path, public_key, created, signing_key })
+    }
+}
+
+/// Creates `path` readable and writable by its owner only, before anything is written to it.
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(text.as_bytes())?;
+    file.write_all(b"\n")?;
+    file.sync_all()
 }
 
 /// The five functions, each built by its own `Deps::new` from one set of resources: the
@@ -151,6 +224,8 @@ fn clean(e: &(dyn std::error::Error + 'static)) -> String {
 /// A running stack.
 pub struct Running {
     pub addr: SocketAddr,
+    /// The worker key pair the stack keeps, unless `WEBHOOK_PUBLIC_KEY` was given.
+    pub worker_keys: Option<WorkerKeys>,
     pub s3_endpoint: String,
     pub s3: aws_sdk_s3::Client,
     pub pool: deadpool_postgres::Pool,
@@ -181,8 +256,18 @@ async fn bind(addr: SocketAddr, flag: &'static str) -> Result<TcpListener, Start
     TcpListener::bind(addr).await.map_err(|e| StartError::Bind { addr, reason: e.to_string(), flag })
 }
 
-pub async fn start(cfg: Config) -> Result<Running, StartError> {
+pub async fn start(mut cfg: Config) -> Result<Running, StartError> {
     let db = prepare_database(&cfg.database_url).await?;
+    // After the database answered: a start that fails leaves no files behind.
+    let worker_keys = match cfg.settings.webhook.public_key {
+        SecretSource::Missing => {
+            let keys = WorkerKeys::ensure(&cfg.data_dir).map_err(StartError::Config)?;
+            cfg.settings.webhook.public_key = SecretSource::Plain(SecretString::from(keys.public_key.clone()));
+            Some(keys)
+        }
+        _ => None,
+    };
+    let signing_key = worker_keys.as_ref().map(WorkerKeys::signing_key).or_else(|| cfg.worker_signing_key.clone());
 
     let (endpoint, s3_server, keys) = match &cfg.settings.s3_endpoint {
         Some(ep) => {
@@ -219,7 +304,10 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
     let (stop, stopped) = watch::channel(false);
     let mut tasks = vec![tokio::spawn(serve_http(listener, handlers, stopped.clone()))];
     if cfg.demo_worker {
-        let worker = code2des_worker::Worker::new(s3.clone(), cfg.bucket().to_owned(), cfg.webhook_secret());
+        let mut worker = code2des_worker::Worker::new(s3.clone(), cfg.bucket().to_owned(), cfg.webhook_secret());
+        if let Some(key) = signing_key.clone() {
+            worker = worker.with_signing_key(key);
+        }
         let mut stopped = stopped.clone();
         tasks.push(tokio::spawn(async move {
             worker
@@ -270,7 +358,17 @@ pub async fn start(cfg: Config) -> Result<Running, StartError> {
          verifying its signature (code2des-local only; a deployed API verifies tokens)"
     );
     tracing::info!(api = %format!("http://{addr}"), s3 = %endpoint, bucket = %cfg.bucket(), demo_worker = cfg.demo_worker, "code2des-local ready");
-    Ok(Running { addr, s3_endpoint: endpoint, s3, pool, bucket: cfg.bucket().to_owned(), stop, tasks, s3_server })
+    Ok(Running {
+        addr,
+        worker_keys,
+        s3_endpoint: endpoint,
+        s3,
+        pool,
+        bucket: cfg.bucket().to_owned(),
+        stop,
+        tasks,
+        s3_server,
+    })
 }
 
 async fn serve_http(listener: TcpListener, handlers: Arc<Handlers>, stopped: watch::Receiver<bool>) {

@@ -55,6 +55,7 @@ mod stack {
         Settings {
             database: DatabaseSource::Url(SecretString::from(database_url.to_owned())),
             webhook_secret: SecretSource::Plain(SecretString::from(SECRET)),
+            webhook: Default::default(),
             bucket: Some(BUCKET.into()),
             s3_endpoint: None,
             callback_url: Some(CALLBACK.into()),

@@ -5,9 +5,12 @@
 //! 2. Write images under `code2des/{id}/{attempt}/images/…` and the artifact
 //!    `code2des/{id}/{attempt}/result.json` (`kind` `result` or `failure`), echoing
 //!    `code2des_id`, `attempt` and `nonce` from the manifest.
-//! 3. POST the webhook body to `callback_url`, signed with
-//!    `Code2des-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
-//!    Retry on 5xx and transport errors; 200 and 409 `already_terminal` are final.
+//! 3. POST the webhook body to `callback_url`, signed with Standard Webhooks: `webhook-id` (one
+//!    per message, the same on every retry of it), `webhook-timestamp`, and `webhook-signature`
+//!    over `{id}.{timestamp}.{raw body}`: `v1a` (ed25519, with the worker's `whsk_` key) and,
+//!    when the secret is a `whsec_` value, `v1` (HMAC-SHA256). A worker with neither key signs
+//!    with the deprecated `Code2des-Signature` (HMAC of the secret's text).
+//!    Retry on 5xx and transport errors; every other answer is final (docs/WORKER.md).
 //!
 //! The conversion itself is a sample: a frame with a title, a hero image and a logo.
 
@@ -17,6 +20,14 @@ use std::time::Duration;
 use aws_sdk_s3::primitives::ByteStream;
 use serde_json::{json, Value};
 use shared::domain::protocol::Manifest;
+use shared::domain::standard_webhooks as sw;
+
+pub mod validate;
+
+/// The file, under the local stack's data directory, that holds the `whsk_` key it generated.
+pub const SIGNING_KEY_FILE: &str = "webhook-signing-key";
+/// Its public half (`whpk_`), beside it.
+pub const PUBLIC_KEY_FILE: &str = "webhook-public-key";
 
 pub const HERO_PNG: &[u8] = include_bytes!("../assets/hero.png");
 pub const LOGO_SVG: &[u8] = include_bytes!("../assets/logo.svg");
@@ -53,7 +64,12 @@ pub const STAGES: [(u8, &str); 3] = [(10, "reading capture"), (45, "building nod
 pub struct Worker {
     pub s3: aws_sdk_s3::Client,
     pub bucket: String,
+    /// The legacy signature's key (the secret's text), used only when there is no other.
     secret: String,
+    /// `v1`: the decoded bytes of a `whsec_` secret.
+    v1: Option<Vec<u8>>,
+    /// `v1a`: the worker's ed25519 key (`whsk_`).
+    signing_key: Option<ed25519_dalek::SigningKey>,
     http: reqwest::Client,
 }
 
@@ -67,7 +83,37 @@ impl Worker {
             .timeout(Duration::from_secs(30))
             .build()
             .expect("a client with a timeout builds");
-        Self { s3, bucket: bucket.into(), secret: secret.into(), http }
+        let secret = secret.into();
+        // A whsec_ value that does not decode is not a v1 key; the legacy signature remains.
+        let v1 = sw::parse_secret(&secret).ok();
+        Self { s3, bucket: bucket.into(), secret, v1, signing_key: None, http }
+    }
+
+    /// Signs `v1a` with `key` (the `whsk_` key whose `whpk_` the backend holds).
+    pub fn with_signing_key(mut self, key: ed25519_dalek::SigningKey) -> Self {
+        self.signing_key = Some(key);
+        self
+    }
+
+    /// The signature headers of one delivery of `raw`, as `(name, value)` pairs: Standard
+    /// Webhooks with every key this worker has, or the legacy header when it has none.
+    pub fn signature_headers(&self, webhook_id: &str, now: i64, raw: &[u8]) -> Vec<(&'static str, String)> {
+        let mut sigs = Vec::new();
+        if let Some(k) = &self.signing_key {
+            sigs.push(sw::sign_v1a(k, webhook_id, now, raw));
+        }
+        if let Some(k) = &self.v1 {
+            sigs.push(sw::sign_v1(k, webhook_id, now, raw));
+        }
+        if sigs.is_empty() {
+            let legacy = shared::domain::signature::header_value(self.secret.as_bytes(), now, raw);
+            return vec![("Code2des-Signature", legacy)];
+        }
+        vec![
+            (sw::ID_HEADER, webhook_id.to_owned()),
+            (sw::TIMESTAMP_HEADER, now.to_string()),
+            (sw::SIGNATURE_HEADER, sigs.join(" ")),
+        ]
     }
 
     async fn put(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), WorkerError> {
@@ -184,8 +230,15 @@ impl Worker {
         self.send_webhook(&m.callback_url, &body).await
     }
 
-    /// Signs and POSTs a webhook body, retrying transport errors and 5xx with backoff.
+    /// Signs and POSTs a webhook body, retrying transport errors and 5xx with backoff. One
+    /// `webhook-id` for the message, the same on every retry: the backend answers a redelivery
+    /// as it answered the first delivery it got (a retry after a lost answer is harmless).
     pub async fn send_webhook(&self, url: &str, body: &Value) -> Result<Reply, WorkerError> {
+        self.send_webhook_as(url, body, &format!("msg_{}", uuid::Uuid::new_v4().simple())).await
+    }
+
+    /// [`Self::send_webhook`] under a given `webhook-id` (a redelivery of an earlier message).
+    pub async fn send_webhook_as(&self, url: &str, body: &Value, webhook_id: &str) -> Result<Reply, WorkerError> {
         let raw = serde_json::to_vec(body).map_err(|e| WorkerError::Webhook(e.to_string()))?;
         let mut delay = Duration::from_millis(200);
         let mut last = String::new();
@@ -194,15 +247,12 @@ impl Worker {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs() as i64)
                 .unwrap_or(0);
-            let header = shared::domain::signature::header_value(self.secret.as_bytes(), now, &raw);
-            let sent = self
-                .http
-                .post(url)
-                .header("content-type", "application/json")
-                .header("Code2des-Signature", header)
-                .body(raw.clone())
-                .send()
-                .await;
+            // Signed afresh on each try: the timestamp must be within 5 minutes of the backend's.
+            let mut req = self.http.post(url).header("content-type", "application/json");
+            for (name, value) in self.signature_headers(webhook_id, now, &raw) {
+                req = req.header(name, value);
+            }
+            let sent = req.body(raw.clone()).send().await;
             match sent {
                 Ok(resp) if resp.status().is_server_error() => last = format!("HTTP {}", resp.status()),
                 Ok(resp) => {

@@ -1,8 +1,12 @@
 //! `code2des-worker`: the reference worker as a command.
 //!
 //! `code2des-worker poll` completes every new job; `code2des-worker complete <manifest key>` or
-//! `code2des-worker fail <manifest key> <message>` handles one. Configuration is the same
-//! environment as the services: `ARTIFACT_BUCKET`, `WEBHOOK_SECRET`, `S3_ENDPOINT`.
+//! `code2des-worker fail <manifest key> <message>` handles one; `code2des-worker validate
+//! <artifact.json> [--images DIR]` runs the result route's checks on a local artifact.
+//! Configuration is the same environment as the services: `ARTIFACT_BUCKET`, `WEBHOOK_SECRET`,
+//! `S3_ENDPOINT`, plus the worker's own ed25519 key for Standard Webhooks `v1a`:
+//! `WEBHOOK_SIGNING_KEY=whsk_…` or `WEBHOOK_SIGNING_KEY_FILE=path` (default: the key the local
+//! stack generated, `.code2des-local/webhook-signing-key`, when it is there).
 
 use std::time::Duration;
 
@@ -13,8 +17,15 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[arg(long, env = "ARTIFACT_BUCKET", default_value = "code2des-artifacts")]
     bucket: String,
+    /// The legacy signature's key, and the `v1` key when it is a `whsec_` value.
     #[arg(long, env = "WEBHOOK_SECRET", default_value = "local-webhook-secret", hide_env_values = true)]
     webhook_secret: String,
+    /// The worker's ed25519 key (`whsk_…`) to sign `v1a` with.
+    #[arg(long, env = "WEBHOOK_SIGNING_KEY", hide_env_values = true, conflicts_with = "signing_key_file")]
+    signing_key: Option<String>,
+    /// A file holding the `whsk_` key (the local stack writes one under its data directory).
+    #[arg(long, env = "WEBHOOK_SIGNING_KEY_FILE")]
+    signing_key_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,6 +41,18 @@ enum Command {
     Complete { manifest_key: String },
     /// Fail the job of one manifest key with a message.
     Fail { manifest_key: String, message: String },
+    /// Check an artifact (and its images) as the result route will: every problem with its JSON
+    /// path; exit status 1 if there is any.
+    Validate {
+        artifact: std::path::PathBuf,
+        /// Where the images are: a file per key, without the job's prefix (`DIR/images/hero.png`)
+        /// or with it.
+        #[arg(long)]
+        images: Option<std::path::PathBuf>,
+        /// The job's manifest.json, to check code2des_id, attempt, nonce and image keys against.
+        #[arg(long)]
+        manifest: Option<std::path::PathBuf>,
+    },
     /// Re-sign an API Gateway webhook event file (e.g. events/webhook.json) for now, so
     /// `sam local invoke -e` passes the 300 s freshness check.
     SignEvent {
@@ -39,7 +62,7 @@ enum Command {
     },
 }
 
-fn sign_event(path: &std::path::Path, secret: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+fn sign_event(path: &std::path::Path, secret: &str) -> Result<(), Error> {
     let mut event: serde_json::Value = serde_json::from_slice(&std::fs::read(path)?)?;
     let body = event["body"].as_str().ok_or("the event has no string body")?.to_owned();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() as i64;
@@ -52,7 +75,7 @@ fn sign_event(path: &std::path::Path, secret: &str) -> Result<(), Box<dyn std::e
 
 /// Prints the backend's answer; anything but 200 (a 409 fence, a 410) is a failed command, so
 /// a script driving the worker notices.
-fn answered(r: code2des_worker::Reply) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+fn answered(r: code2des_worker::Reply) -> Result<(), Error> {
     println!("{} {}", r.status, r.body);
     if r.status == 200 {
         Ok(())
@@ -61,22 +84,90 @@ fn answered(r: code2des_worker::Reply) -> Result<(), Box<dyn std::error::Error +
     }
 }
 
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// The `whsk_` key from the flag, the file, or the local stack's default file.
+fn signing_key(cli: &Cli) -> Result<Option<ed25519_dalek::SigningKey>, Error> {
+    let from_file = |path: &std::path::Path| -> Result<String, Error> {
+        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()).into())
+    };
+    let default = std::path::Path::new(DEFAULT_LOCAL_DATA_DIR).join(code2des_worker::SIGNING_KEY_FILE);
+    let raw = match (&cli.signing_key, &cli.signing_key_file) {
+        (Some(k), _) => k.clone(),
+        (None, Some(path)) => from_file(path)?,
+        (None, None) if default.is_file() => from_file(&default)?,
+        (None, None) => return Ok(None),
+    };
+    let key =
+        shared::domain::standard_webhooks::parse_signing_key(&raw).map_err(|e| format!("the signing key: {e}"))?;
+    Ok(Some(key))
+}
+
+/// The local stack's default `--data-dir`.
+const DEFAULT_LOCAL_DATA_DIR: &str = ".code2des-local";
+
+fn validate(
+    artifact: std::path::PathBuf,
+    images: Option<std::path::PathBuf>,
+    manifest: Option<std::path::PathBuf>,
+) -> std::process::ExitCode {
+    let opts = code2des_worker::validate::Options { artifact, images, manifest };
+    match code2des_worker::validate::run(&opts, &shared::domain::artifact::Limits::default()) {
+        Err(e) => {
+            eprintln!("code2des-worker validate: {e}");
+            std::process::ExitCode::from(2)
+        }
+        Ok(out) if out.problems.is_empty() => {
+            let images = match &opts.images {
+                Some(_) => format!("{} of {} used images checked", out.images_checked, out.images_used),
+                None => format!("{} used images not checked (no --images)", out.images_used),
+            };
+            println!("ok: {} ({images})", opts.artifact.display());
+            std::process::ExitCode::SUCCESS
+        }
+        Ok(out) => {
+            for p in &out.problems {
+                println!("{p}");
+            }
+            eprintln!("{} problem(s): the result route would answer 502 artifact_invalid", out.problems.len());
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+async fn main() -> std::process::ExitCode {
     shared::obs::telemetry::init_local();
     let cli = Cli::parse();
+    if let Command::Validate { artifact, images, manifest } = cli.command {
+        return validate(artifact, images, manifest);
+    }
+    match run(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("code2des-worker: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Error> {
     if std::env::var("S3_ENDPOINT").is_err() {
         // Default to the local stack's embedded S3.
         std::env::set_var("S3_ENDPOINT", "http://127.0.0.1:9000");
     }
+    let key = signing_key(&cli)?;
     let command = match cli.command {
         // Needs no S3 client.
         Command::SignEvent { path, secret } => return sign_event(&path, &secret),
         other => other,
     };
     let settings = shared::config::Settings::from_env()?;
-    let worker =
+    let mut worker =
         code2des_worker::Worker::new(shared::aws::sdk::s3_client(&settings).await, cli.bucket, cli.webhook_secret);
+    if let Some(key) = key {
+        worker = worker.with_signing_key(key);
+    }
     match command {
         Command::Poll { interval_ms } => {
             worker
@@ -93,7 +184,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             let m = worker.read_manifest(&manifest_key).await?;
             return answered(worker.fail(&m, &message).await?);
         }
-        Command::SignEvent { .. } => {}
+        Command::SignEvent { .. } | Command::Validate { .. } => {}
     }
     Ok(())
 }

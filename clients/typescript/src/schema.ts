@@ -179,6 +179,11 @@ export interface paths {
          *
          *     A failed job whose worker wrote a failure artifact answers it here: `kind` `failure` and
          *     `document` null.
+         *
+         *     Results do not live forever: the artifact bucket keeps an attempt's objects for
+         *     `ArtifactRetentionDays`. The job's `resultExpiresAt` says until when its result is
+         *     served; from that moment on this route answers 410 `result_expired` (never a 5xx), and
+         *     a new job from the same page import makes a new result.
          */
         get: operations["getJobResult"];
         put?: never;
@@ -231,17 +236,27 @@ export interface paths {
         put?: never;
         /**
          * The worker's signed report, terminal or progress
-         * @description Authenticated by `Code2des-Signature` (HMAC-SHA256 with the shared webhook secret), not
-         *     by a JWT. One fenced UPDATE (id, attempt, nonce, processing, not deleted) decides:
-         *     unknown id 404; attempt or nonce mismatch 409 `fenced`; soft-deleted 410; already
-         *     terminal with the same outcome 200 (a harmless replay), with another 409
-         *     `already_terminal`.
+         * @description Authenticated by a signature, not by a JWT: Standard Webhooks
+         *     (https://www.standardwebhooks.com, `webhook-id`, `webhook-timestamp`,
+         *     `webhook-signature` over `{webhook-id}.{webhook-timestamp}.{raw body}`), or the deprecated
+         *     `Code2des-Signature` while the deployment's `LEGACY_SIGNATURE` is true (the default for
+         *     now; each use is counted as the `LegacySignatureUsed` metric). docs/WORKER.md is the
+         *     worker author's guide; schemas/webhook.schema.json the body's JSON Schema.
+         *
+         *     One fenced UPDATE (id, attempt, nonce, processing, not deleted) decides: unknown id 404;
+         *     attempt or nonce mismatch 409 `fenced`; soft-deleted 410; already terminal with the same
+         *     outcome 200 (a harmless replay), with another 409 `already_terminal`.
          *
          *     While the attempt is processing the worker may report progress any number of times:
          *     `status` `processing` with `progress` `{"percent": 0-100, "stage": 1-64 characters}`,
          *     answered 200 and fenced exactly like a terminal report (409 `fenced`, 409
          *     `already_terminal` once terminal, 410 deleted). Percent never goes backwards within an
          *     attempt: a lower one is ignored and answered 200.
+         *
+         *     Idempotent delivery: a Standard Webhooks delivery's answer (200, 409, 410) is kept for its
+         *     `webhook-id`, and a redelivery of that id is answered exactly the same (status and body,
+         *     `requestId` included), whatever the job has become since. 400, 401, 404, 413 and 503 are
+         *     not kept (a 503 is worth retrying). A legacy delivery has no id and is not kept.
          */
         post: operations["workerWebhook"];
         delete?: never;
@@ -305,14 +320,21 @@ export interface components {
              */
             maxAttempts: number;
             /**
-             * @description The worker's latest progress report for the current attempt, or null (none yet; a retry
-             *     resets it). `percent` never goes backwards within an attempt.
+             * @description The current attempt's progress, or null. While the job is processing: the worker's
+             *     latest report (null before the first; a retry resets it), `final` false; `percent`
+             *     never goes backwards within an attempt. Once terminal, `final` is true and nothing
+             *     changes it any more: a completed job reads `percent` 100, `stage` `completed` (with
+             *     the time of the worker's last report, or of the job's last change if it sent none);
+             *     a failed, cancelled or timed-out job keeps the last report it had (null if none).
+             *     Derived on the read: reads never write.
              */
             progress: {
                 percent: number;
-                /** @description What the worker is doing, for people (`rendering`). */
+                /** @description What the worker is doing, for people (`rendering`); `completed` once completed. */
                 stage: string;
                 updatedAt: components["schemas"]["Timestamp"];
+                /** @description The job is terminal; this is its last progress. */
+                final: boolean;
             } | null;
             /** Format: int32 */
             warningCount: number | null;
@@ -320,6 +342,15 @@ export interface components {
             errorMessage: string | null;
             /** @description Whether the worker reported an artifact (the result route can then be asked). */
             hasResult: boolean;
+            /**
+             * Format: date-time
+             * @description Until when the result route serves this job's result: the start of its attempt plus
+             *     the artifact bucket's retention (`ArtifactRetentionDays`; the bucket removes the
+             *     objects at the first midnight UTC after that, never before). From then on the result
+             *     route answers 410 `result_expired`. Null without a result, or where results do not
+             *     expire (the local stack).
+             */
+            resultExpiresAt: string | null;
             /**
              * Format: date-time
              * @description Time of the first successful placement.
@@ -358,7 +389,10 @@ export interface components {
          *     any other node after it, in the same parent, positioned from that node's top-left.
          */
         Node: components["schemas"]["FrameNode"] | components["schemas"]["GroupNode"] | components["schemas"]["RectangleNode"] | components["schemas"]["EllipseNode"] | components["schemas"]["LineNode"] | components["schemas"]["VectorNode"] | components["schemas"]["TextNode"] | components["schemas"]["SvgNode"];
-        /** @enum {string} */
+        /**
+         * @description The node types the reference plugin builds with the Figma plugin API.
+         * @enum {string}
+         */
         NodeType: "FRAME" | "GROUP" | "RECTANGLE" | "ELLIPSE" | "LINE" | "VECTOR" | "TEXT" | "SVG";
         /** @description The members every node type may have. */
         NodeCommon: {
@@ -589,7 +623,7 @@ export interface components {
             status: "processing" | "completed" | "failed";
         };
         /** @enum {string} */
-        ErrorCode: "invalid_request" | "unauthorized" | "not_found" | "page_import_not_completed" | "not_ready" | "job_failed" | "job_not_completed" | "fenced" | "already_terminal" | "gone" | "payload_too_large" | "idempotency_key_reused" | "artifact_invalid" | "service_unavailable" | "not_failed" | "attempts_exhausted" | "internal_error" | "method_not_allowed";
+        ErrorCode: "invalid_request" | "unauthorized" | "not_found" | "page_import_not_completed" | "not_ready" | "job_failed" | "job_not_completed" | "fenced" | "already_terminal" | "gone" | "payload_too_large" | "idempotency_key_reused" | "artifact_invalid" | "service_unavailable" | "not_failed" | "attempts_exhausted" | "internal_error" | "method_not_allowed" | "result_expired";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -617,7 +651,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description No usable identity (user routes) or no valid Code2des-Signature (webhook). */
+        /** @description No usable identity (user routes) or no valid webhook signature (webhook). */
         Unauthorized: {
             headers: {
                 [name: string]: unknown;
@@ -677,6 +711,27 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description `result_expired`: the job's result is past the artifact bucket's retention (its
+         *     `resultExpiresAt`); the message says when it expired.
+         */
+        ResultExpired: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "result_expired",
+                 *         "message": "the result expired at 2027-01-01T00:00:00.000000Z; the job can be triggered again from its page import"
+                 *       },
+                 *       "requestId": "0190b7c2-94f1-7b3e-8a53-d5a1c8e0f001"
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -1027,6 +1082,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["ResultExpired"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1079,13 +1135,32 @@ export interface operations {
     workerWebhook: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
-                 * @description `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`. Several `v1`
-                 *     entries may be given (secret rotation); one match is enough. Missing, malformed,
-                 *     mismatching, or |now − t| > 300 s is 401.
+                 * @description Standard Webhooks: the message's id, the same on every retry of it (the idempotency
+                 *     key). 1 to 255 visible ASCII characters, no `.`.
                  */
-                "Code2des-Signature": string;
+                "webhook-id"?: string;
+                /** @description Standard Webhooks: unix seconds of this delivery attempt; |now − t| > 300 s is 401. */
+                "webhook-timestamp"?: string;
+                /**
+                 * @description Standard Webhooks: space-separated `version,base64` signatures of
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}`; any one valid signature passes (a
+                 *     sender rotating keys signs with each). `v1a` is ed25519, verified with the worker's
+                 *     public key (`WEBHOOK_PUBLIC_KEY_ARN` / `WEBHOOK_PUBLIC_KEY`, `whpk_…`; the worker keeps
+                 *     the `whsk_…` key); `v1` is HMAC-SHA256 with the decoded bytes of a `whsec_…`
+                 *     `WEBHOOK_SECRET`. Other versions are skipped. No valid signature (or no
+                 *     signature header at all when the legacy one is not accepted either) is 401.
+                 */
+                "webhook-signature"?: string;
+                /**
+                 * @deprecated
+                 * @description Deprecated: use the Standard Webhooks headers. Accepted while `LEGACY_SIGNATURE` is
+                 *     true. `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` with the
+                 *     secret's text as the key. Several `v1` entries may be given (secret rotation); one
+                 *     match is enough. Missing, malformed, mismatching, or |now − t| > 300 s is 401.
+                 */
+                "Code2des-Signature"?: string;
             };
             path?: never;
             cookie?: never;

@@ -43,6 +43,7 @@ function job(attempt = 1): Job {
     progress: null,
     warningCount: null,
     errorMessage: null,
+    resultExpiresAt: null,
     hasResult: false,
     materializedAt: null,
     materializedNodeId: null,

@@ -2,6 +2,16 @@
 //! UPDATE; a progress report (`status: "processing"`) is fenced the same way. When the fence
 //! refuses, a fresh read of the row explains why (404, 409, 410, or 200 for a harmless replay
 //! of the outcome already stored).
+//!
+//! Signed with Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`: `v1`
+//! HMAC or `v1a` ed25519), or with the deprecated `Code2des-Signature` while `LEGACY_SIGNATURE`
+//! is on (counted as `LegacySignatureUsed`). A Standard Webhooks delivery is idempotent by its
+//! `webhook-id`: its answer (200, 409, 410) is stored, and a redelivery of the id is answered
+//! the same, status and body, whatever the job has become since.
+//!
+//! Round trips to PostgreSQL: an accepted report, one (the fenced statement stores the answer
+//! itself); a refused one, the fenced statement, the read that explains it (which also finds an
+//! answer given before) and, for a first answer, the statement that stores it.
 
 use std::time::Duration;
 
@@ -9,18 +19,22 @@ use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use shared::app::resources::Resources;
 use shared::app::webhook_keys::WebhookKeys;
+use shared::app::webhook_keys::{Delivery, Verified};
 use shared::config::SetupError;
 use shared::db::connect::conn;
 use shared::db::sweep::expire_one;
-use shared::db::webhook::{fence, progress, record_outcome, AttemptRef, Outcome, Progressed};
+use shared::db::webhook::{
+    fence_for, progress_for, record_delivery, record_outcome_for, AttemptRef, DeliveryRef, Outcome, Progressed,
+};
 use shared::domain::fields::json_object;
 use shared::domain::ids::Code2desId;
 use shared::domain::job::{Job, Status, DEADLINE_ACTOR, WORKER_ACTOR};
 use shared::domain::protocol::WebhookBody;
 use shared::domain::signature;
+use shared::domain::standard_webhooks as sw;
 use shared::error::ErrorCode;
 use shared::http::request::{raw_body, request_id};
-use shared::http::response::{ok_json, respond};
+use shared::http::response::{error_response, respond};
 use shared::obs::metrics::{self, Reason};
 use shared::ApiError;
 
@@ -83,42 +97,112 @@ fn same_outcome(job: &Job, body: &WebhookBody) -> bool {
         && job.error_message == body.error_message
 }
 
+fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A JSON response with a body rendered before (an ack, or an answer stored for a webhook-id).
+fn stored(status: u16, body: String) -> Response<Body> {
+    let mut resp = Response::new(Body::Text(body));
+    *resp.status_mut() = lambda_http::http::StatusCode::from_u16(status).unwrap_or(lambda_http::http::StatusCode::OK);
+    resp.headers_mut().insert(
+        lambda_http::http::header::CONTENT_TYPE,
+        lambda_http::http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+fn ack_body(id: Code2desId, status: Status) -> String {
+    // Our own two-field struct always serialises.
+    serde_json::to_string(&Ack { code2des_id: id, status: status.api_name() }).unwrap_or_default()
+}
+
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let bytes = raw_body(req)?;
-    let header = req.headers().get(signature::HEADER).and_then(|v| v.to_str().ok());
-    if let Err(e) = deps.keys.verify(header, bytes, now_unix()).await {
-        tracing::warn!(request_id, reason = %e, "webhook signature refused");
-        return Err(ApiError::Unauthorized("invalid or missing Code2des-Signature"));
-    }
+    let delivery = Delivery {
+        standard: sw::Headers {
+            id: header(req, sw::ID_HEADER),
+            timestamp: header(req, sw::TIMESTAMP_HEADER),
+            signature: header(req, sw::SIGNATURE_HEADER),
+        },
+        legacy: header(req, signature::HEADER),
+    };
+    let webhook_id = match deps.keys.verify_delivery(&delivery, bytes, now_unix()).await {
+        Ok(Verified::Standard { webhook_id, .. }) => Some(webhook_id),
+        Ok(Verified::Legacy) => {
+            metrics::legacy_signature_used(header(req, "user-agent"));
+            None
+        }
+        Err(e) => {
+            tracing::warn!(request_id, reason = %e, "webhook signature refused");
+            return Err(ApiError::Unauthorized("invalid or missing webhook signature"));
+        }
+    };
     let body = WebhookBody::parse(&json_object(bytes)?, &deps.bucket)?;
+    let client = conn(&deps.pool).await?;
+    let answer = decide(deps, &client, &body, webhook_id.as_deref()).await?;
+    let Some(webhook_id) = webhook_id else { return answer.map(|(status, text)| stored(status, text)) };
+    match answer {
+        Ok((status, text)) => Ok(stored(status, text)),
+        // A refusal that is final for this delivery (the job exists: 409, 410) is stored, so a
+        // redelivery is answered the same even if the job moves on; unless a concurrent delivery
+        // of the same id stored its answer first, which then stands for both.
+        Err(e @ (ApiError::Conflict { .. } | ApiError::Gone(_))) => {
+            let rendered = error_response(&e, request_id);
+            let text = match rendered.body() {
+                Body::Text(t) => t.clone(),
+                _ => String::new(),
+            };
+            let (status, standing) =
+                record_delivery(&**client, &webhook_id, body.code2des_id, rendered.status().as_u16(), &text).await?;
+            if standing == text {
+                Err(e)
+            } else {
+                Ok(stored(status, standing))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Applies the report, or explains why not. `Ok(Ok((200, ack)))` for an answer of 200 (already
+/// stored for `webhook_id` when the fenced statement applied it), `Ok(Ok(stored))` for an answer
+/// given before to `webhook_id`, `Ok(Err(refusal))` for a refusal to answer now; `Err` only for
+/// what fails the request (the database).
+async fn decide(
+    deps: &Deps,
+    client: &tokio_postgres::Client,
+    body: &WebhookBody,
+    webhook_id: Option<&str>,
+) -> Result<Result<(u16, String), ApiError>, ApiError> {
     let at = AttemptRef { id: body.code2des_id, attempt: body.attempt, nonce: &body.nonce };
     let id = body.code2des_id;
-    let ack = |status: Status| ok_json(200, &Ack { code2des_id: id, status: status.api_name() }, request_id);
-
-    let client = conn(&deps.pool).await?;
     let outcome = Outcome {
         status: body.status,
         result_url: body.result_url.as_deref(),
         warning_count: body.warning_count,
         error_message: body.error_message.as_deref(),
     };
+    // The answer if the report is applied, rendered first so that the statement stores it.
+    let ack = ack_body(id, if body.progress.is_some() { Status::Processing } else { body.status });
+    let delivery = webhook_id.map(|w| DeliveryRef { webhook_id: w, ack: &ack });
     // One attempt at the fenced write; if it is refused, explain why from the row as it is.
     let mut write = true;
     for _ in 0..3 {
         if write {
             match &body.progress {
-                Some(p) => match progress(&**client, at, p.percent, &p.stage, deps.deadline).await? {
-                    Progressed::Stored | Progressed::Ignored => return Ok(ack(Status::Processing)),
+                Some(p) => match progress_for(client, at, p.percent, &p.stage, deps.deadline, delivery).await? {
+                    Progressed::Stored | Progressed::Ignored => return Ok(Ok((200, ack))),
                     Progressed::Fenced => {}
                 },
                 None => {
-                    if let Some(took) = record_outcome(&**client, at, &outcome, deps.deadline).await? {
+                    if let Some(took) = record_outcome_for(client, at, &outcome, deps.deadline, delivery).await? {
                         match body.status {
                             Status::Completed => metrics::job_completed(Some(took)),
                             _ => metrics::job_failed(Some(took)),
                         }
                         tracing::info!(code2des_id = %id, status = body.status.api_name(), "job finished");
-                        return Ok(ack(body.status));
+                        return Ok(Ok((200, ack)));
                     }
                 }
             }
@@ -126,24 +210,35 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         write = false;
         // Nothing changed. Each pass reads the row as committed now; a pass that itself changes
         // the row (the deadline) reads again. Two passes always suffice; the third is a guard.
-        let Some(f) = fence(&**client, body.code2des_id, deps.deadline).await? else {
-            return Err(ApiError::NotFound("job not found"));
+        let Some(f) = fence_for(client, body.code2des_id, deps.deadline, webhook_id).await? else {
+            return Ok(Err(ApiError::NotFound("job not found")));
         };
+        if let Some(answered) = f.delivered {
+            // A redelivery: answered as the first delivery was, whatever the job is now.
+            return Ok(Ok(answered));
+        }
         if f.job.attempt != body.attempt || !f.job.nonce.matches(&body.nonce) {
-            return Err(ApiError::conflict(ErrorCode::Fenced, "attempt or nonce does not match the job"));
+            return Ok(Err(ApiError::conflict(ErrorCode::Fenced, "attempt or nonce does not match the job")));
         }
         if f.deleted {
-            return Err(ApiError::Gone("the job was deleted"));
+            return Ok(Err(ApiError::Gone("the job was deleted")));
         }
         match f.job.status {
             Status::Processing if f.overdue => {
-                if expire_one(&**client, body.code2des_id, deps.deadline).await? {
+                if expire_one(client, body.code2des_id, deps.deadline).await? {
                     metrics::job_timed_out(1);
                 }
             }
             // Only at the deadline's edge: the fenced write is tried once more.
             Status::Processing => write = true,
-            _ if body.progress.is_none() && same_outcome(&f.job, &body) => return Ok(ack(f.job.status)),
+            _ if body.progress.is_none() && same_outcome(&f.job, body) => {
+                let replay = ack_body(id, f.job.status);
+                return Ok(match webhook_id {
+                    // A replay of the stored outcome under a new webhook-id: remembered too.
+                    Some(w) => Ok(record_delivery(client, w, id, 200, &replay).await?),
+                    None => Ok((200, replay)),
+                });
+            }
             _ => {
                 let why = if f.job.updated_by == DEADLINE_ACTOR {
                     "timed out"
@@ -152,10 +247,10 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
                 } else {
                     f.job.status.api_name()
                 };
-                return Err(ApiError::conflict(
+                return Ok(Err(ApiError::conflict(
                     ErrorCode::AlreadyTerminal,
                     format!("the job is already terminal ({why})"),
-                ));
+                )));
             }
         }
     }

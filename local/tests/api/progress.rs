@@ -29,7 +29,8 @@ async fn a_progress_report_shows_in_the_job_json() {
     assert_eq!((p["percent"].as_i64(), p["stage"].as_str()), (Some(10), Some("fetching")), "{p}");
     let at = chrono::DateTime::parse_from_rfc3339(p["updatedAt"].as_str().unwrap()).unwrap();
     assert!((chrono::Utc::now() - at.with_timezone(&chrono::Utc)).num_seconds().abs() < 60);
-    assert_eq!(p.as_object().unwrap().len(), 3, "{p}");
+    assert_eq!(p["final"], false, "{p}");
+    assert_eq!(p.as_object().unwrap().len(), 4, "{p}");
     assert_eq!(j.headers.get("retry-after").unwrap(), "2");
     // The list shows the same job.
     assert_eq!(app.list(&t, Some(&t.sub), &[]).await.json["items"][0], j.json);
@@ -215,14 +216,19 @@ async fn progress_racing_a_terminal_report_never_lands_after_it() {
         assert_eq!(f.status, 200, "round {round}: the completion always lands: {f:?}");
         let j = app.get(&t, Some(&t.sub), &id).await.json;
         assert_eq!(j["status"], "completed", "round {round}");
+        // A completed job reads 100 whatever was reported: what landed is in the row.
+        assert_eq!((j["progress"]["percent"].as_i64(), j["progress"]["final"].as_bool()), (Some(100), Some(true)));
+        let stored: Option<i16> =
+            app.sql(&format!("SELECT progress_percent FROM code2des_attempt WHERE code2des_id = '{id}'")).await[0]
+                .get(0);
         match p.status {
             200 => {
-                assert_eq!(j["progress"]["percent"], 60, "round {round}: 200 but not stored");
+                assert_eq!(stored, Some(60), "round {round}: 200 but not stored");
                 landed += 1;
             }
             409 => {
                 assert_eq!(p.code(), "already_terminal", "round {round}");
-                assert!(j["progress"].is_null(), "round {round}: refused but stored");
+                assert_eq!(stored, None, "round {round}: refused but stored");
                 refused += 1;
             }
             _ => panic!("round {round}: {p:?}"),

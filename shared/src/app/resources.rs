@@ -178,14 +178,28 @@ impl Resources {
             .cloned()
     }
 
-    /// The webhook's HMAC keys: the secret, re-read from Secrets Manager on a mismatch when it
-    /// comes from there (see `shared::webhook_keys`).
+    /// The webhook's keys (see `crate::app::webhook_keys`): the secret and the worker's public
+    /// key, each re-read from Secrets Manager on a mismatch when it comes from there. At least
+    /// one of the two must be configured.
     pub async fn webhook_keys(&self) -> Result<crate::app::webhook_keys::WebhookKeys, SetupError> {
-        let secret = self.webhook_secret().await?;
-        Ok(match &self.settings.webhook_secret {
-            SecretSource::Arn(arn) => crate::app::webhook_keys::WebhookKeys::from_secret(arn.clone(), secret),
-            _ => crate::app::webhook_keys::WebhookKeys::fixed(secret),
-        })
+        use crate::app::webhook_keys::{Source, WebhookKeys};
+        let hmac = match &self.settings.webhook_secret {
+            SecretSource::Missing => None,
+            SecretSource::Arn(arn) => Some(Source { arn: Some(arn.clone()), value: self.webhook_secret().await? }),
+            SecretSource::Plain(_) => Some(Source { arn: None, value: self.webhook_secret().await? }),
+        };
+        let public_key = match &self.settings.webhook.public_key {
+            SecretSource::Missing => None,
+            SecretSource::Arn(arn) => Some(Source { arn: Some(arn.clone()), value: secret(arn).await? }),
+            SecretSource::Plain(k) => Some(Source { arn: None, value: k.clone() }),
+        };
+        if hmac.is_none() && public_key.is_none() {
+            return Err(
+                "WEBHOOK_SECRET_ARN, WEBHOOK_SECRET, WEBHOOK_PUBLIC_KEY_ARN or WEBHOOK_PUBLIC_KEY must be set".into()
+            );
+        }
+        WebhookKeys::new(hmac, public_key, self.settings.webhook.legacy_signature, std::time::Instant::now())
+            .map_err(|e| format!("the webhook keys: {e}").into())
     }
 
     /// The webhook HMAC secret (fetched once when it is an ARN).

@@ -1,65 +1,195 @@
-//! The webhook's HMAC keys, and how a rotation reaches a warm instance without a gap.
+//! The webhook's keys, and how a rotation reaches a warm instance without a gap.
+//!
+//! Three schemes verify a worker's report (`crate::domain::standard_webhooks`,
+//! `crate::domain::signature`):
+//!
+//! | scheme | key held here | from |
+//! |---|---|---|
+//! | Standard Webhooks `v1a` (ed25519) | the worker's `whpk_` public key | `WEBHOOK_PUBLIC_KEY_ARN` / `WEBHOOK_PUBLIC_KEY` |
+//! | Standard Webhooks `v1` (HMAC) | the decoded bytes of a `whsec_` secret | `WEBHOOK_SECRET_ARN` / `WEBHOOK_SECRET` |
+//! | legacy `Code2des-Signature`, while `LEGACY_SIGNATURE=true` | the secret's text | the same secret |
 //!
 //! A key from Secrets Manager is read once, at init. When a signature matches none of the keys
-//! held, the secret is read again (at most once a minute per instance, so forged requests
-//! cannot turn into a stream of Secrets Manager calls): its `AWSCURRENT` and `AWSPREVIOUS`
-//! versions both become valid. So after `put-secret-value`, a worker may switch to the new
-//! secret at once (a warm instance picks it up on the first mismatch), and one still signing
-//! with the old secret keeps working until the next rotation. docs/OPERATIONS.md has the steps.
+//! held, every secret that came from Secrets Manager is read again (at most once a minute per
+//! instance, so forged requests cannot turn into a stream of Secrets Manager calls): their
+//! `AWSCURRENT` and `AWSPREVIOUS` versions all become valid. So after `put-secret-value`, a
+//! worker may switch to the new key at once (a warm instance picks it up on the first
+//! mismatch), and one still signing with the old key keeps working until the next rotation.
+//! docs/OPERATIONS.md has the steps.
 
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use secrecy::{ExposeSecret, SecretString};
+use ed25519_dalek::VerifyingKey;
+use secrecy::{ExposeSecret, SecretSlice, SecretString};
 
 use crate::domain::signature::{self, SignatureError};
+use crate::domain::standard_webhooks::{self as sw, KeyError, Keys, Scheme};
 
-/// Least time between two re-reads of the secret by one instance.
+/// Least time between two re-reads of the secrets by one instance.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(60);
 
+/// One version of the webhook secret: its text (the legacy key) and, for a `whsec_` value, the
+/// `v1` key.
+struct Secret {
+    text: SecretString,
+    v1: Option<SecretSlice<u8>>,
+}
+
+impl Secret {
+    fn parse(text: SecretString) -> Result<Self, KeyError> {
+        let raw = text.expose_secret();
+        let v1 = if raw.trim().starts_with(sw::SECRET_PREFIX) {
+            Some(SecretSlice::from(sw::parse_secret(raw)?))
+        } else {
+            None
+        };
+        Ok(Self { text, v1 })
+    }
+}
+
+/// The versions of each key held now.
+#[derive(Default)]
+struct KeySet {
+    secrets: Vec<Secret>,
+    public_keys: Vec<VerifyingKey>,
+}
+
+/// How a delivery proved itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verified {
+    /// Standard Webhooks: its `webhook-id` (the delivery's idempotency key) and the scheme.
+    Standard { webhook_id: String, scheme: Scheme },
+    /// The deprecated `Code2des-Signature`.
+    Legacy,
+}
+
+/// The signature headers of one delivery, as received.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Delivery<'a> {
+    pub standard: sw::Headers<'a>,
+    /// `Code2des-Signature`.
+    pub legacy: Option<&'a str>,
+}
+
 pub struct WebhookKeys {
-    /// Where to re-read from; `None` for a plain secret (local stack, tests).
-    arn: Option<String>,
-    keys: RwLock<Vec<SecretString>>,
+    /// Where to re-read each from; `None` for a plain value (local stack, tests).
+    secret_arn: Option<String>,
+    public_key_arn: Option<String>,
+    legacy: bool,
+    keys: RwLock<KeySet>,
     refreshed: Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for WebhookKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebhookKeys").field("arn", &self.arn).finish_non_exhaustive()
+        f.debug_struct("WebhookKeys")
+            .field("secret_arn", &self.secret_arn)
+            .field("public_key_arn", &self.public_key_arn)
+            .field("legacy", &self.legacy)
+            .finish_non_exhaustive()
     }
 }
 
+/// A key as configured: its value now, and the secret it is re-read from, if any.
+pub struct Source<T> {
+    pub arn: Option<String>,
+    pub value: T,
+}
+
 impl WebhookKeys {
-    /// One fixed key.
-    pub fn fixed(key: SecretString) -> Self {
-        Self { arn: None, keys: RwLock::new(vec![key]), refreshed: Mutex::new(None) }
+    /// The keys as configured, read at `read_at` (an instance warm for a while, in tests). At
+    /// least one of `secret` and `public_key` must be given; a `whsec_` secret that does not
+    /// decode, or a public key that does not read, fails here, at init.
+    pub fn new(
+        secret: Option<Source<SecretString>>,
+        public_key: Option<Source<SecretString>>,
+        legacy: bool,
+        read_at: Instant,
+    ) -> Result<Self, KeyError> {
+        if secret.is_none() && public_key.is_none() {
+            return Err(KeyError::new("no webhook secret and no webhook public key"));
+        }
+        let mut keys = KeySet::default();
+        let (mut secret_arn, mut public_key_arn) = (None, None);
+        let mut any_arn = false;
+        if let Some(s) = secret {
+            keys.secrets.push(Secret::parse(s.value)?);
+            any_arn |= s.arn.is_some();
+            secret_arn = s.arn;
+        }
+        if let Some(p) = public_key {
+            match (sw::parse_public_key(p.value.expose_secret()), &p.arn) {
+                (Ok(key), _) => keys.public_keys.push(key),
+                // The deployed secret starts as a placeholder (`whpk_unset`, template.yaml) until
+                // the operator puts the worker's key in it: v1a verifies nothing meanwhile, the
+                // other keys still do, and the first v1a mismatch after the key is set reads it.
+                (Err(e), Some(_)) => {
+                    tracing::warn!(reason = %e, "the webhook public key secret holds no usable whpk_ key yet")
+                }
+                // A plain value is configuration: wrong is an error, at init.
+                (Err(e), None) => return Err(e),
+            }
+            any_arn |= p.arn.is_some();
+            public_key_arn = p.arn;
+        }
+        Ok(Self {
+            secret_arn,
+            public_key_arn,
+            legacy,
+            keys: RwLock::new(keys),
+            refreshed: Mutex::new(any_arn.then_some(read_at)),
+        })
     }
 
-    /// The key read from `arn` at init, re-read from it on a mismatch.
+    /// One fixed secret, legacy signatures accepted.
+    pub fn fixed(key: SecretString) -> Self {
+        Self::new(Some(Source { arn: None, value: key }), None, true, Instant::now())
+            .expect("a fixed secret that reads (whsec_ values are checked at configuration)")
+    }
+
+    /// The secret read from `arn` at init, re-read from it on a mismatch.
     pub fn from_secret(arn: String, current: SecretString) -> Self {
         Self::from_secret_read_at(arn, current, Instant::now())
     }
 
-    /// As [`Self::from_secret`], the key having been read at `read_at` (an instance warm for a
-    /// while, in tests).
+    /// As [`Self::from_secret`], the key having been read at `read_at`.
     pub fn from_secret_read_at(arn: String, current: SecretString, read_at: Instant) -> Self {
-        Self { arn: Some(arn), keys: RwLock::new(vec![current]), refreshed: Mutex::new(Some(read_at)) }
+        Self::new(Some(Source { arn: Some(arn), value: current }), None, true, read_at)
+            .expect("a secret that reads (whsec_ values are checked at configuration)")
     }
 
-    fn check(&self, header: Option<&str>, body: &[u8], now: i64) -> Result<(), SignatureError> {
+    /// Whether the legacy `Code2des-Signature` is accepted (`LEGACY_SIGNATURE`).
+    pub fn legacy_accepted(&self) -> bool {
+        self.legacy
+    }
+
+    fn check(&self, d: &Delivery<'_>, body: &[u8], now: i64) -> Result<Verified, SignatureError> {
         let keys = self.keys.read().unwrap_or_else(|p| p.into_inner());
-        let mut last = Err(SignatureError::Missing);
-        for key in keys.iter() {
-            last = signature::verify(key.expose_secret().as_bytes(), header, body, now);
-            if last.is_ok() {
-                return last;
+        let mut outcome = Err(SignatureError::Missing);
+        if d.standard.present() {
+            let hmac: Vec<&[u8]> =
+                keys.secrets.iter().filter_map(|s| s.v1.as_ref().map(|k| k.expose_secret())).collect();
+            match sw::verify(&d.standard, body, now, Keys { hmac: &hmac, ed25519: &keys.public_keys }) {
+                Ok((id, scheme)) => return Ok(Verified::Standard { webhook_id: id.to_owned(), scheme }),
+                Err(e) => outcome = Err(e),
             }
         }
-        last
+        // A sender migrating may send both headers; the legacy one counts only while accepted.
+        if let (true, Some(header)) = (self.legacy, d.legacy) {
+            for s in &keys.secrets {
+                match signature::verify(s.text.expose_secret().as_bytes(), Some(header), body, now) {
+                    Ok(()) => return Ok(Verified::Legacy),
+                    // A mismatch anywhere is what a re-read key could cure: it wins.
+                    Err(e) if outcome != Err(SignatureError::Mismatch) => outcome = Err(e),
+                    Err(_) => {}
+                }
+            }
+        }
+        outcome
     }
 
-    /// Whether this instance may re-read the secret now (and, if so, counts this as the read).
+    /// Whether this instance may re-read the secrets now (and, if so, counts this as the read).
     fn due(&self) -> bool {
         let mut at = self.refreshed.lock().unwrap_or_else(|p| p.into_inner());
         match *at {
@@ -71,34 +201,74 @@ impl WebhookKeys {
         }
     }
 
-    /// Checks the signature against every key held; on a mismatch, re-reads the secret's
-    /// current and previous versions when due, and checks once more.
-    pub async fn verify(&self, header: Option<&str>, body: &[u8], now: i64) -> Result<(), SignatureError> {
-        let first = self.check(header, body, now);
-        // Only a wrong signature can be cured by another key: a malformed or stale header
-        // cannot, and must not cost a Secrets Manager call.
-        let (Err(SignatureError::Mismatch), Some(arn)) = (&first, &self.arn) else { return first };
-        if !self.due() {
-            return first;
-        }
+    /// The current and previous versions of one secret; `None` when the read failed.
+    async fn versions(arn: &str) -> Option<Vec<SecretString>> {
         let mut fresh = Vec::new();
         for stage in ["AWSCURRENT", "AWSPREVIOUS"] {
             match crate::aws::secrets::secret_stage(arn, stage).await {
                 Ok(Some(key)) => fresh.push(key),
                 Ok(None) => {}
                 Err(e) => {
-                    // Keep the keys held; the next due mismatch tries again.
-                    tracing::warn!(error = %e, "re-reading the webhook secret failed");
-                    return first;
+                    tracing::warn!(error = %e, "re-reading a webhook key failed");
+                    return None;
                 }
             }
         }
-        if fresh.is_empty() {
+        (!fresh.is_empty()).then_some(fresh)
+    }
+
+    /// Re-reads every key that came from Secrets Manager; keeps what is held for any that cannot
+    /// be read (or does not parse: a bad value put in the secret must not lock every worker out).
+    async fn refresh(&self) -> bool {
+        let mut secrets = None;
+        if let Some(arn) = &self.secret_arn {
+            secrets = Self::versions(arn)
+                .await
+                .map(|v| v.into_iter().filter_map(|s| Secret::parse(s).ok()).collect::<Vec<_>>())
+                .filter(|v| !v.is_empty());
+        }
+        let mut public_keys = None;
+        if let Some(arn) = &self.public_key_arn {
+            public_keys = Self::versions(arn)
+                .await
+                .map(|v| v.iter().filter_map(|k| sw::parse_public_key(k.expose_secret()).ok()).collect::<Vec<_>>())
+                .filter(|v| !v.is_empty());
+        }
+        if secrets.is_none() && public_keys.is_none() {
+            return false;
+        }
+        let mut keys = self.keys.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = secrets {
+            tracing::info!(versions = s.len(), "webhook secret re-read after a signature mismatch");
+            keys.secrets = s;
+        }
+        if let Some(p) = public_keys {
+            tracing::info!(versions = p.len(), "webhook public key re-read after a signature mismatch");
+            keys.public_keys = p;
+        }
+        true
+    }
+
+    /// Verifies a delivery's signature headers against every key held: Standard Webhooks first,
+    /// then, while accepted, the legacy header. On a mismatch, re-reads the keys from Secrets
+    /// Manager when due, and checks once more.
+    pub async fn verify_delivery(&self, d: &Delivery<'_>, body: &[u8], now: i64) -> Result<Verified, SignatureError> {
+        let first = self.check(d, body, now);
+        // Only a wrong signature can be cured by another key: a malformed or stale header
+        // cannot, and must not cost a Secrets Manager call.
+        if first != Err(SignatureError::Mismatch) || (self.secret_arn.is_none() && self.public_key_arn.is_none()) {
             return first;
         }
-        tracing::info!(keys = fresh.len(), "webhook secret re-read after a signature mismatch");
-        *self.keys.write().unwrap_or_else(|p| p.into_inner()) = fresh;
-        self.check(header, body, now)
+        if !self.due() || !self.refresh().await {
+            return first;
+        }
+        self.check(d, body, now)
+    }
+
+    /// The legacy header alone (what a worker that predates Standard Webhooks sends).
+    pub async fn verify(&self, header: Option<&str>, body: &[u8], now: i64) -> Result<(), SignatureError> {
+        let d = Delivery { standard: sw::Headers::default(), legacy: header };
+        self.verify_delivery(&d, body, now).await.map(|_| ())
     }
 }
 
@@ -106,15 +276,79 @@ impl WebhookKeys {
 mod tests {
     use super::*;
 
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().build().unwrap()
+    }
+
     #[test]
     fn a_fixed_key_verifies_its_own_signatures_only() {
         let keys = WebhookKeys::fixed(SecretString::from("k1"));
         let body = b"{}";
         let good = signature::header_value(b"k1", 100, body);
         let bad = signature::header_value(b"k2", 100, body);
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = rt();
         assert!(rt.block_on(keys.verify(Some(&good), body, 100)).is_ok());
         assert!(matches!(rt.block_on(keys.verify(Some(&bad), body, 100)), Err(SignatureError::Mismatch)));
         assert!(rt.block_on(keys.verify(None, body, 100)).is_err());
+    }
+
+    fn standard<'a>(id: &'a str, ts: &'a str, sig: &'a str) -> sw::Headers<'a> {
+        sw::Headers { id: Some(id), timestamp: Some(ts), signature: Some(sig) }
+    }
+
+    #[test]
+    fn standard_webhooks_v1_v1a_and_legacy_as_configured() {
+        let secret = sw::generate_secret();
+        let sk = sw::generate_signing_key();
+        let pk = sw::encode_public_key(&sk.verifying_key());
+        let body = br#"{"a":1}"#;
+        let now = 1_800_000_000;
+        let ts = now.to_string();
+        let v1 = sw::sign_v1(&sw::parse_secret(&secret).unwrap(), "msg_1", now, body);
+        let v1a = sw::sign_v1a(&sk, "msg_1", now, body);
+        let legacy = signature::header_value(secret.as_bytes(), now, body);
+        let rt = rt();
+        let src = |v: &str| Some(Source { arn: None, value: SecretString::from(v.to_owned()) });
+
+        let all = WebhookKeys::new(src(&secret), src(&pk), true, Instant::now()).unwrap();
+        let v = |k: &WebhookKeys, d: Delivery<'_>| rt.block_on(k.verify_delivery(&d, body, now));
+        let std_only = |sig| Delivery { standard: standard("msg_1", &ts, sig), legacy: None };
+        assert_eq!(v(&all, std_only(&v1)), Ok(Verified::Standard { webhook_id: "msg_1".into(), scheme: Scheme::V1 }));
+        assert_eq!(v(&all, std_only(&v1a)), Ok(Verified::Standard { webhook_id: "msg_1".into(), scheme: Scheme::V1a }));
+        assert_eq!(v(&all, Delivery { legacy: Some(&legacy), ..Default::default() }), Ok(Verified::Legacy));
+        // A migrating sender's two headers: the standard one wins when valid...
+        let both = Delivery { standard: standard("msg_1", &ts, &v1a), legacy: Some(&legacy) };
+        assert!(matches!(v(&all, both), Ok(Verified::Standard { .. })));
+        // ...and the legacy one still passes when the standard one cannot (no key for it yet).
+        let other = sw::sign_v1a(&sw::generate_signing_key(), "msg_1", now, body);
+        let both = Delivery { standard: standard("msg_1", &ts, &other), legacy: Some(&legacy) };
+        assert_eq!(v(&all, both), Ok(Verified::Legacy));
+
+        // LEGACY_SIGNATURE=false: the legacy header alone is as good as none.
+        let strict = WebhookKeys::new(src(&secret), src(&pk), false, Instant::now()).unwrap();
+        assert_eq!(v(&strict, Delivery { legacy: Some(&legacy), ..Default::default() }), Err(SignatureError::Missing));
+        assert!(v(&strict, std_only(&v1a)).is_ok());
+
+        // A public key only: v1a passes, v1 cannot (no secret), nor legacy.
+        let pk_only = WebhookKeys::new(None, src(&pk), true, Instant::now()).unwrap();
+        assert!(v(&pk_only, std_only(&v1a)).is_ok());
+        assert_eq!(v(&pk_only, std_only(&v1)), Err(SignatureError::Mismatch));
+        assert!(v(&pk_only, Delivery { legacy: Some(&legacy), ..Default::default() }).is_err());
+
+        // A secret that is not whsec_: the legacy key only; v1 cannot match.
+        let plain = WebhookKeys::new(src("local-webhook-secret"), None, true, Instant::now()).unwrap();
+        assert_eq!(v(&plain, std_only(&v1)), Err(SignatureError::Mismatch));
+
+        // The deployed secret's placeholder: v1a verifies nothing until the key is set, v1 still does.
+        let arn =
+            |v: &str| Some(Source { arn: Some("arn:placeholder".into()), value: SecretString::from(v.to_owned()) });
+        let placeholder = WebhookKeys::new(src(&secret), arn("whpk_unset"), true, Instant::now()).unwrap();
+        assert_eq!(v(&placeholder, std_only(&v1a)), Err(SignatureError::Mismatch));
+        assert!(v(&placeholder, std_only(&v1)).is_ok());
+
+        // Nothing configured, or a plain key that does not read: an error at init.
+        assert!(WebhookKeys::new(None, None, true, Instant::now()).is_err());
+        assert!(WebhookKeys::new(src("whsec_!!"), None, true, Instant::now()).is_err());
+        assert!(WebhookKeys::new(None, src("whpk_AAAA"), true, Instant::now()).is_err());
     }
 }

@@ -53,11 +53,56 @@ pub enum SecretSource {
     Missing,
 }
 
+/// The webhook's signatures beyond its secret (SPEC section 9): the worker's ed25519 public key
+/// for Standard Webhooks `v1a`, and whether the legacy `Code2des-Signature` is still accepted.
+#[derive(Clone, Debug)]
+pub struct WebhookSettings {
+    /// `WEBHOOK_PUBLIC_KEY_ARN` (a Secrets Manager secret whose string is the `whpk_` key, so
+    /// that it rotates like the secret) or `WEBHOOK_PUBLIC_KEY` (the `whpk_` key itself).
+    pub public_key: SecretSource,
+    /// `LEGACY_SIGNATURE` (default true): accept `Code2des-Signature`, deprecated.
+    pub legacy_signature: bool,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self { public_key: SecretSource::Missing, legacy_signature: true }
+    }
+}
+
+fn flag(name: &str, default: bool) -> Result<bool, SetupError> {
+    match var(name).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(default),
+        Some(v) if v == "true" || v == "1" => Ok(true),
+        Some(v) if v == "false" || v == "0" => Ok(false),
+        Some(_) => Err(format!("{name} must be true or false").into()),
+    }
+}
+
+impl WebhookSettings {
+    pub fn from_env() -> Result<Self, SetupError> {
+        let public_key = match (var("WEBHOOK_PUBLIC_KEY_ARN"), var("WEBHOOK_PUBLIC_KEY")) {
+            (Some(arn), _) => SecretSource::Arn(arn),
+            (None, Some(k)) => {
+                // Malformed values fail at init, with the rule broken (never the value).
+                crate::domain::standard_webhooks::parse_public_key(&k)
+                    .map_err(|e| format!("WEBHOOK_PUBLIC_KEY: {e}"))?;
+                SecretSource::Plain(SecretString::from(k))
+            }
+            (None, None) => SecretSource::Missing,
+        };
+        Ok(Self { public_key, legacy_signature: flag("LEGACY_SIGNATURE", true)? })
+    }
+}
+
 /// Everything the environment says, parsed once.
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub database: DatabaseSource,
+    /// `WEBHOOK_SECRET_ARN` / `WEBHOOK_SECRET`: the legacy signature's key (the text as it is)
+    /// and, when it is a `whsec_` value, the Standard Webhooks `v1` key (its decoded bytes).
     pub webhook_secret: SecretSource,
+    pub webhook: WebhookSettings,
     pub bucket: Option<String>,
     pub s3_endpoint: Option<String>,
     pub callback_url: Option<String>,
@@ -75,7 +120,12 @@ impl Settings {
     pub fn from_env() -> Result<Self, SetupError> {
         let webhook_secret = match (var("WEBHOOK_SECRET_ARN"), var("WEBHOOK_SECRET")) {
             (Some(arn), _) => SecretSource::Arn(arn),
-            (None, Some(s)) => SecretSource::Plain(SecretString::from(s)),
+            (None, Some(s)) => {
+                if s.trim().starts_with(crate::domain::standard_webhooks::SECRET_PREFIX) {
+                    crate::domain::standard_webhooks::parse_secret(&s).map_err(|e| format!("WEBHOOK_SECRET: {e}"))?;
+                }
+                SecretSource::Plain(SecretString::from(s))
+            }
             (None, None) => SecretSource::Missing,
         };
         let max_attempts: i32 = positive("MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS)?;
@@ -85,6 +135,7 @@ impl Settings {
         Ok(Self {
             database: DatabaseSource::from_env()?,
             webhook_secret,
+            webhook: WebhookSettings::from_env()?,
             bucket: var("ARTIFACT_BUCKET"),
             s3_endpoint: var("S3_ENDPOINT"),
             callback_url: var("CALLBACK_URL"),

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::domain::job::Nonce;
 use crate::domain::keys::is_key_under;
@@ -118,153 +118,365 @@ pub struct Expect<'a> {
     pub kind: Kind,
 }
 
+/// Why an artifact was refused: the first problem, as the result route logs it.
 pub type Invalid = String;
 
-fn field<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a Value, Invalid> {
-    obj.get(name).ok_or_else(|| format!("missing {name}"))
+/// One problem of an artifact: where (a JSON path from `$`, the artifact's root) and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub path: String,
+    pub message: String,
 }
 
-/// Parses and checks the artifact JSON against the row and the limits.
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// The checks stop at the first problem (the result route: one is enough to refuse, and a
+/// hostile artifact must not make it work harder) or go on to find them all (the validator
+/// for worker authors). The same checks either way.
+struct Report {
+    all: bool,
+    problems: Vec<Problem>,
+}
+
+/// Stop checking: the first problem was enough.
+struct Stop;
+
+impl Report {
+    fn add(&mut self, path: impl Into<String>, message: impl Into<String>) -> Result<(), Stop> {
+        self.problems.push(Problem { path: path.into(), message: message.into() });
+        if self.all {
+            Ok(())
+        } else {
+            Err(Stop)
+        }
+    }
+}
+
+/// `.name`, or `["name"]` when the name is not a plain identifier.
+fn member(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if plain {
+        format!(".{name}")
+    } else {
+        format!("[{}]", Value::String(name.to_owned()))
+    }
+}
+
+/// Parses and checks the artifact JSON against the row and the limits; the first problem
+/// refuses it (what the result route answers 502 `artifact_invalid` for).
 pub fn validate(bytes: &[u8], expect: &Expect<'_>, limits: &Limits) -> Result<Artifact, Invalid> {
+    let mut report = Report { all: false, problems: Vec::new() };
+    let artifact = check(bytes, expect, limits, &mut report).ok().flatten();
+    match (artifact, report.problems.first()) {
+        (Some(a), None) => Ok(a),
+        (_, Some(p)) => Err(p.to_string()),
+        (None, None) => Err("invalid".into()),
+    }
+}
+
+/// The same checks as [`validate`], every problem reported (`code2des-worker validate`).
+pub fn validate_all(bytes: &[u8], expect: &Expect<'_>, limits: &Limits) -> Result<Artifact, Vec<Problem>> {
+    let mut report = Report { all: true, problems: Vec::new() };
+    let artifact = check(bytes, expect, limits, &mut report).ok().flatten();
+    match artifact {
+        Some(a) if report.problems.is_empty() => Ok(a),
+        _ => Err(report.problems),
+    }
+}
+
+fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> Result<Option<Artifact>, Stop> {
     // serde_json refuses nesting deeper than 128, so a hostile document cannot blow the stack.
-    let root: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-    let obj = root.as_object().ok_or("not a JSON object")?;
-    if field(obj, "version")?.as_u64() != Some(u64::from(PROTOCOL_VERSION)) {
-        return Err("unknown version".into());
-    }
-    let kind = match field(obj, "kind")?.as_str() {
-        Some("result") => Kind::Result,
-        Some("failure") => Kind::Failure,
-        _ => return Err("kind must be result or failure".into()),
+    let root: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            r.add("$", format!("not JSON: {e}"))?;
+            return Ok(None);
+        }
     };
-    if kind != expect.kind {
-        return Err(format!("kind {} does not match the job status", kind.as_str()));
+    let Some(obj) = root.as_object() else {
+        r.add("$", "not a JSON object")?;
+        return Ok(None);
+    };
+    let missing = |name: &str| format!("missing {name}");
+    match obj.get("version") {
+        None => r.add("$.version", missing("version"))?,
+        Some(v) if v.as_u64() != Some(u64::from(PROTOCOL_VERSION)) => r.add("$.version", "unknown version")?,
+        Some(_) => {}
     }
-    if field(obj, "code2des_id")?.as_str() != Some(expect.code2des_id) {
-        return Err("code2des_id does not match the job".into());
+    let kind = match obj.get("kind").map(Value::as_str) {
+        None => {
+            r.add("$.kind", missing("kind"))?;
+            None
+        }
+        Some(Some("result")) => Some(Kind::Result),
+        Some(Some("failure")) => Some(Kind::Failure),
+        Some(_) => {
+            r.add("$.kind", "kind must be result or failure")?;
+            None
+        }
+    };
+    if let Some(k) = kind.filter(|k| *k != expect.kind) {
+        r.add("$.kind", format!("kind {} does not match the job status", k.as_str()))?;
     }
-    if field(obj, "attempt")?.as_i64() != Some(i64::from(expect.attempt)) {
-        return Err("attempt does not match the job".into());
+    match obj.get("code2des_id") {
+        None => r.add("$.code2des_id", missing("code2des_id"))?,
+        Some(v) if v.as_str() != Some(expect.code2des_id) => {
+            r.add("$.code2des_id", "code2des_id does not match the job")?
+        }
+        Some(_) => {}
     }
-    match field(obj, "nonce")?.as_str() {
-        Some(n) if expect.nonce.matches(n) => {}
-        _ => return Err("nonce does not match the job".into()),
+    match obj.get("attempt") {
+        None => r.add("$.attempt", missing("attempt"))?,
+        Some(v) if v.as_i64() != Some(i64::from(expect.attempt)) => {
+            r.add("$.attempt", "attempt does not match the job")?
+        }
+        Some(_) => {}
+    }
+    match obj.get("nonce") {
+        None => r.add("$.nonce", missing("nonce"))?,
+        Some(v) if !v.as_str().is_some_and(|n| expect.nonce.matches(n)) => {
+            r.add("$.nonce", "nonce does not match the job")?
+        }
+        Some(_) => {}
     }
     let warning_count = match obj.get("warning_count") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_i64().filter(|n| *n >= 0).ok_or("warning_count must be a non-negative integer")?),
+        Some(v) => match v.as_i64().filter(|n| *n >= 0) {
+            Some(n) => Some(n),
+            None => {
+                r.add("$.warning_count", "warning_count must be a non-negative integer")?;
+                None
+            }
+        },
     };
 
-    let images = parse_images(obj.get("images"), expect.prefix, limits)?;
+    let (images, names) = parse_images(obj.get("images"), expect.prefix, limits, r)?;
+    // A failure artifact may leave the document out; which kind applies when `kind` itself is
+    // wrong: the job's.
     let document = match obj.get("document") {
-        None | Some(Value::Null) if kind == Kind::Failure => None,
-        None | Some(Value::Null) => return Err("a result artifact needs a document".into()),
+        None | Some(Value::Null) if kind.unwrap_or(expect.kind) == Kind::Failure => None,
+        None | Some(Value::Null) => {
+            r.add("$.document", "a result artifact needs a document")?;
+            None
+        }
         Some(doc) => Some(doc.clone()),
     };
     let mut used = Vec::new();
     if let Some(doc) = &document {
-        let refs = walk_document(doc, limits)?;
-        for r in refs {
-            let entry = images.get(&r).ok_or_else(|| format!("imageRef {r:?} is not in images"))?;
-            used.push((r, entry.clone()));
+        for (name, path) in walk_document(doc, limits, r)? {
+            match images.get(&name) {
+                Some(entry) => used.push((name, entry.clone())),
+                // An entry that is there but invalid was reported already.
+                None if names.contains(&name) => {}
+                None => r.add(path, format!("imageRef {name:?} is not in images"))?,
+            }
         }
     }
-    Ok(Artifact { kind, warning_count, document, used })
+    Ok(kind.map(|kind| Artifact { kind, warning_count, document, used }))
 }
 
-fn parse_images(v: Option<&Value>, prefix: &str, limits: &Limits) -> Result<HashMap<String, ImageEntry>, Invalid> {
+/// The valid image entries, and the names of all (valid or not).
+fn parse_images(
+    v: Option<&Value>,
+    prefix: &str,
+    limits: &Limits,
+    r: &mut Report,
+) -> Result<(HashMap<String, ImageEntry>, HashSet<String>), Stop> {
     let map = match v {
-        None | Some(Value::Null) => return Ok(HashMap::new()),
+        None | Some(Value::Null) => return Ok(Default::default()),
         Some(Value::Object(m)) => m,
-        Some(_) => return Err("images must be an object".into()),
+        Some(_) => {
+            r.add("$.images", "images must be an object")?;
+            return Ok(Default::default());
+        }
     };
     if map.len() > limits.max_images {
-        return Err(format!("more than {} images", limits.max_images));
+        r.add("$.images", format!("more than {} images", limits.max_images))?;
+        return Ok(Default::default());
     }
     let mut out = HashMap::with_capacity(map.len());
-    for (r, entry) in map {
-        if r.is_empty() || r.len() > 255 || r.chars().any(char::is_control) {
-            return Err("an image ref is empty, too long or has control characters".into());
+    for (name, entry) in map {
+        let at = format!("$.images{}", member(name));
+        if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
+            r.add(&at, "an image ref is empty, too long or has control characters")?;
+            continue;
         }
-        let e = entry.as_object().ok_or("an image entry is not an object")?;
-        let key = e.get("key").and_then(Value::as_str).ok_or("an image entry has no key")?;
-        if !is_key_under(key, prefix) {
-            return Err(format!("image {r:?} key is outside the job prefix"));
+        let Some(e) = entry.as_object() else {
+            r.add(&at, "an image entry is not an object")?;
+            continue;
+        };
+        let key = match e.get("key").and_then(Value::as_str) {
+            Some(key) if is_key_under(key, prefix) => Some(key),
+            Some(_) => {
+                r.add(format!("{at}.key"), format!("image {name:?} key is outside the job prefix"))?;
+                None
+            }
+            None => {
+                r.add(format!("{at}.key"), "an image entry has no key")?;
+                None
+            }
+        };
+        let mime = e.get("mime_type").and_then(Value::as_str).and_then(Mime::parse);
+        if mime.is_none() {
+            r.add(format!("{at}.mime_type"), format!("image {name:?} has an unsupported mime_type"))?;
         }
-        let mime = e
-            .get("mime_type")
-            .and_then(Value::as_str)
-            .and_then(Mime::parse)
-            .ok_or_else(|| format!("image {r:?} has an unsupported mime_type"))?;
-        out.insert(r.clone(), ImageEntry { key: key.to_owned(), mime });
+        if let (Some(key), Some(mime)) = (key, mime) {
+            out.insert(name.clone(), ImageEntry { key: key.to_owned(), mime });
+        }
     }
-    Ok(out)
+    Ok((out, map.keys().cloned().collect()))
+}
+
+/// A step of a node's path from `$.document`.
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+fn render(path: &[Seg<'_>]) -> String {
+    let mut out = String::from("$.document");
+    for seg in path {
+        match seg {
+            Seg::Key(k) => out.push_str(&member(k)),
+            Seg::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
 }
 
 /// Walks the node tree without recursion: checks types, counts nodes, bounds depth, and
-/// collects every `imageRef` (in fills, strokes or anywhere else on a node).
-fn walk_document(doc: &Value, limits: &Limits) -> Result<Vec<String>, Invalid> {
+/// collects every `imageRef` (in fills, strokes or anywhere else on a node) with the path of its
+/// first use. Paths are kept as each node's parent link and rendered only for a problem.
+fn walk_document<'a>(doc: &'a Value, limits: &Limits, r: &mut Report) -> Result<Vec<(String, String)>, Stop> {
     let mut refs = Vec::new();
     let mut seen = HashSet::new();
-    let mut stack: Vec<(&Value, usize)> = vec![(doc, 1)];
+    // Each node's (parent, index among its parent's children); the root's parent is itself.
+    let mut links: Vec<(usize, usize)> = vec![(0, 0)];
+    let path_of = |links: &[(usize, usize)], mut at: usize| {
+        let mut segs = Vec::new();
+        while at != 0 {
+            let (parent, i) = links[at];
+            segs.push(Seg::Index(i));
+            segs.push(Seg::Key("children"));
+            at = parent;
+        }
+        segs.reverse();
+        segs
+    };
+    let mut stack: Vec<(&'a Value, usize, usize)> = vec![(doc, 1, 0)];
     let mut count = 0usize;
-    while let Some((node, depth)) = stack.pop() {
+    let mut too_deep = false;
+    while let Some((node, depth, link)) = stack.pop() {
         count += 1;
         if count > limits.max_nodes {
-            return Err(format!("more than {} nodes", limits.max_nodes));
+            // Once is enough, and nothing past the limit is looked at.
+            r.add("$.document", format!("more than {} nodes", limits.max_nodes))?;
+            break;
         }
+        let here = || render(&path_of(&links, link));
         if depth > limits.max_depth {
-            return Err(format!("nodes nested deeper than {}", limits.max_depth));
+            if !too_deep {
+                too_deep = true;
+                r.add(here(), format!("nodes nested deeper than {}", limits.max_depth))?;
+            }
+            continue;
         }
-        let obj = node.as_object().ok_or("a node is not an object")?;
-        let ty = obj.get("type").and_then(Value::as_str).ok_or("a node has no type")?;
-        if !NODE_TYPES.contains(&ty) {
-            return Err(format!("node type {ty:?} cannot be built by the plugin"));
+        let Some(obj) = node.as_object() else {
+            r.add(here(), "a node is not an object")?;
+            continue;
+        };
+        match obj.get("type").and_then(Value::as_str) {
+            None => r.add(format!("{}.type", here()), "a node has no type")?,
+            Some(ty) if !NODE_TYPES.contains(&ty) => {
+                r.add(format!("{}.type", here()), format!("node type {ty:?} cannot be built by the plugin"))?
+            }
+            Some(_) => {}
         }
         for (k, v) in obj {
             match k.as_str() {
                 "children" => {}
                 // An SVG or image node may carry its imageRef on the node itself.
-                "imageRef" => add_ref(v, &mut refs, &mut seen)?,
-                _ => collect_refs(v, &mut refs, &mut seen)?,
+                "imageRef" => add_ref(v, &mut refs, &mut seen, || format!("{}.imageRef", here()), r)?,
+                _ => {
+                    let mut base = path_of(&links, link);
+                    base.push(Seg::Key(k));
+                    collect_refs(v, base, &mut refs, &mut seen, r)?
+                }
             }
         }
         match obj.get("children") {
             None | Some(Value::Null) => {}
             Some(Value::Array(children)) => {
                 // Reverse so the walk (and thus image order) follows document order.
-                for c in children.iter().rev() {
-                    stack.push((c, depth + 1));
+                for (i, c) in children.iter().enumerate().rev() {
+                    links.push((link, i));
+                    stack.push((c, depth + 1, links.len() - 1));
                 }
             }
-            Some(_) => return Err("children must be an array".into()),
+            Some(_) => r.add(format!("{}.children", here()), "children must be an array")?,
         }
     }
     Ok(refs)
 }
 
-fn add_ref(v: &Value, refs: &mut Vec<String>, seen: &mut HashSet<String>) -> Result<(), Invalid> {
-    let r = v.as_str().ok_or("imageRef must be a string")?;
-    if seen.insert(r.to_owned()) {
-        refs.push(r.to_owned());
+fn add_ref(
+    v: &Value,
+    refs: &mut Vec<(String, String)>,
+    seen: &mut HashSet<String>,
+    path: impl FnOnce() -> String,
+    r: &mut Report,
+) -> Result<(), Stop> {
+    let Some(name) = v.as_str() else {
+        return r.add(path(), "imageRef must be a string");
+    };
+    if seen.insert(name.to_owned()) {
+        refs.push((name.to_owned(), path()));
     }
     Ok(())
 }
 
-fn collect_refs(v: &Value, refs: &mut Vec<String>, seen: &mut HashSet<String>) -> Result<(), Invalid> {
-    let mut stack = vec![v];
-    while let Some(v) = stack.pop() {
+/// Every `imageRef` inside one member of a node, at any depth.
+fn collect_refs<'a>(
+    v: &'a Value,
+    base: Vec<Seg<'a>>,
+    refs: &mut Vec<(String, String)>,
+    seen: &mut HashSet<String>,
+    r: &mut Report,
+) -> Result<(), Stop> {
+    // Depth-first with the path held once: each entry says how long the path is above it.
+    let mut path = base;
+    let start = path.len();
+    let mut stack: Vec<(&'a Value, usize, Option<Seg<'a>>)> = vec![(v, start, None)];
+    while let Some((v, len, seg)) = stack.pop() {
+        path.truncate(len);
+        if let Some(seg) = seg {
+            path.push(seg);
+        }
         match v {
             Value::Object(m) => {
+                let len = path.len();
+                // Members in key order, nested ones popped last first: the order of first use
+                // (and so of inlining) stays what it always was.
                 for (k, inner) in m {
                     if k == "imageRef" {
-                        add_ref(inner, refs, seen)?;
+                        let p = &path;
+                        add_ref(inner, refs, seen, || format!("{}.imageRef", render(p)), r)?;
                     } else {
-                        stack.push(inner);
+                        stack.push((inner, len, Some(Seg::Key(k))));
                     }
                 }
             }
-            Value::Array(a) => stack.extend(a.iter().rev()),
+            Value::Array(a) => {
+                let len = path.len();
+                stack.extend(a.iter().enumerate().rev().map(|(i, x)| (x, len, Some(Seg::Index(i)))));
+            }
             _ => {}
         }
     }
@@ -402,5 +614,43 @@ mod tests {
         assert!(check_image(b"GIF89a\x08\0\x08\0\0\0\0", Mime::Gif, &l).is_ok());
         assert!(check_image(b"<?xml version=\"1.0\"?><svg xmlns='http://www.w3.org/2000/svg'/>", Mime::Svg, &l).is_ok());
         assert!(check_image(b"<html></html>", Mime::Svg, &l).is_err());
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_json_path() {
+        let n = nonce();
+        let doc = json!({"type": "FRAME", "children": [
+            {"type": "WIDGET"},
+            {"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "zz"}], "strokes": [{"imageRef": 7}]},
+            {"type": "TEXT", "children": {}},
+            "text"]});
+        let images = json!({"a": {"key": "code2des/id1/2/images/a", "mime_type": "image/webp"},
+                            "my logo": {"mime_type": "image/png"}});
+        let mut bad: Value = serde_json::from_slice(&art(doc, images)).unwrap();
+        bad["version"] = json!(2);
+        bad["nonce"] = json!("other");
+        bad["warning_count"] = json!(-1);
+        let bytes = serde_json::to_vec(&bad).unwrap();
+        let all = validate_all(&bytes, &expect(&n), &Limits::default()).unwrap_err();
+        let got: Vec<String> = all.iter().map(ToString::to_string).collect();
+        let want = [
+            "$.version: unknown version",
+            "$.nonce: nonce does not match the job",
+            "$.warning_count: warning_count must be a non-negative integer",
+            r#"$.images.a.key: image "a" key is outside the job prefix"#,
+            r#"$.images.a.mime_type: image "a" has an unsupported mime_type"#,
+            r#"$.images["my logo"].key: an image entry has no key"#,
+            r#"$.document.children[0].type: node type "WIDGET" cannot be built by the plugin"#,
+            "$.document.children[1].strokes[0].imageRef: imageRef must be a string",
+            "$.document.children[2].children: children must be an array",
+            "$.document.children[3]: a node is not an object",
+            r#"$.document.children[1].fills[0].imageRef: imageRef "zz" is not in images"#,
+        ];
+        assert_eq!(got, want);
+        // The result route's check stops at the first, and says the same.
+        assert_eq!(validate(&bytes, &expect(&n), &Limits::default()).unwrap_err(), want[0]);
+        // A good artifact has no problem either way.
+        let good = art(json!({"type": "FRAME"}), json!({}));
+        assert!(validate_all(&good, &expect(&n), &Limits::default()).is_ok());
     }
 }

@@ -11,3 +11,5 @@ pub mod keys;
 pub mod protocol;
 pub mod scope;
 pub mod signature;
+pub mod standard_webhooks;
+pub mod wire;

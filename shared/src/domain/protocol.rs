@@ -16,21 +16,34 @@ pub const MAX_ERROR_MESSAGE: usize = 2000;
 /// Stored for a failure reported without any message, so clients always see a reason.
 pub const DEFAULT_FAILURE: &str = "conversion failed";
 
-/// `code2des/{id}/{attempt}/manifest.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// The manifest (SPEC section 4): written by trigger (and retry) at
+/// `code2des/{code2des_id}/{attempt}/manifest.json` in the artifact bucket, one per attempt; in
+/// AWS it reaches the worker as an S3 event through SQS. The worker echoes `code2des_id`,
+/// `attempt` and `nonce` in its artifact and in every webhook, and writes under `result_prefix`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Manifest {
+    /// The protocol version, 1.
+    #[schemars(range(min = 1, max = 1))]
     pub version: u32,
+    /// The job (a UUID).
     pub code2des_id: String,
+    /// The attempt this manifest is for, from 1; a retry writes the next one's.
+    #[schemars(range(min = 1))]
     pub attempt: i32,
+    /// The attempt's secret correlation value: echoed, never shown to users.
     pub nonce: String,
     pub organization_id: i32,
     pub project_id: i32,
     pub page_import_id: String,
+    /// The page import's capture, when it has one (`s3://…`).
     pub capture_url: Option<String>,
     pub figma_file_key: String,
     pub screen_id: String,
+    /// Where the user wants the result placed in Figma, if they said.
     pub placement_target: Option<String>,
+    /// Where to POST the signed webhook.
     pub callback_url: String,
+    /// `s3://{bucket}/code2des/{code2des_id}/{attempt}/`: everything the worker writes goes under it.
     pub result_prefix: String,
 }
 

@@ -1,4 +1,6 @@
-//! `Code2des-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
+//! The legacy signature, deprecated for Standard Webhooks ([`crate::domain::standard_webhooks`]):
+//! `Code2des-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, with the
+//! secret's text as the key. Accepted while `LEGACY_SIGNATURE=true` (the default for now).
 //! Several `v1` entries may be present (the sender signs with old and new secret while it
 //! rotates); one valid entry is enough. Comparison is constant-time (`Mac::verify_slice`).
 
@@ -15,13 +17,13 @@ type HmacSha256 = Hmac<Sha256>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SignatureError {
-    #[error("the Code2des-Signature header is missing")]
+    #[error("the signature headers are missing")]
     Missing,
-    #[error("the Code2des-Signature header is malformed")]
+    #[error("the signature headers are malformed")]
     Malformed,
     #[error("the signature timestamp is outside the allowed window")]
     Expired,
-    #[error("no signature in Code2des-Signature matches")]
+    #[error("no signature matches a key held")]
     Mismatch,
 }
 

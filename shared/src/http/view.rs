@@ -5,7 +5,10 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use crate::domain::ids::Code2desId;
-use crate::domain::job::{Job, Policy};
+use crate::domain::job::{Job, Policy, Status};
+
+/// The stage a completed job's progress reads.
+pub const COMPLETED_STAGE: &str = "completed";
 
 /// The job as the user API shows it, under this deployment's rules (`maxAttempts`,
 /// `resultExpiresAt`).
@@ -31,12 +34,22 @@ pub fn job_view<'a>(job: &'a Job, policy: &Policy) -> JobView<'a> {
         updated_at: timestamp(job.updated_at),
         created_by: &job.created_by,
         updated_by: &job.updated_by,
-        progress: job.progress.as_ref().map(|p| ProgressView {
-            percent: p.percent,
-            stage: &p.stage,
-            updated_at: timestamp(p.updated_at),
-        }),
+        progress: progress_view(job),
     }
+}
+
+/// The job's progress as the API shows it, derived here, on the read (reads never write):
+/// while processing, the worker's last report; once completed, 100 `completed` whatever the
+/// worker last said (at the time of its last report, or of the job's last change if it sent
+/// none); once failed (by the worker, a cancel or the deadline), the last report as it was, or
+/// null if there was none. A terminal job's progress says `final: true`.
+pub fn progress_view(job: &Job) -> Option<ProgressView<'_>> {
+    let (percent, stage, at) = match (job.status, &job.progress) {
+        (Status::Completed, p) => (100, COMPLETED_STAGE, p.as_ref().map_or(job.updated_at, |p| p.updated_at)),
+        (Status::Processing | Status::Failed, Some(p)) => (p.percent, p.stage.as_str(), p.updated_at),
+        (Status::Processing | Status::Failed, None) => return None,
+    };
+    Some(ProgressView { percent, stage, updated_at: timestamp(at), is_final: job.status != Status::Processing })
 }
 
 /// RFC 3339 in UTC with microseconds, PostgreSQL's own precision.
@@ -73,11 +86,14 @@ pub struct JobView<'a> {
     pub progress: Option<ProgressView<'a>>,
 }
 
-/// `progress` in the job JSON: `{"percent","stage","updatedAt"}`.
+/// `progress` in the job JSON: `{"percent","stage","updatedAt","final"}`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProgressView<'a> {
     pub percent: i16,
     pub stage: &'a str,
     pub updated_at: String,
+    /// The job is terminal: no report will change this one.
+    #[serde(rename = "final")]
+    pub is_final: bool,
 }

@@ -12,6 +12,7 @@
 //! | `JobsTimedOut` | Count | overdue jobs persisted as failed `timed out` (the sweep), with `JobDurationMs` where known |
 //! | `JobsRetried` | Count | a retry created the next attempt |
 //! | `WebhookRejected` | Count | a webhook refused; dimension `Reason` |
+//! | `LegacySignatureUsed` | Count | a webhook accepted on the deprecated `Code2des-Signature`; property `userAgent` says who sent it |
 //! | `ResultBytes` | Bytes | the size of a result answered |
 //! | `JobsPurged`, `ArtifactObjectsPurged`, `IdempotencyKeysExpired` | Count | a purge run (retention) |
 //!
@@ -292,6 +293,13 @@ pub fn job_retried() {
 /// A webhook was refused.
 pub fn webhook_rejected(reason: Reason) {
     Record::new().metric("WebhookRejected", Unit::Count, 1.0).reason(reason).emit()
+}
+
+/// A webhook was accepted on the deprecated `Code2des-Signature` (SPEC section 9): who still
+/// sends it, by its `User-Agent` (a property, not a dimension: no metric per value).
+pub fn legacy_signature_used(user_agent: Option<&str>) {
+    let agent: String = user_agent.unwrap_or("").chars().filter(|c| !c.is_control()).take(120).collect();
+    Record::new().metric("LegacySignatureUsed", Unit::Count, 1.0).property("userAgent", agent).emit()
 }
 
 /// A purge run deleted `jobs` jobs (soft-deleted long enough ago), `objects` of their artifact

@@ -106,6 +106,24 @@ async fn an_idempotency_key_names_its_job_for_24_hours_then_frees() {
 }
 
 #[tokio::test]
+async fn a_webhook_answer_is_kept_for_redeliveries_for_a_week() {
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let id = app.new_job(&t).await;
+    for (webhook_id, age) in [("msg_recent", "6 days"), ("msg_old", "8 days")] {
+        app.batch(&format!(
+            "INSERT INTO code2des_webhook_delivery (webhook_id, code2des_id, status, body, created_at) \
+             VALUES ('{webhook_id}', '{id}', 200, '{{}}', now() - interval '{age}')"
+        ))
+        .await;
+    }
+    assert_eq!(purge(&app, 30).await.deliveries, 1);
+    let left: Vec<String> =
+        app.sql("SELECT webhook_id FROM code2des_webhook_delivery").await.iter().map(|r| r.get(0)).collect();
+    assert_eq!(left, ["msg_recent"]);
+}
+
+#[tokio::test]
 async fn a_result_past_the_buckets_retention_is_410_result_expired() {
     let retention = Duration::from_secs(30 * 24 * 60 * 60);
     let app = TestApp::with(|s| s.artifact_retention = Some(retention)).await;

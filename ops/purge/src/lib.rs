@@ -6,10 +6,14 @@
 //!   next run purges again, never an object nobody can find.
 //! - An `Idempotency-Key` leaves 24 hours after its first use (trigger stops honouring it at
 //!   that moment, so this only frees the space).
+//! - A recorded webhook answer (a `webhook-id` and what the first delivery was told) leaves
+//!   after [`DELIVERY_TTL`]: longer than any worker's redelivery schedule.
 //!
 //! Everything goes in batches, each one short statement, until a batch comes back short: a run
 //! after a quiet hour reads a few index entries and stops. EventBridge Scheduler runs it every
 //! hour (template.yaml); the local stack on a timer.
+
+use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use lambda_runtime::{Error, LambdaEvent};
@@ -22,6 +26,10 @@ use shared::domain::job::IDEMPOTENCY_KEY_TTL;
 use shared::domain::keys::job_root;
 use shared::obs::metrics;
 use shared::ApiError;
+
+/// How long a webhook's answer is kept for its redeliveries: the Standard Webhooks senders
+/// retry for up to a few days (Svix's schedule ends after about 5), so a week covers them.
+pub const DELIVERY_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
 /// Jobs (or keys) per statement.
 pub const BATCH: i64 = 200;
@@ -46,6 +54,7 @@ pub struct Purged {
     pub jobs: u64,
     pub objects: u64,
     pub keys: u64,
+    pub deliveries: u64,
 }
 
 /// One run: every job due, then every expired key, a batch at a time.
@@ -81,17 +90,24 @@ pub async fn purge(deps: &Deps) -> Result<Purged, ApiError> {
             break;
         }
     }
-    metrics::purged(done.jobs, done.objects, done.keys);
+    loop {
+        let n = purge::expire_deliveries(&**client, DELIVERY_TTL, BATCH).await?;
+        done.deliveries += n as u64;
+        if n < BATCH {
+            break;
+        }
+    }
+    metrics::purged(done.jobs, done.objects, done.keys, done.deliveries);
     Ok(done)
 }
 
 /// The handler: any event (the scheduler's payload is ignored) runs one purge and answers
-/// `{"jobs","objects","keys"}`. A failure is the invocation's error, so the schedule's metrics
+/// `{"jobs","objects","keys","deliveries"}`. A failure is the invocation's error, so the schedule's metrics
 /// and the function's Errors alarm see it.
 pub async fn handle(deps: &Deps, _event: LambdaEvent<Value>) -> Result<Value, Error> {
     let p = purge(deps).await.map_err(|e| Error::from(e.to_string()))?;
     if p != Purged::default() {
-        tracing::info!(jobs = p.jobs, objects = p.objects, keys = p.keys, "purged");
+        tracing::info!(jobs = p.jobs, objects = p.objects, keys = p.keys, deliveries = p.deliveries, "purged");
     }
-    Ok(json!({ "jobs": p.jobs, "objects": p.objects, "keys": p.keys }))
+    Ok(json!({ "jobs": p.jobs, "objects": p.objects, "keys": p.keys, "deliveries": p.deliveries }))
 }

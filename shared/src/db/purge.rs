@@ -1,6 +1,6 @@
 //! Retention's statements (SPEC section 9): jobs soft-deleted `PURGE_AFTER_DAYS` ago leave the
-//! database (with their attempt and idempotency rows), and idempotency keys past their time to
-//! live leave it too. Each call is one short statement over at most a batch, on an index that
+//! database (with their attempt, idempotency and delivery rows), and idempotency keys and
+//! recorded webhook answers past their time to live leave it too. Each call is one short statement over at most a batch, on an index that
 //! leads to exactly those rows (migration V7's online indexes).
 
 use std::time::Duration;
@@ -25,6 +25,11 @@ const EXPIRE_KEYS: &str = "DELETE FROM code2des_idempotency k USING (SELECT subj
      idempotency_key FROM code2des_idempotency WHERE created_at < now() - make_interval(secs => $1) \
      ORDER BY created_at LIMIT $2) old WHERE k.subject = old.subject AND k.organization_id = old.organization_id \
      AND k.project_id = old.project_id AND k.idempotency_key = old.idempotency_key RETURNING 1";
+
+/// Recorded webhook answers (migration V9) older than `$1` seconds, at most `$2` of them.
+const EXPIRE_DELIVERIES: &str = "DELETE FROM code2des_webhook_delivery d USING (SELECT webhook_id FROM \
+     code2des_webhook_delivery WHERE created_at < now() - make_interval(secs => $1) ORDER BY created_at LIMIT $2) old \
+     WHERE d.webhook_id = old.webhook_id RETURNING 1";
 
 /// The jobs due for the purge, at most `limit`.
 pub async fn due(client: &impl GenericClient, after_days: i32, limit: i64) -> Result<Vec<Code2desId>, ApiError> {
@@ -51,6 +56,16 @@ pub async fn expire_keys(client: &impl GenericClient, ttl: Duration, limit: i64)
     Ok(rows.len() as i64)
 }
 
+/// Deletes at most `limit` recorded webhook answers older than `ttl`; answers how many.
+pub async fn expire_deliveries(client: &impl GenericClient, ttl: Duration, limit: i64) -> Result<i64, ApiError> {
+    let rows = Binds::none()
+        .and(&ttl.as_secs_f64(), Type::FLOAT8)
+        .and(&limit, Type::INT8)
+        .query(client, EXPIRE_DELIVERIES)
+        .await?;
+    Ok(rows.len() as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,7 +73,7 @@ mod tests {
 
     #[test]
     fn statements_use_the_placeholders_they_bind() {
-        for sql in [DUE, PURGE, EXPIRE_KEYS] {
+        for sql in [DUE, PURGE, EXPIRE_KEYS, EXPIRE_DELIVERIES] {
             assert_eq!(placeholders(sql), (1..=2).collect(), "{sql}");
         }
     }

@@ -14,7 +14,7 @@
 //! | `WebhookRejected` | Count | a webhook refused; dimension `Reason` |
 //! | `LegacySignatureUsed` | Count | a webhook accepted on the deprecated `Code2des-Signature`; property `userAgent` says who sent it |
 //! | `ResultBytes` | Bytes | the size of a result answered |
-//! | `JobsPurged`, `ArtifactObjectsPurged`, `IdempotencyKeysExpired` | Count | a purge run (retention) |
+//! | `JobsPurged`, `ArtifactObjectsPurged`, `IdempotencyKeysExpired`, `WebhookDeliveriesExpired` | Count | a purge run (retention) |
 //!
 //! Records are printed in Lambda (`AWS_LAMBDA_FUNCTION_NAME` set) and where `LOG_FORMAT=json`
 //! (the local stack), nowhere else. [`render`] is pure; [`capture`] lets a test read them back.
@@ -303,13 +303,15 @@ pub fn legacy_signature_used(user_agent: Option<&str>) {
 }
 
 /// A purge run deleted `jobs` jobs (soft-deleted long enough ago), `objects` of their artifact
-/// objects and `keys` expired idempotency keys (nothing is printed when it did nothing).
-pub fn purged(jobs: u64, objects: u64, keys: u64) {
-    if jobs + objects + keys > 0 {
+/// objects, `keys` expired idempotency keys and `deliveries` expired webhook answers (nothing is
+/// printed when it did nothing).
+pub fn purged(jobs: u64, objects: u64, keys: u64, deliveries: u64) {
+    if jobs + objects + keys + deliveries > 0 {
         Record::new()
             .metric("JobsPurged", Unit::Count, jobs as f64)
             .metric("ArtifactObjectsPurged", Unit::Count, objects as f64)
             .metric("IdempotencyKeysExpired", Unit::Count, keys as f64)
+            .metric("WebhookDeliveriesExpired", Unit::Count, deliveries as f64)
             .emit()
     }
 }

@@ -199,6 +199,7 @@ mod tests {
         (6, "read_functions_schema_qualified", 18_341_990_582_593_701_485),
         (7, "a_year_of_data", 5_568_498_233_389_187_292),
         (9, "webhook_delivery", 14_121_678_433_869_384_731),
+        (10, "read_job_by_key", 9_898_043_728_040_015_612),
     ];
 
     #[test]

@@ -9,7 +9,7 @@ use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
 use crate::db::columns::Layout;
-use crate::db::sql::{fresh_attempt, job, overdue, read_columns, visible, Binds};
+use crate::db::sql::{fresh_attempt, job, overdue, read_columns, the_job, visible, Binds};
 use crate::domain::ids::{Code2desId, FigmaFileKey};
 use crate::domain::job::{Job, Status};
 use crate::domain::scope::{JobRef, Scope};
@@ -107,7 +107,9 @@ const CANCEL: &str = concat!(
     ", ",
     overdue!("$5"),
     " AS overdue FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
-    "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
+    "WHERE ",
+    the_job!(),
+    " AND c.deleted_at IS NULL AND ",
     visible!("$4"),
     " FOR NO KEY UPDATE OF c), ",
     // The same fence as the webhook's: processing, not deleted, within the deadline.
@@ -148,7 +150,9 @@ pub async fn cancel(client: &impl GenericClient, target: &JobRef, deadline: Dura
 
 const DELETE_JOB: &str = concat!(
     "UPDATE code2des AS c SET deleted_at = now(), deleted_by = $4, updated_at = now(), updated_by = $4 ",
-    "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
+    "WHERE ",
+    the_job!(),
+    " AND c.deleted_at IS NULL AND ",
     visible!("$4"),
     " RETURNING c.id"
 );

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
-use crate::db::sql::{job, read_columns, visible, Binds};
+use crate::db::sql::{job, read_columns, the_job, visible, Binds};
 use crate::domain::ids::NodeId;
 use crate::domain::job::{Job, Status};
 use crate::domain::scope::JobRef;
@@ -26,7 +26,9 @@ const PLACE: &str = concat!(
     "WITH target AS (SELECT ",
     read_columns!("$5"),
     " FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
-    "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
+    "WHERE ",
+    the_job!(),
+    " AND c.deleted_at IS NULL AND ",
     visible!("$4"),
     " FOR NO KEY UPDATE OF c), ",
     "placed AS (UPDATE code2des AS c SET materialized_at = now(), materialized_node_id = $6, ",

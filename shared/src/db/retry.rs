@@ -3,7 +3,7 @@
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
-use crate::db::sql::{fresh_attempt, job, job_columns, overdue, read_columns, visible, Binds};
+use crate::db::sql::{fresh_attempt, job, job_columns, overdue, read_columns, the_job, visible, Binds};
 use crate::domain::job::{Job, Nonce, Policy};
 use crate::domain::scope::JobRef;
 use crate::error::ApiError;
@@ -32,7 +32,9 @@ const RETRY: &str = concat!(
     " AS overdue, c.status::text AS raw_status, ",
     "(SELECT pi.capture_url FROM page_import pi WHERE pi.id = c.page_import_id) AS capture_url ",
     "FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
-    "WHERE c.id = $1 AND c.organization_id = $2 AND c.project_id = $3 AND c.deleted_at IS NULL AND ",
+    "WHERE ",
+    the_job!(),
+    " AND c.deleted_at IS NULL AND ",
     visible!("$4"),
     " FOR NO KEY UPDATE OF c), ",
     "retried AS (UPDATE code2des AS c SET attempt = c.attempt + 1, nonce = $6, status = '0', ",

@@ -141,7 +141,20 @@ macro_rules! fresh_attempt {
     };
 }
 
-pub(crate) use {fresh_attempt, overdue, read_columns, visible};
+/// Job `c` is the caller's job `$1` in organization `$2` and project `$3`. The organization and
+/// the project are compared with IS NOT DISTINCT FROM (the same as `=` for these NOT NULL
+/// columns) so that the primary key is the statement's only indexable condition: with `=`, the
+/// planner multiplies the two selectivities as if a project could belong to any organization,
+/// estimates an ordinary project at one row, and reads the whole project through an
+/// (organization, project, …) index, filtering it by id (local/tests/api/scale.rs measures it;
+/// migration V10 does the same for the GET's read).
+macro_rules! the_job {
+    () => {
+        "c.id = $1 AND c.organization_id IS NOT DISTINCT FROM $2 AND c.project_id IS NOT DISTINCT FROM $3"
+    };
+}
+
+pub(crate) use {fresh_attempt, overdue, read_columns, the_job, visible};
 
 /// The leading parameters of a statement, bound in one fixed order, then its own:
 ///

@@ -50,10 +50,13 @@ pub struct OnlineStep {
 
 /// The online steps, in the order they run. A new file is added here too (a test checks that
 /// the folder and this list agree).
-pub const ONLINE: &[OnlineStep] = &[OnlineStep {
-    file: "N7__list_sweep_and_purge_indexes.sql",
-    sql: include_str!("../../../migrations/online/N7__list_sweep_and_purge_indexes.sql"),
-}];
+pub const ONLINE: &[OnlineStep] = &[
+    OnlineStep {
+        file: "N7__list_sweep_and_purge_indexes.sql",
+        sql: include_str!("../../../migrations/online/N7__list_sweep_and_purge_indexes.sql"),
+    },
+    OnlineStep { file: "N8__quota_index.sql", sql: include_str!("../../../migrations/online/N8__quota_index.sql") },
+];
 
 /// Versions whose file was edited after a release applied it: `(version, checksum of the edited
 /// text)`. The file is back to its first text; [`migrate`] moves a database that recorded the
@@ -198,6 +201,7 @@ mod tests {
         (5, "read_job_record", 14_754_233_565_330_919_464),
         (6, "read_functions_schema_qualified", 18_341_990_582_593_701_485),
         (7, "a_year_of_data", 5_568_498_233_389_187_292),
+        (8, "quotas", 18_441_217_784_941_682_201),
     ];
 
     #[test]

@@ -143,7 +143,7 @@ async fn the_local_gateway_answers_preflight_unknown_routes_and_missing_identity
     let mut exposed: Vec<String> =
         r.headers()["access-control-expose-headers"].to_str().unwrap().split(',').map(str::to_owned).collect();
     exposed.sort();
-    assert_eq!(exposed, ["etag", "location", "retry-after"]);
+    assert_eq!(exposed, ["etag", "location", "ratelimit", "ratelimit-policy", "retry-after"]);
     // A known path with a method it does not serve: 405 naming the ones it does, never served
     // by a route of another method (a DELETE is not a GET).
     let item = format!("{url}/01890a5d-ac96-774b-bcce-b302099a8057");

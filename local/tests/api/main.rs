@@ -14,6 +14,7 @@ mod lifecycle;
 mod local_stack;
 mod placement;
 mod progress;
+mod quota;
 mod result_get;
 mod retention;
 mod retry;

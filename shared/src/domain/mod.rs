@@ -9,5 +9,6 @@ pub mod ids;
 pub mod job;
 pub mod keys;
 pub mod protocol;
+pub mod quota;
 pub mod scope;
 pub mod signature;

@@ -23,6 +23,7 @@ function job(over: Partial<Job>): Job {
     warningCount: null,
     errorMessage: null,
     hasResult: false,
+    resultExpiresAt: null,
     materializedAt: null,
     materializedNodeId: null,
     createdAt: "2026-01-01T00:00:00.000000Z",

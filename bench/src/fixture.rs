@@ -146,6 +146,11 @@ pub fn trigger_event(t: &Tenant) -> String {
     events::trigger_event(t, Some(&t.sub), events::default_body(t), None).to_string()
 }
 
+/// `POST {base}/{id}/retry` with `{}`.
+pub fn retry_event(t: &Tenant, id: &str) -> String {
+    user_event("retry.json", t, Some(id), Some("{}".to_owned()))
+}
+
 pub fn get_event(t: &Tenant, id: &str) -> String {
     user_event("lifecycle-get.json", t, Some(id), None)
 }

@@ -3,6 +3,11 @@
 //! are counted exactly; `pg_stat_statements` (track = all, so statements run by triggers or
 //! functions would count too) gives the statements the server executed; an SDK interceptor
 //! counts S3 requests. Each route runs once to warm its connection, then `calls` times.
+//!
+//! Trigger and retry run with the default quotas (issue 23) in force, each in an organization
+//! of its own that stays within them (at most `calls + 1` jobs, `calls` ≤ 20), so their rows are
+//! the happy path with the quota check in it; one more row is a trigger refused 429 by the
+//! `active` limit (an organization at 20 processing jobs), the other path the check can take.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -48,6 +53,8 @@ impl LambdaRuntime {
 
 struct Row {
     route: &'static str,
+    /// The status every call of the route must answer (429 for the refused trigger, else 2xx).
+    want: u16,
     calls: u64,
     wire: Counts,
     statements: (i64, i64),
@@ -63,6 +70,24 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
     admin.batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements").await.expect("pg_stat_statements");
 
     let t = app.tenant().await;
+    let q = shared::domain::quota::Quota::default();
+    assert!(
+        calls < q.max_active_jobs_per_org.min(q.triggers_per_minute) as usize,
+        "trigger must stay within the quotas"
+    );
+    // Trigger's and retry's own organizations: `t` holds `calls + 1` processing jobs below.
+    let (tt, rt, full) = (app.tenant().await, app.tenant().await, app.tenant().await);
+    // Retry: `calls + 1` failed jobs, each retried once.
+    let to_retry = app.insert_jobs(&rt, calls + 1).await;
+    app.pool
+        .get()
+        .await
+        .unwrap()
+        .execute("UPDATE code2des SET status = '2', error_message = 'boom' WHERE organization_id = $1", &[&rt.org])
+        .await
+        .unwrap();
+    // The refused trigger: an organization with its 20 jobs processing.
+    app.insert_jobs(&full, q.max_active_jobs_per_org as usize).await;
     // Jobs: one completed (get, result), `calls + 1` completed for first placements, and
     // `calls + 1` processing for webhook transitions.
     let done = app.insert_jobs(&t, 1).await.remove(0);
@@ -81,8 +106,17 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
     let placement = Arc::new(app.placement(&pool).await);
 
     let mut rows = Vec::new();
-    let routes: [&'static str; 7] =
-        ["trigger", "lifecycle.get", "lifecycle.list", "result", "placement (first)", "placement (later)", "webhook"];
+    let routes: [&'static str; 9] = [
+        "trigger",
+        "trigger (refused: 429 active)",
+        "retry",
+        "lifecycle.get",
+        "lifecycle.list",
+        "result",
+        "placement (first)",
+        "placement (later)",
+        "webhook",
+    ];
     for route in routes {
         // The first call opens the connection (its startup messages are not the request's).
         let mut statuses = Vec::new();
@@ -92,8 +126,13 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
             }
             let before = (wire.snapshot(), app.s3_calls.snapshot());
             let resp = match route {
-                "trigger" => {
-                    let (d, ev) = (trigger.clone(), fixture::trigger_event(&t));
+                "trigger" | "trigger (refused: 429 active)" | "retry" => {
+                    let ev = match route {
+                        "trigger" => fixture::trigger_event(&tt),
+                        "retry" => fixture::retry_event(&rt, &to_retry[i]),
+                        _ => fixture::trigger_event(&full),
+                    };
+                    let d = trigger.clone();
                     lambda.call(async move { code2des_trigger::handler::handle(&d, request(&ev)).await }).await
                 }
                 "lifecycle.get" | "lifecycle.list" => {
@@ -124,6 +163,7 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
                 if i == 1 {
                     rows.push(Row {
                         route,
+                        want: if route.contains("429") { 429 } else { 200 },
                         calls: 0,
                         wire: [0; 9],
                         statements: (0, 0),
@@ -143,7 +183,7 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
             }
         }
         let r = rows.last_mut().unwrap();
-        r.ok = statuses.iter().all(|s| (200..300).contains(s));
+        r.ok = statuses.iter().all(|s| if r.want == 429 { *s == 429 } else { (200..300).contains(s) });
         let stats = admin
             .query_one(
                 "SELECT coalesce(sum(calls), 0)::int8, coalesce(sum(calls) FILTER (WHERE toplevel), 0)::int8 \
@@ -180,7 +220,7 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
         "Execute",
         "new connections",
         "S3 GET/HEAD/PUT",
-        "2xx",
+        "answered as expected (2xx; 429 for the refusal)",
     ]);
     for r in &rows {
         let per = |x: f64| f1(x / r.calls as f64);

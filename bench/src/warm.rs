@@ -16,6 +16,7 @@ use shared::db::trigger::{insert_job, Inserted, NewJob};
 use shared::db::webhook::{record_outcome, AttemptRef, Outcome};
 use shared::domain::ids::Code2desId;
 use shared::domain::job::Status;
+use shared::domain::quota::Quota;
 use shared::domain::scope::JobRef;
 
 use crate::fixture::{self, request, App, Tenant, BUCKET, NONCE};
@@ -118,6 +119,19 @@ async fn fixture_tenant(app: &App) -> Tenant {
     app.tenant().await
 }
 
+/// Fresh tenants enough for `calls` triggers within the default quotas: at most as many calls
+/// each as both limits let through (processing jobs per organization, triggers per subject
+/// and minute), since their jobs stay processing.
+async fn quota_tenants(app: &App, calls: usize) -> Arc<Vec<Tenant>> {
+    let q = Quota::default();
+    let each = q.max_active_jobs_per_org.min(q.triggers_per_minute) as usize;
+    let mut out = Vec::new();
+    for _ in 0..calls.div_ceil(each) {
+        out.push(app.tenant().await);
+    }
+    Arc::new(out)
+}
+
 async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant) -> Vec<Route> {
     let t = Arc::new(t);
     // lifecycle.get / result: one completed job with one small image.
@@ -145,19 +159,30 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
     let mut routes = Vec::new();
 
     {
-        let (app2, raw, t) = (app.clone(), raw.clone(), t.clone());
+        let (app2, raw) = (app.clone(), raw.clone());
         let deps = Arc::new(app.trigger(&pool).await);
         routes.push(Route {
             name: "trigger",
-            make: Box::new(move |_| {
-                let (deps, raw, t, app) = (deps.clone(), raw.clone(), t.clone(), app2.clone());
+            make: Box::new(move |total| {
+                let (deps, raw, app) = (deps.clone(), raw.clone(), app2.clone());
                 Box::pin(async move {
-                    let ev = Arc::new(fixture::trigger_event(&t));
-                    let hop: Op = Arc::new(move |_, _| {
-                        let (deps, ev) = (deps.clone(), ev.clone());
-                        Box::pin(async move { ok_status(code2des_trigger::handler::handle(&deps, request(&ev)).await) })
+                    // Every side of every round triggers as tenants of its own, each within the
+                    // default quotas (one tenant would be refused 429 after 20 jobs): what a
+                    // trigger costs a tenant that is let through, the quota check included.
+                    // Calls go round the tenants, so concurrent ones rarely share an
+                    // organization's lock.
+                    let hs = quota_tenants(&app, total).await;
+                    let events: Arc<Vec<String>> = Arc::new(hs.iter().map(fixture::trigger_event).collect());
+                    let hop: Op = Arc::new(move |_, i| {
+                        let (deps, events) = (deps.clone(), events.clone());
+                        Box::pin(async move {
+                            let ev = &events[i % events.len()];
+                            ok_status(code2des_trigger::handler::handle(&deps, request(ev)).await)
+                        })
                     });
-                    let insert = |raw: Arc<Vec<tokio_postgres::Client>>, t: Arc<Tenant>, w: usize| async move {
+                    // The raw side is the statement alone, auto-committed: no BEGIN, no lock
+                    // statement, no COMMIT (the handler pipelines the first two with it).
+                    let insert = |raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant, w: usize| async move {
                         let scope = scope(&t);
                         let nonce = shared::domain::job::Nonce::generate();
                         let page_import_id = shared::domain::ids::PageImportId::parse(&t.page_import).unwrap();
@@ -173,18 +198,19 @@ async fn routes(app: Arc<App>, raw: Arc<Vec<tokio_postgres::Client>>, t: Tenant)
                             nonce: &nonce,
                             idempotency: None,
                         };
-                        match insert_job(&raw[w], &new).await {
+                        match insert_job(&raw[w], &new, &Quota::default(), DEADLINE).await {
                             Ok(Inserted::Created { job, .. }) => Some(job.id),
                             _ => None,
                         }
                     };
-                    let (raw1, t1) = (raw.clone(), t.clone());
-                    let rop: Op = Arc::new(move |w, _| {
-                        let (raw, t) = (raw1.clone(), t1.clone());
+                    let (raw1, rs) = (raw.clone(), quota_tenants(&app, total).await);
+                    let rop: Op = Arc::new(move |w, i| {
+                        let (raw, t) = (raw1.clone(), rs[i % rs.len()].clone());
                         Box::pin(async move { insert(raw, t, w).await.is_some() })
                     });
-                    let r2op: Op = Arc::new(move |w, _| {
-                        let (raw, t, app) = (raw.clone(), t.clone(), app.clone());
+                    let r2s = quota_tenants(&app, total).await;
+                    let r2op: Op = Arc::new(move |w, i| {
+                        let (raw, t, app) = (raw.clone(), r2s[i % r2s.len()].clone(), app.clone());
                         Box::pin(async move {
                             let Some(id) = insert(raw, t, w).await else { return false };
                             let key = format!("code2des/{id}/1/manifest.json");

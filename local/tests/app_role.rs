@@ -77,12 +77,14 @@ async fn the_application_role_reads_and_writes_what_the_functions_need() {
     .unwrap();
     assert_eq!(app.execute("DELETE FROM code2des_idempotency WHERE code2des_id = $1", &[&id]).await.unwrap(), 1);
 
-    // Every other job table the migrations made: read, insert and update granted.
+    // Every other job table the migrations made: read, insert and update granted; the quota
+    // overrides (V8) only read: operators raise a quota, never the functions.
     let tables: Vec<String> = db
         .owner
         .query(
             "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE n.nspname = current_schema() AND c.relkind IN ('r','p') AND c.relname LIKE 'code2des%'",
+             WHERE n.nspname = current_schema() AND c.relkind IN ('r','p') AND c.relname LIKE 'code2des%' \
+             AND c.relname <> 'code2des_quota'",
             &[],
         )
         .await
@@ -91,6 +93,9 @@ async fn the_application_role_reads_and_writes_what_the_functions_need() {
         .map(|r| r.get(0))
         .collect();
     assert!(tables.len() >= 2, "{tables:?}");
+    assert!(tables.iter().any(|t| t == "code2des_trigger_window"), "{tables:?}");
+    let n: i64 = app.query_one("SELECT count(*) FROM code2des_quota", &[]).await.unwrap().get(0);
+    assert_eq!(n, 0, "the overrides are readable");
     for table in &tables {
         for privilege in ["SELECT", "INSERT", "UPDATE"] {
             let ok: bool = app
@@ -173,6 +178,10 @@ async fn the_application_role_can_run_no_ddl_and_touch_nothing_else() {
     refused(&app, &format!("UPDATE page_import SET status = '2' WHERE id = '{page}'")).await;
     refused(&app, &format!("INSERT INTO page_import (id, organization_id, project_id) VALUES ('x', {org}, 1)")).await;
     refused(&app, "DELETE FROM code2des").await;
+    // A function cannot raise its own tenant's quota.
+    refused(&app, &format!("INSERT INTO code2des_quota (organization_id, max_active_jobs) VALUES ({org}, 1000)")).await;
+    refused(&app, "UPDATE code2des_quota SET max_active_jobs = 1000").await;
+    refused(&app, "DELETE FROM code2des_trigger_window").await;
     // Nor the migrations' bookkeeping.
     refused(&app, "SELECT * FROM refinery_schema_history").await;
     refused(&app, "DELETE FROM refinery_schema_history").await;

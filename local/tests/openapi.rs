@@ -11,6 +11,7 @@ use http::Method;
 use serde_json::Value;
 use shared::domain::job::Status;
 use shared::domain::job::{Job, Nonce, Policy};
+use shared::domain::quota::QuotaLimit;
 use shared::error::ErrorCode;
 use shared::http::routes::ROUTES;
 use shared::http::view::job_view;
@@ -203,6 +204,9 @@ fn every_error_code_is_documented() {
     let error = &spec["components"]["schemas"]["Error"];
     assert_eq!(error["required"], serde_json::json!(["error", "requestId"]));
     assert_eq!(error["properties"]["error"]["required"], serde_json::json!(["code", "message"]));
+    // A 429 names its limit: the names shared::domain::quota answers.
+    let limits: Vec<&str> = [QuotaLimit::Active, QuotaLimit::Burst].iter().map(|l| l.as_str()).collect();
+    assert_eq!(error["properties"]["error"]["properties"]["limit"]["enum"], serde_json::json!(limits));
 }
 
 #[test]
@@ -211,7 +215,7 @@ fn statuses_headers_and_security_are_documented() {
     let expected: &[(&str, &[&str])] = &[
         (
             "POST /organizations/{organizationId}/projects/{projectId}/code2des",
-            &["202", "400", "401", "404", "409", "413", "422", "503"],
+            &["202", "400", "401", "404", "409", "413", "422", "429", "503"],
         ),
         ("GET /organizations/{organizationId}/projects/{projectId}/code2des", &["200", "400", "401", "404", "503"]),
         (
@@ -224,7 +228,7 @@ fn statuses_headers_and_security_are_documented() {
         ),
         (
             "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/retry",
-            &["200", "202", "400", "401", "404", "409", "413", "503"],
+            &["200", "202", "400", "401", "404", "409", "413", "429", "503"],
         ),
         (
             "POST /organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}/cancel",
@@ -251,8 +255,18 @@ fn statuses_headers_and_security_are_documented() {
                 let schema = &resp["content"]["application/json"]["schema"];
                 assert_eq!(schema["$ref"], "#/components/schemas/Error", "{key} {status}");
             }
-            if status == "503" {
+            if status == "503" || status == "429" {
                 assert_eq!(resp["headers"]["Retry-After"]["required"], Value::Bool(true), "{key}");
+            }
+            // Issue 23: the quotas' fields on every 202 and 429 (trigger and retry).
+            if status == "429" || (status == "202" && key.starts_with("POST")) {
+                for h in ["RateLimit-Policy", "RateLimit"] {
+                    assert_eq!(
+                        resolve(&spec, &resp["headers"][h])["required"],
+                        Value::Bool(true),
+                        "{key} {status} {h}"
+                    );
+                }
             }
         }
         if key.starts_with("POST /code2des/webhook") {

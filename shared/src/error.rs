@@ -77,6 +77,9 @@ error_codes! {
     MethodNotAllowed = "method_not_allowed",
     /// 410: the result's artifact is past the bucket's retention (`resultExpiresAt`).
     ResultExpired = "result_expired",
+    /// 429: trigger or retry over a quota (`active` or `burst`, the body's `limit`); with
+    /// Retry-After, RateLimit-Policy and RateLimit.
+    QuotaExceeded = "quota_exceeded",
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -114,6 +117,9 @@ pub enum ApiError {
     /// 502: the worker's artifact failed validation (the reason is logged, not answered).
     #[error("the result artifact failed validation")]
     ArtifactInvalid,
+    /// 429: a quota refused a trigger or a retry; nothing was done.
+    #[error("{}", .0.message)]
+    QuotaExceeded(Box<QuotaRefusal>),
     /// 503: a dependency (PostgreSQL, S3, Secrets Manager) is unreachable or timed out.
     #[error("{0} is temporarily unavailable; retry later")]
     Unavailable(&'static str),
@@ -122,6 +128,19 @@ pub enum ApiError {
     /// Retry-After, since retrying cannot help.
     #[error("internal error; the request was not completed")]
     Internal,
+}
+
+/// What a 429 says, already in its wire form: this module sits below the domain, which knows
+/// the quotas (`crate::domain::quota::QuotaState` builds one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaRefusal {
+    /// The body's `error.limit`: `active` or `burst`.
+    pub limit: &'static str,
+    pub message: String,
+    pub retry_after_secs: u32,
+    /// The `RateLimit-Policy` and `RateLimit` field values.
+    pub policy: String,
+    pub state: String,
 }
 
 impl ApiError {
@@ -142,6 +161,7 @@ impl ApiError {
             Self::Gone(_) | Self::ResultExpired { .. } => StatusCode::GONE,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::QuotaExceeded(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::ArtifactInvalid => StatusCode::BAD_GATEWAY,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -157,6 +177,7 @@ impl ApiError {
             Self::Gone(_) => ErrorCode::Gone,
             Self::ResultExpired { .. } => ErrorCode::ResultExpired,
             Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            Self::QuotaExceeded(_) => ErrorCode::QuotaExceeded,
             Self::ArtifactInvalid => ErrorCode::ArtifactInvalid,
             Self::Unavailable(_) => ErrorCode::ServiceUnavailable,
             Self::Internal => ErrorCode::InternalError,

@@ -65,6 +65,8 @@ mod stack {
             ca_bundle: None,
             artifact_retention: None,
             purge_after_days: shared::config::DEFAULT_PURGE_AFTER_DAYS,
+            max_active_jobs_per_org: shared::domain::quota::DEFAULT_MAX_ACTIVE_JOBS_PER_ORG,
+            triggers_per_minute: shared::domain::quota::DEFAULT_TRIGGERS_PER_MINUTE,
         }
     }
 

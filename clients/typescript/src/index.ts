@@ -30,14 +30,10 @@ export type NodeType = Schemas["NodeType"];
 export type Paint = Schemas["Paint"];
 export type TriggerRequest = Schemas["TriggerRequest"];
 export type ErrorBody = Schemas["Error"];
-/**
- * The codes openapi.yaml lists, and `quota_exceeded`: the 429 the server answers trigger and
- * retry with when a quota is used up (issue 23; the server side and its openapi.yaml entry
- * come later, the client already knows it).
- */
-export type ErrorCode = Schemas["ErrorCode"] | "quota_exceeded";
-/** The quotas a 429 names: jobs processing at once (`active`), or jobs started per window (`burst`). */
-export type QuotaLimit = "active" | "burst";
+/** The codes openapi.yaml lists, `quota_exceeded` (the 429 of trigger and retry) among them. */
+export type ErrorCode = Schemas["ErrorCode"];
+/** The quotas a 429 names (the body's `error.limit`): jobs processing at once (`active`), or jobs started per window (`burst`). */
+export type QuotaLimit = NonNullable<ErrorBody["error"]["limit"]>;
 
 /** Any answer that is not the operation's success: `{error:{code,message},requestId}`. */
 export class ApiError extends Error {

@@ -106,6 +106,10 @@ export interface paths {
          *     attempt n, answer 200 with that same job: never attempt n + 2. `{}` retries whatever
          *     attempt the job is at. If the manifest cannot be written, the new attempt is set failed
          *     with a clear errorMessage and the call answers 503.
+         *
+         *     A retry that would start an attempt counts against both quotas (the job becomes processing
+         *     again: one more of the organization's active jobs); over either it is 429 and the job is
+         *     left as it was.
          */
         post: operations["retryJob"];
         delete?: never;
@@ -623,11 +627,16 @@ export interface components {
             status: "processing" | "completed" | "failed";
         };
         /** @enum {string} */
-        ErrorCode: "invalid_request" | "unauthorized" | "not_found" | "page_import_not_completed" | "not_ready" | "job_failed" | "job_not_completed" | "fenced" | "already_terminal" | "gone" | "payload_too_large" | "idempotency_key_reused" | "artifact_invalid" | "service_unavailable" | "not_failed" | "attempts_exhausted" | "internal_error" | "method_not_allowed" | "result_expired";
+        ErrorCode: "invalid_request" | "unauthorized" | "not_found" | "page_import_not_completed" | "not_ready" | "job_failed" | "job_not_completed" | "fenced" | "already_terminal" | "gone" | "payload_too_large" | "idempotency_key_reused" | "artifact_invalid" | "service_unavailable" | "not_failed" | "attempts_exhausted" | "internal_error" | "method_not_allowed" | "result_expired" | "quota_exceeded";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
                 message: string;
+                /**
+                 * @description Only on a 429 `quota_exceeded`, the quota that refused the call.
+                 * @enum {string}
+                 */
+                limit?: "active" | "burst";
             };
             requestId: string;
         };
@@ -744,6 +753,37 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description `quota_exceeded`: a quota refused the call, and nothing was done or counted. The body's
+         *     `limit` names it: `active` (the organization has its limit of jobs processing) or `burst`
+         *     (this subject used its calls of the current 60 s window); when both are used up, `active`.
+         *     `Retry-After` is when to send the same call again: for `burst`, the seconds until the
+         *     window ends (its `t`); for `active`, which has no window, a pace of 2 s (the pace at which
+         *     a client polls a processing job, where it would learn of one ending); with both, the
+         *     longer. `RateLimit` shows `r=0` for the limit named.
+         */
+        QuotaExceeded: {
+            headers: {
+                /** @description Seconds to wait before sending the same call again. */
+                "Retry-After": number;
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "quota_exceeded",
+                 *         "message": "at most 30 triggers and retries per 60 s; this window ends in 41 s",
+                 *         "limit": "burst"
+                 *       },
+                 *       "requestId": "0190b7c2-94f1-7b3e-8a53-d5a1c8e0f001"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description PostgreSQL or S3 is unreachable or timed out (`service_unavailable`); retry after the given seconds. */
         ServiceUnavailable: {
             headers: {
@@ -783,6 +823,22 @@ export interface components {
         ETag: string;
         /** @description `private, max-age=86400, immutable` when the job is completed: its result never changes. */
         CacheControl: string;
+        /**
+         * @description The quotas this call was held to (draft-ietf-httpapi-ratelimit-headers-11, a Structured
+         *     Fields List), the organization's values: `"active";q=N;qu="concurrent-requests"` (jobs
+         *     processing at once in the organization: a concurrency quota, no window) and
+         *     `"burst";q=M;w=60` (triggers and retries of this subject per window of 60 s; the window
+         *     starts with the first counted call and lasts 60 s).
+         */
+        RateLimitPolicy: string;
+        /**
+         * @description What is left of each quota after this call (draft-ietf-httpapi-ratelimit-headers-11):
+         *     `"active";r=N` (processing slots free; no `t`: a slot frees when one of the organization's
+         *     jobs completes, fails, is cancelled or deleted, or passes its deadline, which no clock
+         *     predicts) and `"burst";r=M;t=S` (calls left in the subject's window, and the whole seconds
+         *     until it ends; 60 when no window is running, since the next counted call starts one).
+         */
+        RateLimit: string;
     };
     pathItems: never;
 }
@@ -859,6 +915,8 @@ export interface operations {
                 headers: {
                     /** @description The job's URL, `/organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}`. */
                     Location: string;
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -871,6 +929,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["QuotaExceeded"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -984,6 +1043,8 @@ export interface operations {
                 headers: {
                     /** @description The job's URL, `/organizations/{organizationId}/projects/{projectId}/code2des/{code2desId}`. */
                     Location: string;
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -995,6 +1056,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["QuotaExceeded"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

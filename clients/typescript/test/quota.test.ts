@@ -2,8 +2,9 @@
 // will: a refused trigger or retry is 429 with `{"error":{"code":"quota_exceeded","message",
 // "limit"},"requestId"}`, `Retry-After`, `RateLimit-Policy` and `RateLimit`
 // (draft-ietf-httpapi-ratelimit-headers-11); every 202 carries the two RateLimit headers too.
-// The server side is not merged yet, so this stub stands in for it; a test against the real
-// stack comes with it. These tests need no stack and run anywhere.
+// The stub plays what the real stack answers rarely or slowly (a burst window's wait, a 429
+// without Retry-After, a gateway's throttle); test/quota-stack.test.ts waits out a real 429.
+// These tests need no stack and run anywhere.
 
 import assert from "node:assert/strict";
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
@@ -45,6 +46,7 @@ function job(attempt = 1): Job {
     errorMessage: null,
     resultExpiresAt: null,
     hasResult: false,
+    resultExpiresAt: null,
     materializedAt: null,
     materializedNodeId: null,
     createdAt: now,

@@ -32,6 +32,14 @@ export function plainStack(): StackEnv {
   return { url: need("C2D_PLAIN_URL"), s3: need("C2D_PLAIN_S3"), databaseUrl: need("C2D_PLAIN_DB") };
 }
 
+/**
+ * The stack started with `MAX_ACTIVE_JOBS_PER_ORG=1` (no worker): an organization's second
+ * processing job is refused 429, as the quota test needs.
+ */
+export function quotaStack(): StackEnv {
+  return { url: need("C2D_QUOTA_URL"), s3: need("C2D_QUOTA_S3"), databaseUrl: need("C2D_QUOTA_DB") };
+}
+
 /** The stack started with `--demo-worker`: the reference worker completes every new job. */
 export function demoStack(): StackEnv {
   return { url: need("C2D_DEMO_URL"), s3: need("C2D_DEMO_S3"), databaseUrl: need("C2D_DEMO_DB") };

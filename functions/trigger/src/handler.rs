@@ -1,6 +1,10 @@
 //! Trigger's two routes, both of which dispatch an attempt to the worker:
 //! - `POST {base}`: a NEW job from a completed Page Import (SPEC section 3);
 //! - `POST {base}/{code2desId}/retry`: the next attempt of a failed job (SPEC section 7).
+//!
+//! Both are held to the quotas (issue 23, `shared::domain::quota`): the organization's lock
+//! and the statement that checks the limits and creates the attempt travel with BEGIN in one
+//! round trip; a refusal is 429 `quota_exceeded`, and every 202 tells the quotas' state.
 
 use lambda_http::{Body, Request, Response};
 use sha2::{Digest, Sha256};
@@ -8,15 +12,17 @@ use shared::app::dispatch::{self, Dispatcher, Ended, Tx};
 use shared::app::resources::Resources;
 use shared::config::SetupError;
 use shared::db::connect::conn;
+use shared::db::quota::lock_organization;
 use shared::db::retry::{self, Retried};
 use shared::db::trigger::{self, Inserted, NewJob, Undispatched};
 use shared::domain::fields::{json_object, optional_str, required_str};
 use shared::domain::ids::{Code2desId, FigmaFileKey, IdempotencyKey, PageImportId, PlacementTarget, ScreenId};
 use shared::domain::job::{Job, Nonce, Policy, Status};
+use shared::domain::quota::{Quota, QuotaState};
 use shared::domain::scope::Scope;
 use shared::error::{bug, ErrorCode};
 use shared::http::request::{self, raw_body};
-use shared::http::response::{ok_json, respond, set_header};
+use shared::http::response::{ok_json, respond, set_header, set_rate_limit};
 use shared::http::routes::RouteId;
 use shared::http::{caller, view};
 use shared::obs::metrics;
@@ -27,6 +33,8 @@ pub struct Deps {
     pub pool: deadpool_postgres::Pool,
     pub dispatcher: Dispatcher,
     pub policy: Policy,
+    /// The deployment's quotas (an organization's override wins, in the statement).
+    pub quota: Quota,
 }
 
 impl Deps {
@@ -35,6 +43,7 @@ impl Deps {
             pool: r.pool().await?,
             dispatcher: Dispatcher { bucket: r.bucket().await?, callback_url: r.settings.callback_url()?.to_owned() },
             policy: r.settings.policy(),
+            quota: r.settings.quota(),
         })
     }
 }
@@ -94,11 +103,40 @@ impl Input {
     }
 }
 
-/// The job with `Location`, as 202 (a new attempt dispatched) or 200 (one that exists).
-fn answer(status: u16, deps: &Deps, scope: &Scope, job: &Job, request_id: &str) -> Response<Body> {
+/// The job with `Location`, as 202 (a new attempt dispatched, with the quotas' state) or 200
+/// (one that exists).
+fn answer(
+    status: u16,
+    deps: &Deps,
+    scope: &Scope,
+    job: &Job,
+    quota: Option<&QuotaState>,
+    request_id: &str,
+) -> Response<Body> {
     let mut resp = ok_json(status, &view::job_view(job, &deps.policy), request_id);
     set_header(&mut resp, lambda_http::http::header::LOCATION, &scope.job_path(job.id));
+    if let Some(q) = quota {
+        set_rate_limit(&mut resp, q);
+    }
     resp
+}
+
+/// A quota's 429, counted and logged.
+fn refused(quota: &QuotaState, scope: &Scope, route: &'static str) -> ApiError {
+    match (quota.refused(), quota.refusal()) {
+        (Some(limit), Some(err)) => {
+            metrics::quota_refused(limit);
+            tracing::info!(
+                route,
+                limit = limit.as_str(),
+                organization_id = scope.organization_id.get(),
+                subject = scope.subject.as_str(),
+                "refused by a quota"
+            );
+            err
+        }
+        _ => bug("a quota refusal", "no limit refused"),
+    }
 }
 
 async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
@@ -122,20 +160,26 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
     };
     let client = conn(&deps.pool).await?;
     let ended = dispatch::transaction(client, async |c| {
-        Ok(match trigger::insert_job(c, &new).await? {
+        // Both queued before either is sent: one flight with BEGIN (`dispatch::transaction`).
+        let (locked, inserted) = tokio::join!(
+            lock_organization(c, &scope.organization_id),
+            trigger::insert_job(c, &new, &deps.quota, deps.policy.deadline)
+        );
+        locked?;
+        Ok(match inserted? {
             created @ Inserted::Created { .. } => Tx::Commit(created),
             other => Tx::Rollback(other),
         })
     })
     .await?;
     match ended {
-        Ended::Committed(client, Inserted::Created { job, capture_url }) => {
+        Ended::Committed(client, Inserted::Created { job, capture_url, quota }) => {
             deps.dispatcher.dispatch(&client, &job, &nonce, capture_url, Undispatched::NewJob).await?;
             metrics::job_triggered();
             tracing::info!(code2des_id = %job.id, organization_id = job.organization_id.get(), project_id = job.project_id.get(), "job created");
-            Ok(answer(202, deps, &scope, &job, request_id))
+            Ok(answer(202, deps, &scope, &job, Some(&quota), request_id))
         }
-        Ended::Uncertain(Inserted::Created { job, capture_url }, e) => {
+        Ended::Uncertain(Inserted::Created { job, capture_url, .. }, e) => {
             // The row may exist: dispatch it anyway and answer 503; a retry with the same
             // Idempotency-Key finds this job.
             deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url).await;
@@ -145,13 +189,17 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
         Ended::RolledBack(Inserted::PageImportNotCompleted) => {
             Err(ApiError::conflict(ErrorCode::PageImportNotCompleted, "the page import is not completed"))
         }
-        Ended::RolledBack(Inserted::KeyTaken) => {
+        Ended::RolledBack(Inserted::QuotaExceeded { quota }) => Err(refused(&quota, &scope, "trigger")),
+        Ended::RolledBack(Inserted::KeyTaken { quota }) => {
             // The key was claimed before (possibly by a request racing this one, which the
-            // insert waited for, so it has committed): answer what that request created.
+            // organization's lock waited for, so it has committed): answer what that request
+            // created, whatever the quotas say now.
             let key = key.as_ref().map(IdempotencyKey::as_str).unwrap_or_default();
             let client = conn(&deps.pool).await?;
             match trigger::find_by_idempotency_key(&**client, &scope, key, deps.policy.deadline).await? {
-                Some((hash, job)) if hash == fingerprint => Ok(answer(202, deps, &scope, &job, request_id)),
+                Some((hash, job)) if hash == fingerprint => {
+                    Ok(answer(202, deps, &scope, &job, Some(&quota), request_id))
+                }
                 Some(_) => Err(ApiError::Unprocessable {
                     code: ErrorCode::IdempotencyKeyReused,
                     message: "this Idempotency-Key was used with a different request body".into(),
@@ -196,24 +244,31 @@ async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<
     let scope = &job_ref.scope;
     let client = conn(&deps.pool).await?;
     let ended = dispatch::transaction(client, async |c| {
-        Ok(match retry::retry(c, &job_ref, &nonce, expected, &policy).await? {
+        // Both queued before either is sent: one flight with BEGIN (`dispatch::transaction`).
+        let (locked, retried) = tokio::join!(
+            lock_organization(c, &scope.organization_id),
+            retry::retry(c, &job_ref, &nonce, expected, &policy, &deps.quota)
+        );
+        locked?;
+        Ok(match retried? {
             created @ Retried::Created { .. } => Tx::Commit(created),
             other => Tx::Rollback(other),
         })
     })
     .await?;
     let job = match ended {
-        Ended::Committed(client, Retried::Created { job, capture_url }) => {
+        Ended::Committed(client, Retried::Created { job, capture_url, quota }) => {
             deps.dispatcher.dispatch(&client, &job, &nonce, capture_url, Undispatched::Retry).await?;
             metrics::job_retried();
             tracing::info!(code2des_id = %job.id, attempt = job.attempt, "job retried");
-            return Ok(answer(202, deps, scope, &job, request_id));
+            return Ok(answer(202, deps, scope, &job, Some(&quota), request_id));
         }
-        Ended::Uncertain(Retried::Created { job, capture_url }, e) => {
+        Ended::Uncertain(Retried::Created { job, capture_url, .. }, e) => {
             deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url).await;
             return Err(e);
         }
         Ended::RolledBack(Retried::NotFound) => return Err(ApiError::NotFound("job not found")),
+        Ended::RolledBack(Retried::QuotaExceeded(quota)) => return Err(refused(&quota, scope, "retry")),
         Ended::RolledBack(Retried::Unchanged(job)) => job,
         Ended::Committed(..) | Ended::Uncertain(..) | Ended::RolledBack(Retried::Created { .. }) => {
             return Err(bug("retry's transaction", "a commit without a new attempt, or a rollback with one"))
@@ -221,7 +276,7 @@ async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<
     };
     // Nothing changed: say why, or (a racing retry of the same attempt won) show its job.
     match (job.status, expected) {
-        (_, Some(n)) if job.attempt > n => Ok(answer(200, deps, scope, &job, request_id)),
+        (_, Some(n)) if job.attempt > n => Ok(answer(200, deps, scope, &job, None, request_id)),
         (_, Some(n)) if job.attempt < n => {
             Err(ApiError::invalid("attempt", format!("names attempt {n}, but the job is at attempt {}", job.attempt)))
         }

@@ -116,7 +116,7 @@ async fn a_cancelled_job_can_be_retried_and_cancelled_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_cancel_racing_the_workers_webhook_has_exactly_one_winner() {
-    let app = Arc::new(TestApp::new().await);
+    let app = Arc::new(TestApp::with(many_jobs).await);
     let t = app.tenant().await;
     app.widen_race_window(20).await;
     let (mut cancelled, mut finished) = (0, 0);

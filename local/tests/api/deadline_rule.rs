@@ -190,7 +190,12 @@ async fn seen(c: &Client, t: &Tenant, s: &State) -> Seen {
             .await;
     let retry_created = run(c, t, s, async |id| {
         let nonce = Nonce::generate();
-        matches!(shared::db::retry::retry(c, &job(id), &nonce, None, &policy).await.unwrap(), Retried::Created { .. })
+        matches!(
+            shared::db::retry::retry(c, &job(id), &nonce, None, &policy, &shared::domain::quota::Quota::default())
+                .await
+                .unwrap(),
+            Retried::Created { .. }
+        )
     })
     .await;
     let expire_one = run(c, t, s, async |id| shared::db::sweep::expire_one(c, id, deadline).await.unwrap()).await;

@@ -115,7 +115,7 @@ async fn racing_deletes_delete_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_delete_racing_a_webhook_is_consistent_every_round() {
-    let app = Arc::new(TestApp::new().await);
+    let app = Arc::new(TestApp::with(many_jobs).await);
     let t = app.tenant().await;
     app.widen_race_window(20).await;
     let (mut before, mut after) = (0, 0);

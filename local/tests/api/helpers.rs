@@ -59,6 +59,14 @@ impl Answer {
     }
 }
 
+/// For a test that replays a race round after round through one tenant: more triggers and
+/// retries a minute than the default quotas let one subject make, so they are raised out of its
+/// way (local/tests/api/quota.rs tests the quotas themselves).
+pub fn many_jobs(s: &mut Settings) {
+    s.max_active_jobs_per_org = 10_000;
+    s.triggers_per_minute = 10_000;
+}
+
 /// The five functions wired to a fresh database and S3 server of this test's own.
 pub struct TestApp {
     pub db_name: String,

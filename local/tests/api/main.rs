@@ -17,6 +17,7 @@ mod local_worker_keys;
 mod placement;
 mod progress;
 mod progress_final;
+mod quota;
 mod result_get;
 mod retention;
 mod retry;

@@ -13,6 +13,7 @@ use futures::StreamExt;
 use shared::db::lifecycle::{self, ListQuery};
 use shared::domain::ids::{Code2desId, FigmaFileKey, NodeId, OrganizationId, ProgressStage, ProjectId, Subject};
 use shared::domain::job::{Nonce, Policy, Status};
+use shared::domain::quota::Quota;
 use shared::domain::scope::{JobRef, Scope};
 use tokio_postgres::{AsyncMessage, Client};
 
@@ -29,6 +30,9 @@ const SLACK: i64 = 3 + 18;
 /// What a statement about one job may fetch of `code2des`: the job, read, locked, read again by
 /// a subquery and updated.
 const ONE_JOB: i64 = 6;
+/// The busy organization's processing jobs (code2des_local::year: 15 running, 3 overdue that
+/// the sweep has not reached): what the quota count of a trigger or a retry there reads.
+const ORG_PROCESSING: i64 = 15 + 3;
 
 /// A session of its own whose notices (auto_explain's plans) are collected.
 struct Probe {
@@ -207,6 +211,7 @@ async fn a_year_of_data_costs_every_tenant_what_a_small_one_costs() {
     let (app, s) = seeded().await;
     every_list_shape_reads_its_page_and_sorts_nothing_at_any_depth_and_after_the_sixth_call(&app, &s).await;
     every_statement_about_one_job_fetches_that_job_only(&app, &s).await;
+    the_quota_count_reads_the_organizations_processing_jobs_not_its_history(&app, &s).await;
     an_idle_sweep_reads_fewer_than_a_thousand_rows_and_a_busy_one_what_it_expires(&app, &s).await;
     an_index_builds_while_triggers_and_webhooks_keep_answering(&app, &s).await;
     an_index_left_invalid_by_a_failed_build_is_found_and_built_again(&app).await;
@@ -322,9 +327,21 @@ async fn statements_about_one_job(app: &TestApp, s: &Seeded, t: &code2des_local:
         assert_streams("GET", &r);
         assert_one_job(if generic { "GET, generic plan" } else { "GET, seventh call" }, &r);
     }
+    // Retry counts the organization's processing jobs (the `active` quota): those, and none of
+    // its thousands of others.
     let base = p.begin().await;
-    shared::db::retry::retry(&p.client, &job(&failed), &nonce, Some(1), &policy).await.unwrap();
-    assert_one_job("retry", &p.end(base).await);
+    let retried =
+        shared::db::retry::retry(&p.client, &job(&failed), &nonce, Some(1), &policy, &Quota::default()).await.unwrap();
+    assert!(matches!(retried, shared::db::retry::Retried::Created { .. }), "{retried:?}");
+    let r = p.end(base).await;
+    assert_eq!(r.seq_scans, 0, "retry: {r:?}");
+    assert!(
+        r.fetched <= ONE_JOB + ORG_PROCESSING && r.entries <= ONE_JOB + ORG_PROCESSING,
+        "retry: {} fetched, {} index entries read:\n{}",
+        r.fetched,
+        r.entries,
+        r.plans
+    );
     for (what, id) in [("cancel", &running[0].0), ("delete", &running[1].0)] {
         let base = p.begin().await;
         match what {
@@ -353,6 +370,44 @@ async fn statements_about_one_job(app: &TestApp, s: &Seeded, t: &code2des_local:
     shared::db::webhook::progress(&p.client, at, 50, &stage, deadline).await.unwrap();
     shared::db::webhook::fence(&p.client, at.id, deadline).await.unwrap();
     assert_one_job("progress and fence", &p.end(base).await);
+}
+
+async fn the_quota_count_reads_the_organizations_processing_jobs_not_its_history(app: &TestApp, s: &Seeded) {
+    let p = Probe::open(app, false).await;
+    let page_import_id = shared::domain::ids::PageImportId::parse(&s.busy.page_import).unwrap();
+    let file = FigmaFileKey::parse(&s.busy_file).unwrap();
+    let screen = shared::domain::ids::ScreenId::parse("screen-1").unwrap();
+    let (nonce, scope) = (Nonce::generate(), scope(&s.busy));
+    let new = shared::db::trigger::NewJob {
+        id: Code2desId::new_v7(),
+        scope: &scope,
+        page_import_id: &page_import_id,
+        figma_file_key: &file,
+        screen_id: &screen,
+        placement_target: None,
+        nonce: &nonce,
+        idempotency: None,
+    };
+    let deadline = Policy::default().deadline;
+    // Let through at the default, then refused at a limit of what is running now: the same reads.
+    let mut running = None;
+    for _ in 0..2 {
+        let quota = match running {
+            None => Quota::default(),
+            Some(n) => Quota { max_active_jobs_per_org: n, ..Quota::default() },
+        };
+        let base = p.begin().await;
+        let outcome = shared::db::trigger::insert_job(&p.client, &new, &quota, deadline).await.unwrap();
+        let r = p.end(base).await;
+        match (&outcome, running) {
+            (shared::db::trigger::Inserted::Created { quota: q, .. }, None) => running = Some(q.active as i32 - 1),
+            (shared::db::trigger::Inserted::QuotaExceeded { quota: q }, Some(n)) => assert_eq!(q.active, i64::from(n)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.seq_scans, 0, "{r:?}");
+        assert!(r.plans.contains("code2des_org_processing_idx"), "the count reads its partial index:\n{}", r.plans);
+        assert!(r.fetched <= ORG_PROCESSING + 2, "{} rows of code2des for the count: {r:?}", r.fetched);
+    }
 }
 
 async fn an_idle_sweep_reads_fewer_than_a_thousand_rows_and_a_busy_one_what_it_expires(app: &TestApp, s: &Seeded) {

@@ -422,7 +422,13 @@ async fn started_ago(app: &TestApp, id: &str, secs: f64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_sweep_racing_a_webhook_has_exactly_one_winner() {
     let deadline = 2.0;
-    let app = Arc::new(TestApp::with_deadline(Duration::from_secs_f64(deadline)).await);
+    let app = Arc::new(
+        TestApp::with(|s| {
+            s.deadline = Duration::from_secs_f64(deadline);
+            many_jobs(s);
+        })
+        .await,
+    );
     let t = app.tenant().await;
     app.widen_race_window(30).await;
     let (mut worker, mut sweep) = (0, 0);
@@ -467,7 +473,13 @@ async fn a_sweep_racing_a_webhook_has_exactly_one_winner() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_sweep_racing_a_retry_never_fails_the_new_attempt() {
-    let app = Arc::new(TestApp::with_deadline(Duration::from_secs(60)).await);
+    let app = Arc::new(
+        TestApp::with(|s| {
+            s.deadline = Duration::from_secs(60);
+            many_jobs(s);
+        })
+        .await,
+    );
     let t = app.tenant().await;
     app.widen_race_window(30).await;
     for round in 0..20 {

@@ -63,12 +63,14 @@ async fn migrate_function_applies_every_version_once() {
     assert!(applied[0].as_str().is_some_and(|v| v.starts_with("V1__")), "{first}");
     assert_eq!(second["applied"], json!([]), "a second run applies nothing: {second}");
     assert_eq!(table, 1, "the code2des table exists");
-    // The seed's three, with their exact names (SPEC section 2), and migration V7's online ones.
+    // The seed's three, with their exact names (SPEC section 2), and the online ones of
+    // migrations V7 (N7) and V8 (N8: the quota count's).
     assert_eq!(
         indexes,
         [
             "code2des_deleted_idx",
             "code2des_file_status_created_idx",
+            "code2des_org_processing_idx",
             "code2des_org_project_file_status_idx",
             "code2des_page_import_idx",
             "code2des_processing_idx",

@@ -13,6 +13,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 
 use crate::domain::job::{Policy, DEFAULT_DEADLINE, DEFAULT_MAX_ATTEMPTS};
+use crate::domain::quota::{Quota, DEFAULT_MAX_ACTIVE_JOBS_PER_ORG, DEFAULT_TRIGGERS_PER_MINUTE};
 
 /// What building from the configuration can fail with (a message, never a secret).
 pub type SetupError = Box<dyn std::error::Error + Send + Sync>;
@@ -114,6 +115,10 @@ pub struct Settings {
     pub artifact_retention: Option<Duration>,
     /// `PURGE_AFTER_DAYS`: soft-deleted jobs leave the database this many days after.
     pub purge_after_days: i32,
+    /// `MAX_ACTIVE_JOBS_PER_ORG`: processing jobs an organization may have at once.
+    pub max_active_jobs_per_org: i32,
+    /// `TRIGGERS_PER_MINUTE`: triggers and retries a subject may make per minute.
+    pub triggers_per_minute: i32,
 }
 
 impl Settings {
@@ -144,6 +149,8 @@ impl Settings {
             pool_size: positive("DB_POOL_SIZE", DEFAULT_POOL_SIZE)?,
             ca_bundle: var("DB_CA_BUNDLE"),
             purge_after_days: positive("PURGE_AFTER_DAYS", DEFAULT_PURGE_AFTER_DAYS)?,
+            max_active_jobs_per_org: positive("MAX_ACTIVE_JOBS_PER_ORG", DEFAULT_MAX_ACTIVE_JOBS_PER_ORG)?,
+            triggers_per_minute: positive("TRIGGERS_PER_MINUTE", DEFAULT_TRIGGERS_PER_MINUTE)?,
             artifact_retention: match var("ARTIFACT_RETENTION_DAYS") {
                 None => None,
                 Some(_) => Some(Duration::from_secs(positive::<u64>("ARTIFACT_RETENTION_DAYS", 1)? * 24 * 60 * 60)),
@@ -162,6 +169,11 @@ impl Settings {
     /// The rules every route applies to a job.
     pub fn policy(&self) -> Policy {
         Policy { deadline: self.deadline, max_attempts: self.max_attempts, result_retention: self.artifact_retention }
+    }
+
+    /// The quotas trigger and retry enforce, before an organization's override.
+    pub fn quota(&self) -> Quota {
+        Quota { max_active_jobs_per_org: self.max_active_jobs_per_org, triggers_per_minute: self.triggers_per_minute }
     }
 }
 
@@ -256,5 +268,7 @@ mod tests {
     fn policy_defaults_match_spec() {
         let p = Policy::default();
         assert_eq!((p.deadline.as_secs(), p.max_attempts), (900, 3));
+        let q = Quota::default();
+        assert_eq!((q.max_active_jobs_per_org, q.triggers_per_minute), (20, 30));
     }
 }

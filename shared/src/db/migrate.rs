@@ -50,10 +50,13 @@ pub struct OnlineStep {
 
 /// The online steps, in the order they run. A new file is added here too (a test checks that
 /// the folder and this list agree).
-pub const ONLINE: &[OnlineStep] = &[OnlineStep {
-    file: "N7__list_sweep_and_purge_indexes.sql",
-    sql: include_str!("../../../migrations/online/N7__list_sweep_and_purge_indexes.sql"),
-}];
+pub const ONLINE: &[OnlineStep] = &[
+    OnlineStep {
+        file: "N7__list_sweep_and_purge_indexes.sql",
+        sql: include_str!("../../../migrations/online/N7__list_sweep_and_purge_indexes.sql"),
+    },
+    OnlineStep { file: "N8__quota_index.sql", sql: include_str!("../../../migrations/online/N8__quota_index.sql") },
+];
 
 /// Versions whose file was edited after a release applied it: `(version, checksum of the edited
 /// text)`. The file is back to its first text; [`migrate`] moves a database that recorded the
@@ -198,6 +201,7 @@ mod tests {
         (5, "read_job_record", 14_754_233_565_330_919_464),
         (6, "read_functions_schema_qualified", 18_341_990_582_593_701_485),
         (7, "a_year_of_data", 5_568_498_233_389_187_292),
+        (8, "quotas", 18_441_217_784_941_682_201),
         (9, "webhook_delivery", 14_121_678_433_869_384_731),
         (10, "read_job_by_key", 9_898_043_728_040_015_612),
     ];
@@ -205,8 +209,10 @@ mod tests {
     #[test]
     fn every_migration_keeps_its_checksum() {
         let runner = embedded::migrations::runner();
-        let found: Vec<(i32, String, u64)> =
+        // In version order: the files are embedded in name order, where V10 comes before V1.
+        let mut found: Vec<(i32, String, u64)> =
             runner.get_migrations().iter().map(|m| (m.version(), m.name().to_owned(), m.checksum())).collect();
+        found.sort();
         let pinned: Vec<(i32, String, u64)> = PINNED.iter().map(|(v, n, c)| (*v, (*n).to_owned(), *c)).collect();
         assert_eq!(found, pinned, "a migration was edited, added without a pin, or removed");
     }

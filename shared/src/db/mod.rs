@@ -6,8 +6,9 @@
 //! - `sql`: the fragments every statement shares, and the one binding of leading parameters;
 //! - `columns` and `record`: reading a [`crate::domain::job::Job`] from rows;
 //! - one module of statements per feature: `trigger`, `retry`, `lifecycle`, `placement`,
-//!   `webhook`, `sweep`, `purge`. A new statement goes into its feature's module, as a `const` SQL text
-//!   and one `pub async fn` that binds it.
+//!   `webhook`, `sweep`, `purge`, `quota` (the organization's lock, and the fragments of the
+//!   quota check that trigger's and retry's statements share). A new statement goes into its
+//!   feature's module, as a `const` SQL text and one `pub async fn` that binds it.
 
 pub mod columns;
 pub mod connect;
@@ -15,6 +16,7 @@ pub mod lifecycle;
 pub mod migrate;
 pub mod placement;
 pub mod purge;
+pub mod quota;
 pub mod record;
 pub mod retry;
 pub mod roles;

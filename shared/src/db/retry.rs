@@ -1,10 +1,13 @@
-//! Retry's statement (SPEC section 7): the next attempt of a failed (or overdue) job.
+//! Retry's statement (SPEC section 7): the next attempt of a failed (or overdue) job, within the
+//! quotas (issue 23).
 
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
+use crate::db::quota::{self, burst_ctes, quota_columns, quota_ctes, quota_ok};
 use crate::db::sql::{fresh_attempt, job, job_columns, overdue, read_columns, the_job, visible, Binds};
 use crate::domain::job::{Job, Nonce, Policy};
+use crate::domain::quota::{Quota, QuotaState, BURST_WINDOW};
 use crate::domain::scope::JobRef;
 use crate::error::ApiError;
 
@@ -16,9 +19,12 @@ pub enum Retried {
     Created {
         job: Box<Job>,
         capture_url: Option<String>,
+        quota: QuotaState,
     },
     /// Nothing changed; the job as it is now (the caller decides between 200 and 409).
     Unchanged(Box<Job>),
+    /// The job could have been retried, but a quota refused (`quota.refused()` says which).
+    QuotaExceeded(QuotaState),
 }
 
 const RETRY: &str = concat!(
@@ -37,12 +43,22 @@ const RETRY: &str = concat!(
     " AND c.deleted_at IS NULL AND ",
     visible!("$4"),
     " FOR NO KEY UPDATE OF c), ",
+    // The quotas are put only to a retry that would create the next attempt: one that would
+    // not (a job not failed, attempts used up, a racing retry's attempt) answers as it always
+    // did, never 429.
+    "would AS (SELECT t.id FROM target t WHERE (t.raw_status = '2' OR t.overdue) AND t.attempt < $7 ",
+    "AND ($8::int4 IS NULL OR t.attempt = $8)), ",
+    quota_ctes!("$2", "$9", "$10", "$5"),
+    ", ",
+    burst_ctes!("$4", "$11", "FROM would"),
+    ", ",
     "retried AS (UPDATE code2des AS c SET attempt = c.attempt + 1, nonce = $6, status = '0', ",
     "result_url = NULL, warning_count = NULL, error_message = NULL, updated_at = now(), updated_by = $4 ",
     "FROM target t WHERE c.id = t.id AND c.deleted_at IS NULL ",
     "AND (t.raw_status = '2' OR t.overdue) AND c.attempt = t.attempt AND t.attempt < $7 ",
-    "AND ($8::int4 IS NULL OR t.attempt = $8) ",
-    "RETURNING ",
+    "AND ($8::int4 IS NULL OR t.attempt = $8) AND ",
+    quota_ok!(),
+    " RETURNING ",
     job_columns!("c"),
     ", t.capture_url), ",
     "started AS (INSERT INTO code2des_attempt AS a (code2des_id, attempt, started_at) ",
@@ -53,42 +69,51 @@ const RETRY: &str = concat!(
     fresh_attempt!(),
     " SELECT r.*, NULL::int2 AS progress_percent, NULL::varchar AS progress_stage, ",
     "NULL::timestamptz AS progress_updated_at, (SELECT started_at FROM started) AS attempt_started_at, ",
-    "NULL::timestamptz AS cancelled_at, true AS created FROM retried r ",
+    "NULL::timestamptz AS cancelled_at, true AS created, ",
+    quota_columns!("$11", "EXISTS (SELECT 1 FROM would)"),
+    " FROM retried r ",
     // Nothing changed: the job as it is now, its attempt row included (see `fresh_attempt!`).
     "UNION ALL SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
     "t.placement_target, t.status, t.attempt, t.nonce, t.result_url, t.warning_count, t.error_message, ",
     "t.materialized_at, t.materialized_node_id, t.created_at, t.updated_at, t.created_by, t.updated_by, ",
     "t.capture_url, f.progress_percent, f.progress_stage, f.progress_updated_at, ",
-    "COALESCE(f.started_at, t.attempt_started_at), f.cancelled_at, false ",
-    "FROM target t LEFT JOIN fresh f ON true WHERE NOT EXISTS (SELECT 1 FROM retried)"
+    "COALESCE(f.started_at, t.attempt_started_at), f.cancelled_at, false, ",
+    quota_columns!("$11", "EXISTS (SELECT 1 FROM would)"),
+    " FROM target t LEFT JOIN fresh f ON true WHERE NOT EXISTS (SELECT 1 FROM retried)"
 );
 
 /// Starts the next attempt of a failed (or overdue) job: attempt + 1, `nonce`, outcome
 /// cleared, progress reset, the deadline restarted. `expected` is the attempt the caller
-/// retries (`{"attempt":n}`); at most `policy.max_attempts` attempts in all.
+/// retries (`{"attempt":n}`); at most `policy.max_attempts` attempts in all; within both quotas.
+/// The caller holds the organization's lock ([`crate::db::quota::lock_organization`]) and rolls
+/// back whatever does not answer [`Retried::Created`] (a counted `burst` call included).
 pub async fn retry(
     client: &impl GenericClient,
     target: &JobRef,
     nonce: &Nonce,
     expected: Option<i32>,
     policy: &Policy,
+    limits: &Quota,
 ) -> Result<Retried, ApiError> {
     let rows = Binds::job(&target.id, &target.scope)
         .deadline(policy.deadline)
         .and(&nonce.expose(), Type::VARCHAR)
         .and(&policy.max_attempts, Type::INT4)
         .and(&expected, Type::INT4)
+        .and(&limits.max_active_jobs_per_org, Type::INT4)
+        .and(&limits.triggers_per_minute, Type::INT4)
+        .and(&BURST_WINDOW.as_secs_f64(), Type::FLOAT8)
         .query(client, RETRY)
         .await?;
     let Some(row) = rows.first() else {
         return Ok(Retried::NotFound);
     };
     let j = Box::new(job(row)?);
-    Ok(if row.get::<_, bool>("created") {
-        Retried::Created { job: j, capture_url: row.get("capture_url") }
-    } else {
-        Retried::Unchanged(j)
-    })
+    if row.get::<_, bool>("created") {
+        return Ok(Retried::Created { job: j, capture_url: row.get("capture_url"), quota: quota::state(row, true) });
+    }
+    let state = quota::state(row, false);
+    Ok(if state.refused().is_some() { Retried::QuotaExceeded(state) } else { Retried::Unchanged(j) })
 }
 
 #[cfg(test)]
@@ -98,6 +123,6 @@ mod tests {
 
     #[test]
     fn the_statement_uses_the_placeholders_it_binds() {
-        assert_eq!(placeholders(RETRY), (1..=8).collect());
+        assert_eq!(placeholders(RETRY), (1..=11).collect());
     }
 }

@@ -1,14 +1,16 @@
-//! Trigger's statements (SPEC section 3): a new job, its idempotency key, and failing an
-//! attempt whose manifest could not be written (trigger and retry).
+//! Trigger's statements (SPEC section 3): a new job with its idempotency key and its quotas, and
+//! failing an attempt whose manifest could not be written (trigger and retry).
 
 use std::time::Duration;
 
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
+use crate::db::quota::{self, burst_ctes, quota_columns, quota_ctes, quota_ok};
 use crate::db::sql::{job, job_columns, read_columns, visible, Binds};
 use crate::domain::ids::{Code2desId, FigmaFileKey, PageImportId, PlacementTarget, ScreenId};
 use crate::domain::job::{Job, Nonce, IDEMPOTENCY_KEY_TTL};
+use crate::domain::quota::{Quota, QuotaState, BURST_WINDOW};
 use crate::domain::scope::Scope;
 use crate::error::ApiError;
 
@@ -32,12 +34,20 @@ pub enum Inserted {
     Created {
         job: Box<Job>,
         capture_url: Option<String>,
+        quota: QuotaState,
     },
     /// Not a member, project or page import not in scope, or soft-deleted.
     NotFound,
     PageImportNotCompleted,
-    /// The idempotency key was used before by this caller in this scope.
-    KeyTaken,
+    /// The idempotency key was used before by this caller in this scope: a replay, which no
+    /// quota refuses.
+    KeyTaken {
+        quota: QuotaState,
+    },
+    /// A quota refused the job (`quota.refused()` says which); nothing was written.
+    QuotaExceeded {
+        quota: QuotaState,
+    },
 }
 
 const INSERT_JOB: &str = concat!(
@@ -47,28 +57,52 @@ const INSERT_JOB: &str = concat!(
     "JOIN organization o ON o.id = p.organization_id AND o.deleted_at IS NULL ",
     "JOIN organization_member m ON m.organization_id = o.id AND m.subject = $4 ",
     "WHERE pi.id = $5 AND pi.organization_id = $2 AND pi.project_id = $3 AND pi.deleted_at IS NULL), ",
+    // The caller's live key, if it holds one: a replay, answered before any quota is asked.
+    // Read from the snapshot, which is exact here: a trigger with the same key is in the same
+    // organization, so it held the organization's lock (`db::quota`) and committed before this
+    // statement started.
+    "taken AS (SELECT 1 FROM code2des_idempotency k WHERE k.subject = $4 AND k.organization_id = $2 ",
+    "AND k.project_id = $3 AND k.idempotency_key = $10 AND k.created_at >= now() - make_interval(secs => $12)), ",
+    quota_ctes!("$2", "$13", "$14", "$16"),
+    ", ",
+    burst_ctes!("$4", "$15", "FROM scope WHERE scope.page_status = '1' AND NOT EXISTS (SELECT 1 FROM taken)"),
+    ", ",
+    "ok AS (SELECT 1 FROM scope WHERE scope.page_status = '1' AND NOT EXISTS (SELECT 1 FROM taken) AND ",
+    quota_ok!(),
+    "), ",
+    // Only when the job will be inserted: the key's row refers to it (a foreign key checked at
+    // the end of the statement). A key older than its time to live ($12 seconds) is free
+    // again: the claim takes it over.
     "claim AS (",
     "INSERT INTO code2des_idempotency (subject, organization_id, project_id, idempotency_key, request_hash, code2des_id) ",
-    "SELECT $4, $2, $3, $10, $11, $1 FROM scope WHERE scope.page_status = '1' AND $10::text IS NOT NULL ",
-    // A key older than its time to live ($12 seconds) is free again: the claim takes it over.
+    "SELECT $4, $2, $3, $10, $11, $1 FROM ok WHERE $10::text IS NOT NULL ",
     "ON CONFLICT ON CONSTRAINT code2des_idempotency_pkey DO UPDATE SET request_hash = EXCLUDED.request_hash, ",
     "code2des_id = EXCLUDED.code2des_id, created_at = now() ",
     "WHERE code2des_idempotency.created_at < now() - make_interval(secs => $12) RETURNING code2des_id), ",
     "ins AS (",
     "INSERT INTO code2des AS c (id, organization_id, project_id, page_import_id, figma_file_key, screen_id, ",
     "placement_target, nonce, created_by, updated_by) ",
-    "SELECT $1, $2, $3, $5, $6, $7, $8, $9, $4, $4 FROM scope ",
-    "WHERE scope.page_status = '1' AND ($10::text IS NULL OR EXISTS (SELECT 1 FROM claim)) ",
+    "SELECT $1, $2, $3, $5, $6, $7, $8, $9, $4, $4 FROM scope, ok ",
+    "WHERE ($10::text IS NULL OR EXISTS (SELECT 1 FROM claim)) ",
     "RETURNING ", job_columns!("c"), "), ",
     "att AS (INSERT INTO code2des_attempt (code2des_id, attempt, started_at) ",
     "SELECT id, attempt, created_at FROM ins RETURNING started_at) ",
-    "SELECT s.page_status, s.capture_url, i.*, (SELECT started_at FROM att) AS attempt_started_at ",
-    "FROM scope s LEFT JOIN ins i ON true"
+    "SELECT s.page_status, s.capture_url, i.*, (SELECT started_at FROM att) AS attempt_started_at, ",
+    "EXISTS (SELECT 1 FROM taken) AS key_taken, ",
+    quota_columns!("$15", "(s.page_status = '1' AND NOT EXISTS (SELECT 1 FROM taken))"),
+    " FROM scope s LEFT JOIN ins i ON true"
 );
 
-/// Membership, scope, "page import completed", the idempotency claim, the job and its first
-/// attempt, in one statement: nothing can change between the check and the write.
-pub async fn insert_job(client: &impl GenericClient, new: &NewJob<'_>) -> Result<Inserted, ApiError> {
+/// Membership, scope, "page import completed", the idempotency claim, both quotas, the job and
+/// its first attempt, in one statement: nothing can change between the checks and the write.
+/// The caller holds the organization's lock ([`crate::db::quota::lock_organization`]) and rolls
+/// back whatever does not answer [`Inserted::Created`] (a counted `burst` call included).
+pub async fn insert_job(
+    client: &impl GenericClient,
+    new: &NewJob<'_>,
+    limits: &Quota,
+    deadline: Duration,
+) -> Result<Inserted, ApiError> {
     let (key, hash) = match new.idempotency {
         Some((k, h)) => (Some(k), Some(h)),
         None => (None, None),
@@ -83,6 +117,10 @@ pub async fn insert_job(client: &impl GenericClient, new: &NewJob<'_>) -> Result
         .and(&key, Type::TEXT)
         .and(&hash, Type::VARCHAR)
         .and(&IDEMPOTENCY_KEY_TTL.as_secs_f64(), Type::FLOAT8)
+        .and(&limits.max_active_jobs_per_org, Type::INT4)
+        .and(&limits.triggers_per_minute, Type::INT4)
+        .and(&BURST_WINDOW.as_secs_f64(), Type::FLOAT8)
+        .and(&deadline.as_secs_f64(), Type::FLOAT8)
         .query(client, INSERT_JOB)
         .await?;
     let Some(row) = rows.first() else {
@@ -92,10 +130,23 @@ pub async fn insert_job(client: &impl GenericClient, new: &NewJob<'_>) -> Result
     if page_status != "1" {
         return Ok(Inserted::PageImportNotCompleted);
     }
-    if row.get::<_, Option<String>>("id").is_none() {
-        return Ok(Inserted::KeyTaken);
+    if row.get::<_, Option<String>>("id").is_some() {
+        return Ok(Inserted::Created {
+            job: Box::new(job(row)?),
+            capture_url: row.get("capture_url"),
+            quota: quota::state(row, true),
+        });
     }
-    Ok(Inserted::Created { job: Box::new(job(row)?), capture_url: row.get("capture_url") })
+    let state = quota::state(row, false);
+    Ok(if row.get::<_, bool>("key_taken") || (state.refused().is_none() && key.is_some()) {
+        // A live key, or (never expected under the organization's lock) a claim that lost to
+        // a key committed after the snapshot: either way the key's job is the answer.
+        Inserted::KeyTaken { quota: state }
+    } else if state.refused().is_some() {
+        Inserted::QuotaExceeded { quota: state }
+    } else {
+        return Err(crate::error::bug("trigger's statement", "no job, no key, no quota refused"));
+    })
 }
 
 const FIND_BY_KEY: &str = concat!(
@@ -174,7 +225,7 @@ mod tests {
 
     #[test]
     fn statements_use_the_placeholders_they_bind() {
-        for (sql, n) in [(INSERT_JOB, 12), (FIND_BY_KEY, 6), (FAIL_UNDISPATCHED, 5)] {
+        for (sql, n) in [(INSERT_JOB, 16), (FIND_BY_KEY, 6), (FAIL_UNDISPATCHED, 5)] {
             assert_eq!(placeholders(sql), (1..=n).collect(), "{sql}");
         }
     }

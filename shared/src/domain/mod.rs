@@ -9,6 +9,7 @@ pub mod ids;
 pub mod job;
 pub mod keys;
 pub mod protocol;
+pub mod quota;
 pub mod scope;
 pub mod signature;
 pub mod standard_webhooks;

@@ -1,10 +1,16 @@
 //! Responses: JSON bodies, the SPEC error body `{"error":{"code","message"},"requestId"}` (503
-//! with Retry-After), and the one line logged per request.
+//! with Retry-After; 429 with its `limit`, Retry-After and the RateLimit fields), and the one
+//! line logged per request.
 
 use lambda_http::{Body, Response};
 use serde::Serialize;
 
+use crate::domain::quota::QuotaState;
 use crate::error::{ApiError, RETRY_AFTER_SECS};
+
+/// The fields of draft-ietf-httpapi-ratelimit-headers-11 (lowercase, as HTTP/2 sends them).
+pub const RATELIMIT_POLICY: &str = "ratelimit-policy";
+pub const RATELIMIT: &str = "ratelimit";
 
 /// JSON goes out as `Body::Text`: a binary body would be base64-encoded into the Lambda
 /// response envelope, a third larger.
@@ -36,6 +42,9 @@ struct ErrorBody<'a> {
 struct ErrorDetail<'a> {
     code: &'a str,
     message: String,
+    /// The quota a 429 names (`active` or `burst`); absent from every other error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limit: Option<&'a str>,
 }
 
 /// A response with no body (204, 304).
@@ -53,13 +62,32 @@ pub fn set_header(resp: &mut Response<Body>, name: http::header::HeaderName, val
     }
 }
 
-/// The SPEC error body; 503 carries `Retry-After`.
+/// `RateLimit-Policy` and `RateLimit` of a call the quotas let through (every 202 of trigger
+/// and retry), so that a client can pace itself before it is refused.
+pub fn set_rate_limit(resp: &mut Response<Body>, quota: &QuotaState) {
+    set_header(resp, http::HeaderName::from_static(RATELIMIT_POLICY), &quota.policy_field());
+    set_header(resp, http::HeaderName::from_static(RATELIMIT), &quota.limit_field());
+}
+
+/// The SPEC error body; 503 carries `Retry-After`, 429 `Retry-After` and the RateLimit fields.
 pub fn error_response(err: &ApiError, request_id: &str) -> Response<Body> {
-    let body = ErrorBody { error: ErrorDetail { code: err.code().as_str(), message: err.to_string() }, request_id };
+    let refusal = match err {
+        ApiError::QuotaExceeded(r) => Some(r),
+        _ => None,
+    };
+    let body = ErrorBody {
+        error: ErrorDetail { code: err.code().as_str(), message: err.to_string(), limit: refusal.map(|r| r.limit) },
+        request_id,
+    };
     let bytes = serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned());
     let mut resp = json_response(err.status().as_u16(), bytes);
     if matches!(err, ApiError::Unavailable(_)) {
         resp.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(RETRY_AFTER_SECS));
+    }
+    if let Some(r) = refusal {
+        resp.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(r.retry_after_secs));
+        set_header(&mut resp, http::HeaderName::from_static(RATELIMIT_POLICY), &r.policy);
+        set_header(&mut resp, http::HeaderName::from_static(RATELIMIT), &r.state);
     }
     resp
 }

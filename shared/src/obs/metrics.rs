@@ -3,7 +3,9 @@
 //! One JSON line per record on stdout; CloudWatch Logs turns each into metrics of the namespace
 //! `Code2Des`, no API call and no permission needed. Every metric has the dimension
 //! `Service=code2des` (what the alarms and the dashboard in template.yaml query);
-//! `WebhookRejected` is published twice, per `Service` and per `Service` + `Reason`.
+//! `WebhookRejected` is published twice, per `Service` and per `Service` + `Reason`;
+//! `QuotaRefused` per `Service` + `Limit` only (the template's alarm and widget query each
+//! limit, and a total would be one more custom metric to pay for).
 //!
 //! | metric | unit | when |
 //! |---|---|---|
@@ -15,6 +17,7 @@
 //! | `LegacySignatureUsed` | Count | a webhook accepted on the deprecated `Code2des-Signature`; property `userAgent` says who sent it |
 //! | `ResultBytes` | Bytes | the size of a result answered |
 //! | `JobsPurged`, `ArtifactObjectsPurged`, `IdempotencyKeysExpired`, `WebhookDeliveriesExpired` | Count | a purge run (retention) |
+//! | `QuotaRefused` | Count | a trigger or retry answered 429; dimension `Limit` (`active`, `burst`) |
 //!
 //! Records are printed in Lambda (`AWS_LAMBDA_FUNCTION_NAME` set) and where `LOG_FORMAT=json`
 //! (the local stack), nowhere else. [`render`] is pure; [`capture`] lets a test read them back.
@@ -25,10 +28,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
 
+use crate::domain::quota::QuotaLimit;
+
 pub const NAMESPACE: &str = "Code2Des";
 /// The one dimension every metric has, and its value.
 pub const SERVICE_DIMENSION: &str = "Service";
 pub const SERVICE: &str = "code2des";
+/// `QuotaRefused`'s dimension beside `Service`: the limit that refused.
+pub const LIMIT_DIMENSION: &str = "Limit";
 /// EMF takes at most 100 values of one metric in one record.
 const MAX_VALUES: usize = 100;
 
@@ -82,6 +89,7 @@ impl Unit {
 pub struct Record {
     metrics: Vec<(&'static str, Unit, Vec<f64>)>,
     reason: Option<Reason>,
+    limit: Option<QuotaLimit>,
     properties: Vec<(&'static str, String)>,
 }
 
@@ -108,6 +116,12 @@ impl Record {
         self
     }
 
+    /// Publishes the record's metrics per `Limit` (and not in total).
+    pub fn limit(mut self, limit: QuotaLimit) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
     /// A searchable field of the log line that is not a dimension (no extra metric cost).
     pub fn property(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.properties.push((name, value.into()));
@@ -126,6 +140,9 @@ pub fn render(record: &Record, timestamp_ms: u64) -> String {
     if record.reason.is_some() {
         dimensions.insert(0, json!([SERVICE_DIMENSION, "Reason"]));
     }
+    if record.limit.is_some() {
+        dimensions = vec![json!([SERVICE_DIMENSION, LIMIT_DIMENSION])];
+    }
     let definitions: Vec<Value> =
         record.metrics.iter().map(|(name, unit, _)| json!({"Name": name, "Unit": unit.as_str()})).collect();
     let mut root = Map::new();
@@ -139,6 +156,9 @@ pub fn render(record: &Record, timestamp_ms: u64) -> String {
     root.insert(SERVICE_DIMENSION.into(), json!(SERVICE));
     if let Some(reason) = record.reason {
         root.insert("Reason".into(), json!(reason.as_str()));
+    }
+    if let Some(limit) = record.limit {
+        root.insert(LIMIT_DIMENSION.into(), json!(limit.as_str()));
     }
     for (name, value) in &record.properties {
         root.insert((*name).into(), json!(value));
@@ -316,6 +336,11 @@ pub fn purged(jobs: u64, objects: u64, keys: u64, deliveries: u64) {
     }
 }
 
+/// A trigger or retry was refused by a quota (429).
+pub fn quota_refused(limit: QuotaLimit) {
+    Record::new().metric("QuotaRefused", Unit::Count, 1.0).limit(limit).emit()
+}
+
 /// A result of `n` bytes was answered.
 pub fn result_bytes(n: u64) {
     Record::new().metric("ResultBytes", Unit::Bytes, n as f64).emit()
@@ -364,6 +389,18 @@ mod tests {
             assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Service", "Reason"], ["Service"]]));
             assert_eq!(v["Reason"], name);
             assert_eq!(v["WebhookRejected"], 1.0);
+        }
+    }
+
+    #[test]
+    fn a_quota_refusal_is_published_per_limit_as_the_template_queries_it() {
+        for (limit, name) in [(QuotaLimit::Active, "active"), (QuotaLimit::Burst, "burst")] {
+            let v = parse(&Record::new().metric("QuotaRefused", Unit::Count, 1.0).limit(limit));
+            assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Service", "Limit"]]));
+            assert_eq!(
+                (&v["Service"], &v["Limit"], &v["QuotaRefused"]),
+                (&json!("code2des"), &json!(name), &json!(1.0))
+            );
         }
     }
 

@@ -1,0 +1,155 @@
+//! The quota check (issue 23, `crate::domain::quota`) inside trigger's and retry's statements,
+//! and the organization's lock that makes its count exact.
+//!
+//! Why a lock, and why in a statement of its own: under READ COMMITTED a statement reads from
+//! the snapshot taken when it starts, so two concurrent triggers of one organization would both
+//! count the same processing jobs and both pass the last free slot. A lock taken INSIDE the
+//! counting statement does not help: waiting for it does not move that statement's snapshot,
+//! and its count still misses the job the other trigger committed meanwhile. So each trigger
+//! and retry takes `pg_advisory_xact_lock(class, organization)` in the statement before its own
+//! (pipelined between BEGIN and it: the same single round trip), and its statement then starts
+//! after the previous holder committed, with a snapshot that holds that job. The lock is the
+//! transaction's and ends with its COMMIT or ROLLBACK. It serialises only what adds processing
+//! jobs to one organization (trigger and retry): whatever frees a slot (the webhook, cancel,
+//! delete, the deadline) takes no such lock, and counts at once.
+//!
+//! The `burst` counter needs no lock of its own: `INSERT … ON CONFLICT DO UPDATE` on the
+//! subject's row locks that row and evaluates the update against its newest version, so racing
+//! calls count one after the other. Every call increments it; the handler rolls the transaction
+//! back whenever no attempt was created (refused by either limit, a replay, not found), so only
+//! created attempts ever stay counted.
+//!
+//! Locks are always taken in one order (the organization's lock first, in its own statement;
+//! then a job's row, for a retry; then the subject's window row), so no two of these
+//! transactions can wait for each other in a cycle.
+
+use tokio_postgres::types::Type;
+use tokio_postgres::{GenericClient, Row};
+
+use crate::db::sql::Binds;
+use crate::domain::ids::OrganizationId;
+use crate::domain::quota::{QuotaState, BURST_WINDOW};
+use crate::error::ApiError;
+
+/// The first key of the organization's advisory lock: this module's class of lock, so that no
+/// other use of two-key advisory locks can collide with it ("C2DQ"). The migrate function's
+/// lock is a one-key lock, a key space of its own.
+pub const ORGANIZATION_LOCK_CLASS: i32 = 0x4332_4451;
+
+const LOCK_ORGANIZATION: &str = "SELECT 1 FROM pg_advisory_xact_lock($1, $2)";
+
+/// Takes the organization's quota lock until the transaction ends. Sent in the same flight as
+/// BEGIN and the statement that follows it (`crate::app::dispatch::transaction`).
+pub async fn lock_organization(client: &impl GenericClient, organization: &OrganizationId) -> Result<(), ApiError> {
+    Binds::none()
+        .and(&ORGANIZATION_LOCK_CLASS, Type::INT4)
+        .and(organization, Type::INT4)
+        .query(client, LOCK_ORGANIZATION)
+        .await?;
+    Ok(())
+}
+
+/// CTEs `limits` (the organization's quotas: its `code2des_quota` row over the defaults `$max`
+/// and `$per`) and `active` (its processing jobs as every reader sees them: stored processing,
+/// not deleted, not past the deadline `$d`; counted up to the limit, which is all the check
+/// needs, so a count never reads more than the limit's worth of running jobs and the few
+/// overdue ones the sweep has not reached). `attempt > 0` (always true) is what lets the count,
+/// and only the count, use `code2des_org_processing_idx` (migrations/online/N8).
+macro_rules! quota_ctes {
+    ($org:literal, $max:literal, $per:literal, $d:literal) => {
+        concat!(
+            "limits AS (SELECT COALESCE(q.max_active_jobs, ",
+            $max,
+            ") AS max_active, COALESCE(q.triggers_per_minute, ",
+            $per,
+            ") AS per_window FROM (VALUES (1)) v LEFT JOIN code2des_quota q ON q.organization_id = ",
+            $org,
+            "), active AS (SELECT count(*) AS n FROM (SELECT 1 FROM code2des c ",
+            "LEFT JOIN code2des_attempt a ON a.code2des_id = c.id WHERE c.organization_id = ",
+            $org,
+            " AND c.status = '0' AND c.deleted_at IS NULL AND c.attempt > 0 AND NOT ",
+            $crate::db::sql::overdue!($d),
+            " LIMIT (SELECT max_active FROM limits)) x)"
+        )
+    };
+}
+
+/// CTEs `burst` (the subject `$sub`'s window, counted: one more call in the running window, or
+/// a new window of `$w` seconds when it ended; for each row of `$from`, a FROM clause that
+/// yields one row exactly when the call would create an attempt) and `win` (that window as
+/// counted, or as stored when nothing was counted; `tried` tells which).
+macro_rules! burst_ctes {
+    ($sub:literal, $w:literal, $from:literal) => {
+        concat!(
+            "burst AS (INSERT INTO code2des_trigger_window AS w (subject, window_start, hits) SELECT ",
+            $sub,
+            ", now(), 1 ",
+            $from,
+            " ON CONFLICT ON CONSTRAINT code2des_trigger_window_pkey DO UPDATE SET ",
+            "window_start = CASE WHEN w.window_start > now() - make_interval(secs => ",
+            $w,
+            ") THEN w.window_start ELSE now() END, ",
+            "hits = CASE WHEN w.window_start > now() - make_interval(secs => ",
+            $w,
+            ") THEN w.hits + 1 ELSE 1 END RETURNING w.hits, w.window_start), ",
+            "win AS (SELECT b.hits, b.window_start, true AS tried FROM burst b UNION ALL ",
+            "SELECT w.hits, w.window_start, false FROM code2des_trigger_window w WHERE w.subject = ",
+            $sub,
+            " AND w.window_start > now() - make_interval(secs => ",
+            $w,
+            ") AND NOT EXISTS (SELECT 1 FROM burst))"
+        )
+    };
+}
+
+/// Both limits let the call through (needs `limits`, `active`, `burst`).
+macro_rules! quota_ok {
+    () => {
+        concat!(
+            "(SELECT n FROM active) < (SELECT max_active FROM limits) ",
+            "AND EXISTS (SELECT 1 FROM burst, limits WHERE burst.hits <= limits.per_window)"
+        )
+    };
+}
+
+/// The columns [`state`] reads; `$checked` is true when the call would have created an attempt
+/// but for the quotas (the limits were put to it).
+macro_rules! quota_columns {
+    ($w:literal, $checked:literal) => {
+        concat!(
+            "(SELECT max_active FROM limits) AS quota_max_active, (SELECT n FROM active) AS quota_active, ",
+            "(SELECT per_window FROM limits) AS quota_per_window, (SELECT hits FROM win) AS quota_window_hits, ",
+            "(SELECT tried FROM win) AS quota_window_tried, (SELECT ceil(extract(epoch FROM ",
+            "window_start + make_interval(secs => ",
+            $w,
+            ") - now()))::int4 FROM win) AS quota_window_resets_in, ",
+            $checked,
+            " AS quota_checked"
+        )
+    };
+}
+
+pub(crate) use {burst_ctes, quota_columns, quota_ctes, quota_ok};
+
+/// The quotas as the statement saw them; `created` when it created the attempt (whose job then
+/// counts among the active ones, and whose call among the window's).
+pub(crate) fn state(row: &Row, created: bool) -> QuotaState {
+    let max_active: i32 = row.get("quota_max_active");
+    let before: i64 = row.get("quota_active");
+    let per_window: i32 = row.get("quota_per_window");
+    let hits = i64::from(row.get::<_, Option<i32>>("quota_window_hits").unwrap_or(0));
+    let tried = row.get::<_, Option<bool>>("quota_window_tried").unwrap_or(false);
+    let resets_in: Option<i32> = row.get("quota_window_resets_in");
+    let checked = row.get::<_, Option<bool>>("quota_checked").unwrap_or(false) && !created;
+    let window = BURST_WINDOW.as_secs() as i32;
+    QuotaState {
+        max_active,
+        active: before + i64::from(created),
+        per_window,
+        // A counted call that created nothing is rolled back: it is not in the window.
+        window_used: if tried && !created { hits - 1 } else { hits },
+        window_resets_in: resets_in.map(|s| s.clamp(1, window) as u32),
+        refused_active: checked && before >= i64::from(max_active),
+        refused_burst: checked && tried && hits > i64::from(per_window),
+    }
+}

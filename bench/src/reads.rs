@@ -6,10 +6,10 @@
 //! - the baseline: the read's SELECT as a named prepared statement (the best known way to get
 //!   the same answer; what RDS Proxy cannot have without pinning the session);
 //! - the options for `query_typed` (unnamed: parsed and planned on every call): the SELECT
-//!   itself (what shared::store ran before), a simpler equivalent SELECT, the PL/pgSQL functions
-//!   of migrations V3, V5 and V6 (what shared::store runs now), the same with the SET clause
-//!   they had before V6, V3's set-returning GET, SQL functions, and a SELECT without the
-//!   visibility rules (NOT equivalent: the floor).
+//!   itself (what the handlers sent before V3), a simpler equivalent SELECT, the PL/pgSQL
+//!   functions of migrations V3, V5 and V6 and their successors V7 and V10 (what shared::db
+//!   runs now), the same with the SET clause they had before V6, V3's set-returning GET, SQL
+//!   functions, and a SELECT without the visibility rules (NOT equivalent: the floor).
 //!
 //! The SELECTs are read back from the functions' bodies in pg_proc, so the baseline is exactly
 //! the statement the function runs. Variants rotate their order every round; each ratio is
@@ -34,7 +34,7 @@ use crate::stack::{get_request, http_op, LocalStack};
 use crate::stats::{f2, median, Table};
 
 const DEADLINE: Duration = shared::domain::job::DEFAULT_DEADLINE;
-/// shared::store's GET_JOB and LIST_JOBS (checked below to answer exactly as shared::store does).
+/// shared::db's GET_JOB and LIST_JOBS (checked below to answer exactly as shared::db does).
 const GET_CALL: &str = "SELECT code2des_read_job($1, $2, $3, $4, $5)";
 const LIST_CALL: &str = "SELECT * FROM code2des_list_jobs($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 /// Rows per page the list handler asks for by default (limit 50, plus one to see a next page).
@@ -207,7 +207,7 @@ fn typed<'a, const N: usize>(
     params.into_iter().zip(types.iter().cloned()).collect()
 }
 
-/// The jobs of a read's rows, as shared::store decodes them: a row of columns by name (a list's
+/// The jobs of a read's rows, as shared::db decodes them: a row of columns by name (a list's
 /// all-NULL scope row skipped), or one record (`code2des_read_job`, NULL when not visible).
 fn jobs(rows: &[Row]) -> Option<Vec<Job>> {
     if let [row] = rows {
@@ -215,7 +215,7 @@ fn jobs(rows: &[Row]) -> Option<Vec<Job>> {
             return shared::db::columns::from_read_row(row).ok().map(|job| job.into_iter().collect());
         }
     }
-    // As shared::store reads a list: the columns found once per statement.
+    // As shared::db reads a list: the columns found once per statement.
     let layout = Layout::of(rows.first()?);
     rows.iter().filter(|r| layout.has_job(r)).map(|r| shared::db::columns::from_laid_row(r, &layout).ok()).collect()
 }
@@ -407,7 +407,7 @@ async fn measure(
     admin.batch_execute(DROP_COPIES).await.map_err(|e| e.to_string())?;
     for def in [
         get_fn.renamed("code2des_read_job", "bench_read_job_set", with_set),
-        // V3's shape, the job as a set of 24 columns in FROM (what shared::store sent before V5).
+        // V3's shape, the job as a set of 24 columns in FROM (what the GET sent before V5).
         get_fn.set_returning(
             "bench_get_job_table",
             "plpgsql",
@@ -446,7 +446,7 @@ async fn measure(
         }) as Arc<dyn Fn() -> Box<dyn ArgsOf<9>> + Send + Sync>
     };
 
-    // Every variant must give the same answer as shared::store.
+    // Every variant must give the same answer as shared::db.
     let id = Code2desId::parse(done).unwrap();
     let want_get = format!(
         "{:?}",
@@ -472,7 +472,7 @@ async fn measure(
             raw[0].query_typed(sql, &typed(get_params(&a), &GET_TYPES)).await.map_err(|e| format!("{sql}: {e}"))?;
         let got = format!("{:?}", jobs(&rows).and_then(|mut v| v.pop()));
         if got != want_get {
-            return Err(format!("{sql} answers {got}, shared::store {want_get}"));
+            return Err(format!("{sql} answers {got}, shared::db {want_get}"));
         }
     }
     for sql in [
@@ -485,7 +485,7 @@ async fn measure(
             raw[0].query_typed(&sql, &typed(a.params(), &LIST_TYPES)).await.map_err(|e| format!("{sql}: {e}"))?;
         let got = format!("{:?}", jobs(&rows));
         if got != want_list {
-            return Err(format!("{sql} answers {got}, shared::store {want_list}"));
+            return Err(format!("{sql} answers {got}, shared::db {want_list}"));
         }
     }
 
@@ -521,7 +521,7 @@ async fn measure(
     for &c in &concs {
         // Worker w uses connection w (at concurrency 1, the first only).
         let raw_c = raw.clone();
-        // shared::store's own statements, sent like the other options (store::get_job adds
+        // shared::db's own statements, sent like the other options (store::get_job adds
         // only its query timeout around the same query_typed).
         let store_get = sql_op(&raw_c, GET_CALL, &GET_TYPES, false, get_args.clone(), 1).await;
         let store_list = sql_op(&raw_c, LIST_CALL, &LIST_TYPES, false, list_args.clone(), LIST_ITEMS).await;
@@ -581,9 +581,9 @@ async fn measure(
                 true,
                 sql_op(&raw_c, &get_sql, &GET_TYPES, true, get_args.clone(), 1).await,
             ),
-            g("GET: code2des_read_job, one record, unnamed (= shared::store now)", false, store_get),
+            g("GET: code2des_read_job, one record, unnamed (= shared::db now)", false, store_get),
             g(
-                "GET: V3's code2des_get_job, a 24-column set in FROM, unnamed (= shared::store before)",
+                "GET: V3's code2des_get_job, a 24-column set in FROM, unnamed (= shared::db before)",
                 false,
                 sql_op(
                     &raw_c,
@@ -596,7 +596,7 @@ async fn measure(
                 .await,
             ),
             g(
-                "GET: code2des_read_job with V5's SET clause, unnamed (= shared::store before V6)",
+                "GET: code2des_read_job with V5's SET clause, unnamed (= shared::db before V6)",
                 false,
                 sql_op(&raw_c, "SELECT bench_read_job_set($1, $2, $3, $4, $5)", &GET_TYPES, false, get_args.clone(), 1)
                     .await,
@@ -615,7 +615,7 @@ async fn measure(
                 .await,
             ),
             g(
-                "GET: the SELECT, unnamed (= shared::store before V3)",
+                "GET: the SELECT, unnamed (= shared::db before V3)",
                 false,
                 sql_op(&raw_c, &get_sql, &GET_TYPES, false, get_args.clone(), 1).await,
             ),
@@ -691,9 +691,9 @@ async fn measure(
                 true,
                 sql_op(&raw_c, &list_sql, &LIST_TYPES, true, list_args.clone(), LIST_ITEMS).await,
             ),
-            l("list: code2des_list_jobs, unnamed (= shared::store now)", false, store_list),
+            l("list: code2des_list_jobs, unnamed (= shared::db now)", false, store_list),
             l(
-                "list: code2des_list_jobs with V3's SET clause, unnamed (= shared::store before V6)",
+                "list: code2des_list_jobs with V3's SET clause, unnamed (= shared::db before V6)",
                 false,
                 sql_op(
                     &raw_c,
@@ -706,7 +706,7 @@ async fn measure(
                 .await,
             ),
             l(
-                "list: the SELECT, unnamed (= shared::store before V3)",
+                "list: the SELECT, unnamed (= shared::db before V3)",
                 false,
                 sql_op(&raw_c, &list_sql, &LIST_TYPES, false, list_args.clone(), LIST_ITEMS).await,
             ),
@@ -759,7 +759,7 @@ async fn measure(
                 ));
                 // The same with the read as the handler sends it (one unnamed call, no named
                 // statement): what any handler reading this way can reach at most.
-                let now = variants.iter().position(|v| v.name.contains("(= shared::store now)") && v.read == Read::Get);
+                let now = variants.iter().position(|v| v.name.contains("(= shared::db now)") && v.read == Read::Get);
                 if let Some(k) = now {
                     let per_round: Vec<f64> =
                         ratios[i].iter().zip(&ratios[k]).map(|(h, r)| 1.0 / (1.0 / h + 1.0 / r)).collect();

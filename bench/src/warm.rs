@@ -1,6 +1,6 @@
 //! Warm path: each route's handler in-process (event JSON -> `Request` -> handler ->
 //! response, as the runtime drives it minus its HTTP hop) beside the same SQL statement run
-//! directly through tokio-postgres on plain connections (the public `shared::store` function,
+//! directly through tokio-postgres on plain connections (the public `shared::db` function,
 //! which is exactly one `query_typed` plus row decoding), at concurrency 1, 8 and 32.
 //! Handler and raw runs alternate within each round; the ratio is taken per round (paired),
 //! then its median across rounds.

@@ -122,7 +122,7 @@ impl DbConfig {
 
     /// For IAM authentication (RDS Proxy or the cluster): the endpoint and the database user,
     /// no password. The pool signs a token per new connection ([`pool_with_auth`] with a
-    /// [`Password`] source, see [`crate::rds_iam`]). Always verified TLS: RDS refuses IAM logins
+    /// [`Password`] source, see [`crate::aws::rds_iam`]). Always verified TLS: RDS refuses IAM logins
     /// without it, and the token must never cross a network in the clear.
     pub fn for_iam(host: &str, port: u16, dbname: &str, user: &str) -> Self {
         let mut pg = tokio_postgres::Config::new();

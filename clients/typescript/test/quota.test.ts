@@ -44,7 +44,6 @@ function job(attempt = 1): Job {
     progress: null,
     warningCount: null,
     errorMessage: null,
-    resultExpiresAt: null,
     hasResult: false,
     resultExpiresAt: null,
     materializedAt: null,

@@ -7,6 +7,7 @@
 import { execFile } from "node:child_process";
 import { createHash, createHmac, randomUUID } from "node:crypto";
 import { promisify } from "node:util";
+import { crc32, deflateSync } from "node:zlib";
 
 const run = promisify(execFile);
 
@@ -224,47 +225,13 @@ export async function failWithoutArtifact(stack: StackEnv, m: Manifest, errorMes
 
 // --- images a worker writes ------------------------------------------------------------------
 
-const crcTable = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
-function crc32(bytes: Uint8Array): number {
-  let c = 0xffffffff;
-  for (const b of bytes) c = (crcTable[(c ^ b) & 0xff] as number) ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
-
-/** A real RGB PNG of w×h (zlib with stored blocks: no compressor needed; ~3·w·h bytes). */
+/** A real RGB PNG of w×h (zlib's stored blocks, level 0: ~3·w·h bytes, whatever the pixels). */
 export function png(w: number, h: number, seed = 0): Uint8Array {
   const raw = Buffer.alloc((w * 3 + 1) * h);
   for (let y = 0, i = 0; y < h; y++) {
     raw[i++] = 0; // filter: none
     for (let x = 0; x < w * 3; x++) raw[i++] = (x * 7 + y * 13 + seed) % 256;
   }
-  const parts: Buffer[] = [Buffer.from([0x78, 0x01])];
-  for (let i = 0; i === 0 || i < raw.length; i += 65535) {
-    const block = raw.subarray(i, i + 65535);
-    const head = Buffer.alloc(5);
-    head[0] = i + 65535 >= raw.length ? 1 : 0;
-    head.writeUInt16LE(block.length, 1);
-    head.writeUInt16LE(~block.length & 0xffff, 3);
-    parts.push(head, block);
-  }
-  let a = 1;
-  let b = 0;
-  for (const byte of raw) {
-    a = (a + byte) % 65521;
-    b = (b + a) % 65521;
-  }
-  const adler = Buffer.alloc(4);
-  adler.writeUInt32BE(((b << 16) | a) >>> 0);
-  parts.push(adler);
   const chunk = (type: string, data: Buffer) => {
     const len = Buffer.alloc(4);
     len.writeUInt32BE(data.length);
@@ -281,7 +248,7 @@ export function png(w: number, h: number, seed = 0): Uint8Array {
     Buffer.concat([
       Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
       chunk("IHDR", ihdr),
-      chunk("IDAT", Buffer.concat(parts)),
+      chunk("IDAT", deflateSync(raw, { level: 0 })),
       chunk("IEND", Buffer.alloc(0)),
     ]),
   );

@@ -21,6 +21,7 @@
 use aws_sdk_codedeploy::types::LifecycleEventStatus;
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
+use shared::error::chain;
 
 use crate::Deps;
 
@@ -76,23 +77,6 @@ impl Reporter {
             })?;
         Ok(())
     }
-}
-
-/// An error with its sources ("service error: dispatch failure: connection refused"): the SDK's
-/// own `Display` says only "dispatch failure". Kept here rather than borrowed from `shared`,
-/// whose helpers are being reworked.
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = err.to_string();
-    let mut cur = err.source();
-    while let Some(e) = cur {
-        let s = e.to_string();
-        if !out.ends_with(&s) {
-            out.push_str(": ");
-            out.push_str(&s);
-        }
-        cur = e.source();
-    }
-    out
 }
 
 /// Every invocation of the function. `deps` is the instance's set-up, or why it failed: a

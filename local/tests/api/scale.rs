@@ -43,6 +43,8 @@ struct Probe {
 /// What one transaction did to `code2des`.
 #[derive(Debug)]
 struct Reads {
+    /// Sequential scans of `code2des` or of `code2des_attempt` (whatever reads the deadline
+    /// joins the attempt, and a hash join over it would read it whole).
     seq_scans: i64,
     /// Rows of the table fetched through its indexes.
     fetched: i64,
@@ -95,7 +97,8 @@ impl Probe {
         let row = self
             .client
             .query_one(
-                "SELECT COALESCE(seq_scan, 0), COALESCE(idx_tup_fetch, 0), \
+                "SELECT COALESCE(seq_scan, 0) + (SELECT COALESCE(seq_scan, 0) FROM pg_stat_xact_user_tables \
+                 WHERE relid = 'code2des_attempt'::regclass), COALESCE(idx_tup_fetch, 0), \
                  (SELECT COALESCE(sum(pg_stat_get_xact_tuples_returned(indexrelid)), 0)::int8 FROM pg_index \
                  WHERE indrelid = 'code2des'::regclass) FROM pg_stat_xact_user_tables \
                  WHERE relid = 'code2des'::regclass",
@@ -443,6 +446,21 @@ async fn an_idle_sweep_reads_fewer_than_a_thousand_rows_and_a_busy_one_what_it_e
     let q = ListQuery { figma_file_key: None, status: Some(Status::Failed), after: None, limit: LIMIT };
     let failed = lifecycle::list_jobs(&**c, &scope(&s.small), &q, deadline).await.unwrap().unwrap();
     assert!(failed.iter().all(|j| j.status == Status::Failed));
+    // A hundred overdue at once (the workers down for longer than a deadline): each is still
+    // reached through the index and its attempt probed by key, never a scan of either table.
+    app.batch(&format!(
+        "UPDATE code2des SET status = '0', error_message = NULL WHERE id IN (SELECT id FROM code2des \
+         WHERE project_id = {} AND status = '1' AND deleted_at IS NULL ORDER BY created_at LIMIT 100)",
+        s.busy.project
+    ))
+    .await;
+    let base = p.begin().await;
+    let expired = shared::db::sweep::expire_overdue(&p.client, deadline, code2des_sweep::BATCH).await.unwrap();
+    let r = p.end(base).await;
+    assert_eq!(expired.len(), 100, "{r:?}");
+    assert_eq!(r.seq_scans, 0, "{r:?}");
+    assert!(r.fetched <= 8 * 100, "it reads what it expires: {r:?}");
+    assert_eq!(shared::db::sweep::expire_overdue(&**c, deadline, code2des_sweep::BATCH).await.unwrap().len(), 100);
 }
 
 /// Migration V7's indexes are built by `CREATE INDEX CONCURRENTLY` (shared::db::migrate's online

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
-use crate::db::sql::{overdue, Binds};
+use crate::db::sql::{attempt_of_each, overdue, Binds};
 use crate::domain::ids::Code2desId;
 use crate::error::ApiError;
 
@@ -23,7 +23,8 @@ macro_rules! expire {
             " AS ids) UPDATE code2des AS c SET status = '2', error_message = 'timed out', ",
             "updated_at = s.started + make_interval(secs => $1), updated_by = 'system:deadline' ",
             "FROM (SELECT c.id, c.attempt, COALESCE(a.started_at, c.created_at) AS started FROM code2des c ",
-            "LEFT JOIN code2des_attempt a ON a.code2des_id = c.id WHERE c.id = ANY ((SELECT ids FROM due)::varchar[]) ",
+            $crate::db::sql::attempt_of_each!(),
+            " WHERE c.id = ANY ((SELECT ids FROM due)::varchar[]) ",
             "AND c.status = '0' AND c.deleted_at IS NULL AND ",
             overdue!("$1"),
             ") s WHERE c.id = ANY ((SELECT ids FROM due)::varchar[]) AND c.id = s.id AND c.attempt = s.attempt ",
@@ -38,8 +39,9 @@ macro_rules! expire {
 /// `code2des_processing_idx` (processing jobs by age), so a run reads the overdue jobs and the
 /// few still processing a later attempt, never the table.
 const EXPIRE_BATCH: &str = expire!(concat!(
-    "ARRAY(SELECT c.id FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
-    "WHERE c.status = '0' AND c.deleted_at IS NULL AND c.created_at < now() - make_interval(secs => $1) AND ",
+    "ARRAY(SELECT c.id FROM code2des c ",
+    attempt_of_each!(),
+    " WHERE c.status = '0' AND c.deleted_at IS NULL AND c.created_at < now() - make_interval(secs => $1) AND ",
     overdue!("$1"),
     " ORDER BY c.created_at LIMIT $2)"
 ));

@@ -2,13 +2,15 @@
 //! (the machine is noisy; absolute numbers are not the point). See docs/PERFORMANCE.md.
 //!
 //! ```text
-//! code2des-bench [all|coldstart|roundtrips|warm|reads|hydration|scale] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
+//! code2des-bench [all|coldstart|roundtrips|warm|reads|hydration|scale|capacity] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
 //! ```
 //! `--quick` runs every benchmark with a few iterations (CI checks that they still run; it
 //! asserts nothing about speed). `--extra` adds another binary to the cold-start table (a
 //! build of a function with another release profile, for instance). `--json PATH` writes the
-//! year-of-data figures (`scale`) for scripts/plot-scale.
+//! year-of-data figures (`scale`) for scripts/plot-scale; with the command `capacity`, what one
+//! job costs (the inputs of a capacity and cost model) instead.
 
+mod capacity;
 mod coldstart;
 mod fixture;
 mod hydration;
@@ -94,7 +96,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: code2des-bench [all|coldstart|roundtrips|warm|reads|hydration|scale] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
+                "{e}\nusage: code2des-bench [all|coldstart|roundtrips|warm|reads|hydration|scale|capacity] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
             );
             std::process::exit(2);
         }
@@ -108,7 +110,7 @@ fn main() {
 fn run(args: Args) -> Result<(), String> {
     machine();
     let c = args.command.as_str();
-    if !matches!(c, "all" | "coldstart" | "roundtrips" | "warm" | "reads" | "hydration" | "scale") {
+    if !matches!(c, "all" | "coldstart" | "roundtrips" | "warm" | "reads" | "hydration" | "scale" | "capacity") {
         return Err(format!("unknown command {c:?}"));
     }
     if matches!(c, "all" | "coldstart") {
@@ -149,6 +151,10 @@ fn run(args: Args) -> Result<(), String> {
         }
         if matches!(c, "all" | "scale") {
             scale::run(|db| cluster.url(db), quick, args.json.as_deref()).await?;
+        }
+        if matches!(c, "all" | "capacity") {
+            // `all` leaves --json to scale's figures, as before.
+            capacity::run(&cluster, quick, if c == "capacity" { args.json.as_deref() } else { None }).await?;
         }
         Ok::<_, String>(())
     });

@@ -16,12 +16,11 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use code2des_local::year::{self, Year};
 use code2des_testkit::cluster::Cluster;
+use code2des_testkit::s3::S3Requests;
 use code2des_testkit::{events, worker, Tenant, BUCKET};
 use serde_json::{json, Value};
 use shared::config::SecretSource;
@@ -55,53 +54,10 @@ const QUICK_BACKGROUND: Year = Year { jobs: 1_000, projects: 40, busy: 200, smal
 /// The kinds of S3 request a cost model prices differently.
 const KINDS: [&str; 6] = ["PUT", "GET", "HEAD", "LIST", "DELETE", "other"];
 
-#[derive(Debug, Default)]
-struct S3Kinds([AtomicU64; 6]);
-
-impl S3Kinds {
-    fn snapshot(&self) -> [u64; 6] {
-        std::array::from_fn(|i| self.0[i].load(Ordering::SeqCst))
-    }
-}
-
-/// `client` with its requests also counted by kind. The testkit's counter (on `App::s3`, which
-/// this wraps) counts by HTTP method only, and a LIST is a GET and a DeleteObjects a POST there.
-fn classified(client: &aws_sdk_s3::Client) -> (aws_sdk_s3::Client, Arc<S3Kinds>) {
-    let kinds = Arc::new(S3Kinds::default());
-    let conf = client.config().to_builder().interceptor(Classify(kinds.clone())).build();
-    (aws_sdk_s3::Client::from_conf(conf), kinds)
-}
-
-#[derive(Debug)]
-struct Classify(Arc<S3Kinds>);
-
-impl aws_sdk_s3::config::Intercept for Classify {
-    fn name(&self) -> &'static str {
-        "code2des-bench-s3-request-kinds"
-    }
-
-    // Before transmit, as the testkit's counter: once per request sent, a retry included.
-    fn read_before_transmit(
-        &self,
-        context: &aws_sdk_s3::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
-        _rc: &aws_sdk_s3::config::RuntimeComponents,
-        _cfg: &mut aws_sdk_s3::config::ConfigBag,
-    ) -> Result<(), aws_sdk_s3::error::BoxError> {
-        let req = context.request();
-        let query = req.uri().split_once('?').map(|(_, q)| q).unwrap_or("");
-        let has = |name: &str| query.split('&').any(|p| p.split('=').next() == Some(name));
-        let kind = match req.method() {
-            "PUT" => 0,
-            "GET" if has("list-type") => 3,
-            "GET" => 1,
-            "HEAD" => 2,
-            "DELETE" => 4,
-            "POST" if has("delete") => 4,
-            _ => 5,
-        };
-        self.0 .0[kind].fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
+/// What `requests` (code2des-testkit's counter, by kind) has counted so far, in [`KINDS`]' order.
+fn kinds(requests: &S3Requests) -> [u64; 6] {
+    let [get, head, put, list, delete, other] = requests.snapshot();
+    [put, get, head, list, delete, other]
 }
 
 fn diff6(a: [u64; 6], b: [u64; 6]) -> [u64; 6] {
@@ -130,14 +86,13 @@ struct Stack {
     webhook: code2des_webhook::handler::Deps,
     placement: code2des_placement::handler::Deps,
     tenant: Tenant,
-    /// The worker's own client: not counted with the backend's requests.
+    /// The worker's own client, counted apart from the backend's.
     worker_s3: aws_sdk_s3::Client,
     sign: Sign,
     /// Invocations sent to each function, and the statuses they answered.
     sent: [u64; 5],
     statuses: [BTreeMap<u16, u64>; 5],
-    /// What the worker sent to S3, by kind, and the keys it wrote.
-    worker_requests: [u64; 6],
+    /// The keys the worker wrote.
     worker_keys: HashSet<String>,
 }
 
@@ -171,7 +126,6 @@ impl Stack {
     fn forget_counts(&mut self) {
         self.sent = [0; 5];
         self.statuses = Default::default();
-        self.worker_requests = [0; 6];
         self.worker_keys.clear();
     }
 
@@ -219,7 +173,6 @@ impl Stack {
             .send()
             .await
             .map_err(|e| format!("the manifest of {id}: {e}"))?;
-        self.worker_requests[1] += 1;
         let bytes = out.body.collect().await.map_err(|e| e.to_string())?.into_bytes();
         let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
         Ok(m.nonce)
@@ -234,7 +187,6 @@ impl Stack {
             .send()
             .await
             .map_err(|e| e.to_string())?;
-        self.worker_requests[0] += 1;
         self.worker_keys.insert(key);
         Ok(())
     }
@@ -528,7 +480,7 @@ impl OpsRun {
 async fn ops_run<F, Fut>(
     pool: &deadpool_postgres::Pool,
     stats: &tokio_postgres::Client,
-    kinds: &S3Kinds,
+    requests: &S3Requests,
     f: F,
 ) -> Result<OpsRun, String>
 where
@@ -536,12 +488,12 @@ where
     Fut: std::future::Future<Output = Result<(u64, u64), String>>,
 {
     flush(pool).await?;
-    let (r0, s0) = (rows_read(stats).await?, kinds.snapshot());
+    let (r0, s0) = (rows_read(stats).await?, kinds(requests));
     let t0 = Instant::now();
     let (done, objects) = f().await?;
     let ms = t0.elapsed().as_secs_f64() * 1000.0;
     flush(pool).await?;
-    let (r1, s1) = (rows_read(stats).await?, kinds.snapshot());
+    let (r1, s1) = (rows_read(stats).await?, kinds(requests));
     let rows =
         r1.iter().map(|(t, v)| (t.clone(), v - r0.get(t).copied().unwrap_or(0))).filter(|(_, v)| *v != 0).collect();
     Ok(OpsRun { done, objects, ms, rows, s3: diff6(s0, s1) })
@@ -601,9 +553,11 @@ pub async fn run(cluster: &Cluster, quick: bool, json_out: Option<&Path>) -> Res
     settings.max_active_jobs_per_org = QUOTA;
     settings.triggers_per_minute = QUOTA;
     settings.webhook.public_key = SecretSource::Plain(sw::encode_public_key(&signing.verifying_key()).into());
-    let (backend_s3, kinds) = classified(&app.s3);
+    let (backend_s3, backend_requests) = code2des_testkit::s3::counted(&app.s3);
     let resources = code2des_testkit::resources(settings.clone(), &app.db, &app.pool, backend_s3);
-    let (purge_s3, purge_kinds) = classified(&app.s3);
+    let (purge_s3, purge_requests) = code2des_testkit::s3::counted(&app.s3);
+    // The worker is not the backend: its requests go through the S3 server's own client, counted apart.
+    let (worker_s3, worker_counts) = code2des_testkit::s3::counted(&app.store.client);
     let purge_resources = code2des_testkit::resources(settings.clone(), &app.db, &app.pool, purge_s3);
     let e = |e: shared::config::SetupError| e.to_string();
     let mut stack = Stack {
@@ -613,11 +567,10 @@ pub async fn run(cluster: &Cluster, quick: bool, json_out: Option<&Path>) -> Res
         webhook: code2des_webhook::handler::Deps::new(&resources).await.map_err(e)?,
         placement: code2des_placement::handler::Deps::new(&resources).await.map_err(e)?,
         tenant: app.tenant().await,
-        worker_s3: app.store.client.clone(),
+        worker_s3,
         sign: Box::new(move |id: &str, ts: i64, raw: &[u8]| sw::sign_v1a(&signing, id, ts, raw)),
         sent: [0; 5],
         statuses: Default::default(),
-        worker_requests: [0; 6],
         worker_keys: HashSet::new(),
     };
     let sweep = code2des_sweep::Deps::new(&resources).await.map_err(e)?;
@@ -645,16 +598,16 @@ pub async fn run(cluster: &Cluster, quick: bool, json_out: Option<&Path>) -> Res
     flush(&app.pool).await?;
     let before = sizes(&url, &admin, pgstattuple).await?;
     let db0 = db_stats(&admin).await?;
-    let (lsn0, cpu0, s3_0, testkit0) =
-        (lsn(&admin).await?, cluster_ticks(&data_dir), kinds.snapshot(), app.s3_calls.snapshot());
+    let (lsn0, cpu0, s3_0, worker0) =
+        (lsn(&admin).await?, cluster_ticks(&data_dir), kinds(&backend_requests), kinds(&worker_counts));
     let t0 = Instant::now();
     let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
         ids.push(stack.job().await?);
     }
     let wall = t0.elapsed();
-    let (cpu1, lsn1, s3_1, testkit1) =
-        (cluster_ticks(&data_dir), lsn(&admin).await?, kinds.snapshot(), app.s3_calls.snapshot());
+    let (cpu1, lsn1, s3_1, worker1) =
+        (cluster_ticks(&data_dir), lsn(&admin).await?, kinds(&backend_requests), kinds(&worker_counts));
     let touched = flush(&app.pool).await?;
     let db1 = db_stats(&admin).await?;
     let after = sizes(&url, &admin, pgstattuple).await?;
@@ -662,20 +615,13 @@ pub async fn run(cluster: &Cluster, quick: bool, json_out: Option<&Path>) -> Res
     // The flush's own statements, one transaction per pooled connection.
     db[0] -= touched;
     let s3 = diff6(s3_0, s3_1);
-    let testkit_total: u64 = (0..4).map(|i| testkit1[i] - testkit0[i]).sum();
-    if testkit_total != s3.iter().sum::<u64>() {
-        eprintln!(
-            "warning: the testkit's counter saw {testkit_total} S3 requests, the kinds {}",
-            s3.iter().sum::<u64>()
-        );
-    }
     let cpu = match (cpu0, cpu1) {
         (Some(a), Some(b)) => Some((b - a) as f64 / clock_ticks()),
         _ => None,
     };
     let functions = stack.sent;
     let statuses = stack.statuses.clone();
-    let worker_requests = stack.worker_requests;
+    let worker_requests = diff6(worker0, worker1);
 
     // A poll alone: the job above has 3, a real conversion as many as its duration over the
     // Retry-After (docs/CAPACITY.md), so the model needs one poll's cost apart from the rest.
@@ -712,7 +658,7 @@ pub async fn run(cluster: &Cluster, quick: bool, json_out: Option<&Path>) -> Res
     };
     let run_sweep =
         || async { Ok::<_, String>((code2des_sweep::sweep(&sweep).await.map_err(|e| e.to_string())? as u64, 0)) };
-    let sweep_idle = ops_run(&app.pool, &stats, &kinds, run_sweep).await?;
+    let sweep_idle = ops_run(&app.pool, &stats, &backend_requests, run_sweep).await?;
     let mut overdue = Vec::with_capacity(OVERDUE);
     for _ in 0..OVERDUE {
         overdue.push(stack.trigger().await?);
@@ -733,7 +679,7 @@ pub async fn run(cluster: &Cluster, quick: bool, json_out: Option<&Path>) -> Res
     .await
     .map_err(sql)?;
     drop(c);
-    let sweep_overdue = ops_run(&app.pool, &stats, &kinds, run_sweep).await?;
+    let sweep_overdue = ops_run(&app.pool, &stats, &backend_requests, run_sweep).await?;
     // More only on a machine slow enough for the seed's running jobs to pass their deadline.
     if sweep_overdue.done < OVERDUE as u64 {
         return Err(format!("the sweep expired {} of {OVERDUE} overdue jobs", sweep_overdue.done));
@@ -753,11 +699,11 @@ pub async fn run(cluster: &Cluster, quick: bool, json_out: Option<&Path>) -> Res
         .map_err(|e| e.to_string())?;
     let list_ms = t_list.elapsed().as_secs_f64() * 1000.0;
     let bucket_objects = objects(&app.store.client).await?.len();
-    let s3_d0 = kinds.snapshot();
+    let s3_d0 = kinds(&backend_requests);
     for id in &ids {
         stack.user(Func::Lifecycle, "lifecycle-delete.json", Some(id.as_str()), None, 204).await?;
     }
-    let delete_s3 = diff6(s3_d0, kinds.snapshot());
+    let delete_s3 = diff6(s3_d0, kinds(&backend_requests));
     let c = app.pool.get().await.map_err(|e| e.to_string())?;
     c.execute(
         "UPDATE code2des SET deleted_at = now() - make_interval(days => $2 + 1) WHERE id = ANY($1)",
@@ -773,7 +719,7 @@ pub async fn run(cluster: &Cluster, quick: bool, json_out: Option<&Path>) -> Res
     let mut purged = OpsRun { done: 0, objects: 0, ms: 0.0, rows: BTreeMap::new(), s3: [0; 6] };
     let mut purge_runs = 0;
     let purge_idle = loop {
-        let r = ops_run(&app.pool, &stats, &purge_kinds, run_purge).await?;
+        let r = ops_run(&app.pool, &stats, &purge_requests, run_purge).await?;
         if r.done == 0 {
             break r;
         }

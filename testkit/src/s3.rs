@@ -1,5 +1,5 @@
 //! S3 for tests: code2des-local's S3-compatible server (s3s-fs) on a loopback port, and a
-//! counter of the requests an S3 client sends, by method.
+//! counter of the requests an S3 client sends, by kind.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -37,27 +37,31 @@ impl LoopbackS3 {
     }
 }
 
-/// S3 requests sent, every attempt of every call, by HTTP method.
+/// S3 requests sent, every attempt of every call, by the kind S3 prices apart: a LIST is a GET
+/// with `list-type`, a DeleteObjects a POST with `delete`, so the method alone would hide both.
 #[derive(Debug, Default)]
 pub struct S3Requests {
     pub get: AtomicU64,
     pub head: AtomicU64,
     pub put: AtomicU64,
+    pub list: AtomicU64,
+    pub delete: AtomicU64,
     pub other: AtomicU64,
 }
 
 impl S3Requests {
-    fn all(&self) -> [&AtomicU64; 4] {
-        [&self.get, &self.head, &self.put, &self.other]
+    fn all(&self) -> [&AtomicU64; 6] {
+        [&self.get, &self.head, &self.put, &self.list, &self.delete, &self.other]
     }
 
-    /// The counts so far: `[GET, HEAD, PUT, other]`.
-    pub fn snapshot(&self) -> [u64; 4] {
+    /// The counts so far: `[GET, HEAD, PUT, LIST, DELETE, other]`.
+    pub fn snapshot(&self) -> [u64; 6] {
         self.all().map(|c| c.load(Ordering::SeqCst))
     }
 
-    /// The counts since the last `take`, `[GET, HEAD, PUT, other]`, starting again from zero.
-    pub fn take(&self) -> [u64; 4] {
+    /// The counts since the last `take`, `[GET, HEAD, PUT, LIST, DELETE, other]`, starting again
+    /// from zero.
+    pub fn take(&self) -> [u64; 6] {
         self.all().map(|c| c.swap(0, Ordering::SeqCst))
     }
 }
@@ -85,10 +89,16 @@ impl aws_sdk_s3::config::Intercept for Count {
         _cfg: &mut aws_sdk_s3::config::ConfigBag,
     ) -> Result<(), aws_sdk_s3::error::BoxError> {
         let c = &self.0;
-        let counter = match context.request().method() {
+        let req = context.request();
+        let query = req.uri().split_once('?').map(|(_, q)| q).unwrap_or("");
+        let has = |name: &str| query.split('&').any(|p| p.split('=').next() == Some(name));
+        let counter = match req.method() {
+            "GET" if has("list-type") => &c.list,
             "GET" => &c.get,
             "HEAD" => &c.head,
             "PUT" => &c.put,
+            "DELETE" => &c.delete,
+            "POST" if has("delete") => &c.delete,
             _ => &c.other,
         };
         counter.fetch_add(1, Ordering::SeqCst);

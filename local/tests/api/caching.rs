@@ -76,7 +76,7 @@ async fn if_none_match_with_the_etag_is_304_without_any_s3_request() {
     let s3 = count_s3(&mut app);
     let full = app.result(&t, Some(&t.sub), &id).await;
     assert_eq!(full.status, 200);
-    assert_eq!(s3.take(), [3, 0, 0, 0], "the full GET reads the artifact and its two images");
+    assert_eq!(s3.take(), [3, 0, 0, 0, 0, 0], "the full GET reads the artifact and its two images");
     let etag = header(&full, "etag").unwrap().to_owned();
 
     for inm in [etag.clone(), format!("W/{etag}"), format!("\"other\", {etag}"), "*".to_owned()] {
@@ -85,7 +85,7 @@ async fn if_none_match_with_the_etag_is_304_without_any_s3_request() {
         assert!(a.json.is_null(), "304 has no body: {a:?}");
         assert_eq!(header(&a, "etag"), Some(etag.as_str()));
         assert_eq!(header(&a, "cache-control"), Some(IMMUTABLE));
-        assert_eq!(s3.take(), [0, 0, 0, 0], "If-None-Match: {inm}: a 304 read S3");
+        assert_eq!(s3.take(), [0, 0, 0, 0, 0, 0], "If-None-Match: {inm}: a 304 read S3");
     }
     // The proof without the counter: with S3 gone, a 304 still answers; a full GET cannot.
     app.stop_s3().await;
@@ -177,14 +177,14 @@ async fn a_result_get_costs_one_s3_request_per_object_and_no_head() {
         let a = app.result(&t, Some(&t.sub), id).await;
         assert_eq!(a.status, 200, "{a:?}");
         assert_eq!(a.json["images"].as_object().unwrap().len(), *n);
-        assert_eq!(s3.take(), [1 + *n as u64, 0, 0, 0], "{n} images: [GET, HEAD, PUT, other]");
+        assert_eq!(s3.take(), [1 + *n as u64, 0, 0, 0, 0, 0], "{n} images: [GET, HEAD, PUT, LIST, DELETE, other]");
     }
     // `?images=` reads the artifact (to validate the refs) and exactly the images named.
     let a = app.result_images(&t, &jobs[3].1, "img2,img5").await;
     assert_eq!(a.status, 200);
-    assert_eq!(s3.take(), [3, 0, 0, 0]);
+    assert_eq!(s3.take(), [3, 0, 0, 0, 0, 0]);
     // Reads before S3: a processing job costs no S3 request either.
     let processing = app.new_job(&t).await;
     assert_eq!(app.result(&t, Some(&t.sub), &processing).await.status, 409);
-    assert_eq!(s3.take(), [0, 0, 0, 0]);
+    assert_eq!(s3.take(), [0, 0, 0, 0, 0, 0]);
 }

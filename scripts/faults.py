@@ -372,7 +372,7 @@ def fault_pg_restart(pg):
 def fault_s3_killed(pg):
     print("== (b) S3 (moto) killed at trigger", flush=True)
     moto, endpoint = harness.moto_s3_server()
-    s = None
+    s = held = None
     try:
         s = harness.LocalStack(admin_url=pg.url, tag="faults", env={"S3_ENDPOINT": endpoint})
         t = s.seed_tenant()
@@ -386,6 +386,12 @@ def fault_s3_killed(pg):
             violation(f"(b) completion with S3 up: {st} {body}")
         moto.kill()
         moto.wait(10)
+        # Hold moto's port, bound and not listening: a connection to it is refused, as to a dead
+        # S3, and no server started meanwhile (another stack, a test, a tool) can take the freed
+        # ephemeral port and accept S3's requests without answering them (docs/RELIABILITY.md,
+        # the 38.94 s flake).
+        held = socket.socket()
+        held.bind(("127.0.0.1", int(endpoint.rsplit(":", 1)[1])))
         st, body, hd, lat = timed_call(s, "POST", s.jobs_path(t), t.sub,
                                        {"pageImportId": t.page_import, "figmaFileKey": "FILEkey123",
                                         "screenId": "screen-s3-down"}, headers={"Idempotency-Key": "k-s3-down"})
@@ -410,6 +416,8 @@ def fault_s3_killed(pg):
             moto.kill()
         if s:
             s.close()
+        if held is not None:
+            held.close()
 
 
 # --- (c) artifact missing or corrupt at result -> 502 ------------------------------------------

@@ -100,7 +100,10 @@ fn serve(stream: TcpStream, tx: mpsc::Sender<Report>, queue: Arc<Queue>) {
             let _ = tx.send(Report::Next { at });
             // A long poll: held until an event is queued, or the process goes away.
             let Some((id, event)) = next_event(&queue, &stream) else { return };
-            let deadline_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() + 30_000;
+            // The deployed function timeout, as Lambda would give it: the request's budget
+            // (shared::budget) is derived from this deadline.
+            let deadline_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()
+                + shared::budget::FUNCTION_TIMEOUT.as_millis();
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nlambda-runtime-aws-request-id: {id}\r\n\
                  lambda-runtime-deadline-ms: {deadline_ms}\r\n\

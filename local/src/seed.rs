@@ -21,11 +21,12 @@ pub async fn tenant(
     page_status: &str,
     capture_url: Option<&str>,
 ) -> Result<Tenant, tokio_postgres::Error> {
-    let org: i32 = c.query_one("INSERT INTO organization (name) VALUES ($1) RETURNING id", &[&name]).await?.get(0);
+    let org: i32 =
+        c.query_one("INSERT INTO organization (name) VALUES ($1) RETURNING id", &[&name]).await?.try_get(0)?;
     let project: i32 = c
         .query_one("INSERT INTO project (organization_id, name) VALUES ($1, $2) RETURNING id", &[&org, &name])
         .await?
-        .get(0);
+        .try_get(0)?;
     c.execute("INSERT INTO organization_member (organization_id, subject) VALUES ($1, $2)", &[&org, &sub]).await?;
     c.execute(
         "INSERT INTO page_import (id, organization_id, project_id, status, capture_url) \

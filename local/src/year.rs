@@ -174,7 +174,7 @@ pub async fn seed(c: &Client, y: &Year) -> Result<Seeded, SeedError> {
     }
     c.batch_execute("ANALYZE organization, project, organization_member, page_import, code2des, code2des_attempt")
         .await?;
-    let jobs: i64 = c.query_one("SELECT count(*) FROM code2des", &[]).await?.get(0);
+    let jobs: i64 = c.query_one("SELECT count(*) FROM code2des", &[]).await?.try_get(0)?;
     let one = |t: &Tenant| {
         format!(
             "SELECT id FROM code2des WHERE project_id = {} AND status = '1' AND deleted_at IS NULL \
@@ -182,8 +182,8 @@ pub async fn seed(c: &Client, y: &Year) -> Result<Seeded, SeedError> {
             t.project
         )
     };
-    let busy_job: String = c.query_one(&one(&busy), &[]).await?.get(0);
-    let small_job: String = c.query_one(&one(&small), &[]).await?.get(0);
+    let busy_job: String = c.query_one(&one(&busy), &[]).await?.try_get(0)?;
+    let small_job: String = c.query_one(&one(&small), &[]).await?.try_get(0)?;
     Ok(Seeded {
         busy,
         small,
@@ -203,8 +203,12 @@ pub async fn seed_command(cfg: &crate::stack::Config, y: &Year) -> Result<(), St
     }
     let db = crate::stack::prepare_database(&cfg.database_url).await.map_err(|e| e.to_string())?;
     let client = shared::db::connect::connect(&db, None).await.map_err(|e| shared::error::chain(&*e))?;
-    let existing: i64 =
-        client.query_one("SELECT count(*) FROM code2des", &[]).await.map_err(|e| shared::error::chain(&e))?.get(0);
+    let existing: i64 = client
+        .query_one("SELECT count(*) FROM code2des", &[])
+        .await
+        .map_err(|e| shared::error::chain(&e))?
+        .try_get(0)
+        .map_err(|e| shared::error::chain(&e))?;
     if existing > 0 {
         return Err(format!("the database already has {existing} jobs; seed-year fills an empty one"));
     }

@@ -215,7 +215,7 @@ fn statuses_headers_and_security_are_documented() {
     let expected: &[(&str, &[&str])] = &[
         (
             "POST /organizations/{organizationId}/projects/{projectId}/code2des",
-            &["202", "400", "401", "404", "409", "413", "422", "429", "503"],
+            &["202", "400", "401", "404", "409", "410", "413", "422", "429", "503"],
         ),
         ("GET /organizations/{organizationId}/projects/{projectId}/code2des", &["200", "400", "401", "404", "503"]),
         (

@@ -6,7 +6,7 @@
 //! enum to. Causes of faults (database, S3) are logged with their chain where they happen and
 //! answered generically, so no SQL text, S3 location or secret ever reaches a client.
 //!
-//! This module is at the bottom of the crate with `domain`: it imports nothing of the crate.
+//! This module is at the bottom of the crate with `domain` and `budget`: it imports only `budget`.
 
 use std::borrow::Cow;
 
@@ -17,7 +17,7 @@ pub const RETRY_AFTER_SECS: u32 = 2;
 
 /// Declares [`ErrorCode`] and its wire names from one list, so the two cannot drift apart.
 macro_rules! error_codes {
-    ($($(#[$doc:meta])* $variant:ident = $name:literal,)*) => {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal => $status:ident,)*) => {
         /// Every `error.code` the service answers (openapi.yaml's `ErrorCode`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum ErrorCode {
@@ -34,52 +34,63 @@ macro_rules! error_codes {
                     $(ErrorCode::$variant => $name,)*
                 }
             }
+
+            /// The status every answer with this code has: a code decides its own status, so
+            /// no code can be answered with two.
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(ErrorCode::$variant => StatusCode::$status,)*
+                }
+            }
         }
     };
 }
 
 error_codes! {
     /// 400: a field of the request is missing or malformed; the message names it.
-    InvalidRequest = "invalid_request",
+    InvalidRequest = "invalid_request" => BAD_REQUEST,
     /// 401: no usable identity (JWT `sub`) or webhook signature.
-    Unauthorized = "unauthorized",
+    Unauthorized = "unauthorized" => UNAUTHORIZED,
     /// 404: absent, or not visible to this caller.
-    NotFound = "not_found",
+    NotFound = "not_found" => NOT_FOUND,
     /// 409: trigger from a page import that is not completed.
-    PageImportNotCompleted = "page_import_not_completed",
+    PageImportNotCompleted = "page_import_not_completed" => CONFLICT,
     /// 409: the result of a job that is still processing.
-    NotReady = "not_ready",
+    NotReady = "not_ready" => CONFLICT,
     /// 409: the result of a failed job that left no failure artifact.
-    JobFailed = "job_failed",
+    JobFailed = "job_failed" => CONFLICT,
     /// 409: placement of a job that is not completed.
-    JobNotCompleted = "job_not_completed",
+    JobNotCompleted = "job_not_completed" => CONFLICT,
     /// 409: a worker report for another attempt or nonce.
-    Fenced = "fenced",
+    Fenced = "fenced" => CONFLICT,
     /// 409: the job is terminal already (with another outcome).
-    AlreadyTerminal = "already_terminal",
-    /// 410: the job was soft-deleted (webhook).
-    Gone = "gone",
+    AlreadyTerminal = "already_terminal" => CONFLICT,
+    /// 410: the job was soft-deleted (the webhook; a trigger replaying its Idempotency-Key).
+    Gone = "gone" => GONE,
     /// 413: a body over 64 KiB.
-    PayloadTooLarge = "payload_too_large",
+    PayloadTooLarge = "payload_too_large" => PAYLOAD_TOO_LARGE,
     /// 422: an Idempotency-Key reused with another body.
-    IdempotencyKeyReused = "idempotency_key_reused",
+    IdempotencyKeyReused = "idempotency_key_reused" => UNPROCESSABLE_ENTITY,
     /// 502: the worker's artifact failed validation.
-    ArtifactInvalid = "artifact_invalid",
+    ArtifactInvalid = "artifact_invalid" => BAD_GATEWAY,
     /// 503: PostgreSQL, S3 or Secrets Manager is unreachable; with Retry-After.
-    ServiceUnavailable = "service_unavailable",
+    ServiceUnavailable = "service_unavailable" => SERVICE_UNAVAILABLE,
     /// 409: retry of a job that is not failed.
-    NotFailed = "not_failed",
+    NotFailed = "not_failed" => CONFLICT,
     /// 409: retry of a job that has used all its attempts.
-    AttemptsExhausted = "attempts_exhausted",
+    AttemptsExhausted = "attempts_exhausted" => CONFLICT,
     /// 500: a bug of ours, logged; no input yields it.
-    InternalError = "internal_error",
+    InternalError = "internal_error" => INTERNAL_SERVER_ERROR,
     /// 405: the local gateway's answer to a known path with another method.
-    MethodNotAllowed = "method_not_allowed",
+    MethodNotAllowed = "method_not_allowed" => METHOD_NOT_ALLOWED,
     /// 410: the result's artifact is past the bucket's retention (`resultExpiresAt`).
-    ResultExpired = "result_expired",
+    ResultExpired = "result_expired" => GONE,
     /// 429: trigger or retry over a quota (`active` or `burst`, the body's `limit`); with
     /// Retry-After, RateLimit-Policy and RateLimit.
-    QuotaExceeded = "quota_exceeded",
+    QuotaExceeded = "quota_exceeded" => TOO_MANY_REQUESTS,
+    /// 503: the request's time budget ran out while a dependency (PostgreSQL, S3, Secrets
+    /// Manager) was slow; with Retry-After. Nothing was changed that a retry would duplicate.
+    DependencyTimeout = "dependency_timeout" => SERVICE_UNAVAILABLE,
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -120,9 +131,12 @@ pub enum ApiError {
     /// 429: a quota refused a trigger or a retry; nothing was done.
     #[error("{}", .0.message)]
     QuotaExceeded(Box<QuotaRefusal>),
-    /// 503: a dependency (PostgreSQL, S3, Secrets Manager) is unreachable or timed out.
+    /// 503: a dependency (PostgreSQL, S3, Secrets Manager) is unreachable or failing.
     #[error("{0} is temporarily unavailable; retry later")]
     Unavailable(&'static str),
+    /// 503: the request's time budget ran out waiting for a dependency (`crate::budget`).
+    #[error("{0} did not answer within the request's time budget; retry later")]
+    DependencyTimeout(&'static str),
     /// 500: a bug of ours (a statement the database refuses, a row that does not read, a value
     /// that does not serialise). Logged with its cause where it happens; answered WITHOUT
     /// Retry-After, since retrying cannot help.
@@ -148,24 +162,19 @@ impl ApiError {
         Self::Invalid { field: field.into(), message: message.into() }
     }
 
+    /// A 409; `code` must be one whose status is 409 (a test holds every use to it).
     pub fn conflict(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
+        debug_assert_eq!(code.status(), StatusCode::CONFLICT, "{code} is not a conflict");
         Self::Conflict { code, message: message.into() }
     }
 
+    /// Whether the answer carries Retry-After: a dependency fault or timeout, retried later.
+    pub fn is_retryable_fault(&self) -> bool {
+        matches!(self, Self::Unavailable(_) | Self::DependencyTimeout(_))
+    }
+
     pub fn status(&self) -> StatusCode {
-        match self {
-            Self::Invalid { .. } => StatusCode::BAD_REQUEST,
-            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict { .. } => StatusCode::CONFLICT,
-            Self::Gone(_) | Self::ResultExpired { .. } => StatusCode::GONE,
-            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::QuotaExceeded(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::ArtifactInvalid => StatusCode::BAD_GATEWAY,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        self.code().status()
     }
 
     pub fn code(&self) -> ErrorCode {
@@ -180,8 +189,19 @@ impl ApiError {
             Self::QuotaExceeded(_) => ErrorCode::QuotaExceeded,
             Self::ArtifactInvalid => ErrorCode::ArtifactInvalid,
             Self::Unavailable(_) => ErrorCode::ServiceUnavailable,
+            Self::DependencyTimeout(_) => ErrorCode::DependencyTimeout,
             Self::Internal => ErrorCode::InternalError,
         }
+    }
+}
+
+/// A dependency call that ran out of time: the request's budget (503 `dependency_timeout`) or
+/// the call's own cap (503 `service_unavailable`, as any other fault of the dependency). Logged.
+pub fn out_of_time(what: &'static str, why: crate::budget::OutOfTime) -> ApiError {
+    tracing::error!(dependency = what, reason = %why, "dependency call ran out of time");
+    match why {
+        crate::budget::OutOfTime::Budget => ApiError::DependencyTimeout(what),
+        crate::budget::OutOfTime::Cap => ApiError::Unavailable(what),
     }
 }
 

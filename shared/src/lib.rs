@@ -3,7 +3,7 @@
 //!
 //! | layer | holds | may import |
 //! |---|---|---|
-//! | [`error`], [`domain`] | the error codes; ids, the job, the worker protocol, the artifact, cursors, signatures | nothing of the crate (domain: `error`) |
+//! | [`error`], [`budget`], [`domain`] | the error codes and a request's time budget; ids, the job, the worker protocol, the artifact, cursors, signatures | nothing of the crate (domain: `error`) |
 //! | [`config`], [`obs`] | typed settings from the environment; metrics and logs | the domain |
 //! | [`db`], [`aws`], [`http`] | the adapters: SQL statements, AWS SDK calls, the HTTP edge | the layers above in this table |
 //! | [`app`] | the resources built from settings, dispatching an attempt, webhook keys | every layer but `http` |
@@ -12,6 +12,7 @@
 
 pub mod app;
 pub mod aws;
+pub mod budget;
 pub mod config;
 pub mod db;
 pub mod domain;

@@ -5,6 +5,7 @@
 //! The server is a private cluster of the test's own (code2des-testkit's) serving a
 //! certificate the test makes, so the checks run whatever the machine's PostgreSQL serves, and
 //! nothing is skipped: without the PostgreSQL server binaries the test fails and says so.
+#![allow(clippy::disallowed_methods)] // tests may panic on a row that does not read: that is a failure
 
 use std::path::PathBuf;
 

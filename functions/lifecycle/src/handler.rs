@@ -5,6 +5,7 @@
 //! - `POST {base}/{code2desId}/cancel` and `DELETE {base}/{code2desId}`: the user's changes
 //!   to a job's lifecycle.
 
+use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use shared::app::resources::Resources;
@@ -17,7 +18,7 @@ use shared::domain::job::{Job, Policy, Status};
 use shared::error::{bug, ErrorCode};
 use shared::http::caller;
 use shared::http::request::{self, query_param};
-use shared::http::response::{empty, ok_json, respond, set_header};
+use shared::http::response::{empty, ok_json, respond, set_header, within_budget};
 use shared::http::routes::RouteId;
 use shared::http::view::{job_view, JobView};
 use shared::obs::metrics;
@@ -43,11 +44,12 @@ impl Deps {
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = request::request_id(&req);
-    let (name, outcome) = match request::route(&req).map(|r| r.id) {
-        Some(RouteId::Get) => ("lifecycle.get", get(deps, &req, &request_id).await),
-        Some(RouteId::Cancel) => ("lifecycle.cancel", cancel(deps, &req, &request_id).await),
-        Some(RouteId::Delete) => ("lifecycle.delete", delete(deps, &req).await),
-        Some(RouteId::List) => ("lifecycle.list", list(deps, &req, &request_id).await),
+    let req = &req;
+    let (name, outcome) = match request::route(req).map(|r| r.id) {
+        Some(RouteId::Get) => ("lifecycle.get", within_budget(req, get(deps, req, &request_id)).await),
+        Some(RouteId::Cancel) => ("lifecycle.cancel", within_budget(req, cancel(deps, req, &request_id)).await),
+        Some(RouteId::Delete) => ("lifecycle.delete", within_budget(req, delete(deps, req)).await),
+        Some(RouteId::List) => ("lifecycle.list", within_budget(req, list(deps, req, &request_id)).await),
         // API Gateway sends this function only its own routes: anything else is a deployment bug.
         other => ("lifecycle", Err(bug("an event of a route lifecycle does not serve", format!("{other:?}")))),
     };
@@ -55,7 +57,7 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
 }
 
 /// One job; a processing one says when to look again.
-fn job_response(status: u16, deps: &Deps, job: &Job, request_id: &str) -> Response<Body> {
+fn job_response(status: StatusCode, deps: &Deps, job: &Job, request_id: &str) -> Response<Body> {
     let mut resp = ok_json(status, &job_view(job, &deps.policy), request_id);
     if job.status == Status::Processing {
         set_header(&mut resp, lambda_http::http::header::RETRY_AFTER, &POLL_AFTER_SECS.to_string());
@@ -67,7 +69,7 @@ async fn get(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     let j = caller::job_ref(req)?;
     let client = conn(&deps.pool).await?;
     match statements::get_job(&**client, &j, deps.policy.deadline).await? {
-        Some(job) => Ok(job_response(200, deps, &job, request_id)),
+        Some(job) => Ok(job_response(StatusCode::OK, deps, &job, request_id)),
         None => Err(ApiError::NotFound("job not found")),
     }
 }
@@ -82,10 +84,10 @@ async fn cancel(deps: &Deps, req: &Request, request_id: &str) -> Result<Response
                 Some(job.updated_at.signed_duration_since(job.attempt_started_at)).and_then(|d| d.to_std().ok()),
             );
             tracing::info!(code2des_id = %job.id, attempt = job.attempt, "job cancelled");
-            Ok(job_response(200, deps, &job, request_id))
+            Ok(job_response(StatusCode::OK, deps, &job, request_id))
         }
         // Cancelling a cancelled job answers it again; any other terminal job lost nothing.
-        Cancelled::Unchanged(job) if job.is_cancelled() => Ok(job_response(200, deps, &job, request_id)),
+        Cancelled::Unchanged(job) if job.is_cancelled() => Ok(job_response(StatusCode::OK, deps, &job, request_id)),
         Cancelled::Unchanged(job) => Err(ApiError::conflict(
             ErrorCode::AlreadyTerminal,
             format!(
@@ -102,7 +104,7 @@ async fn delete(deps: &Deps, req: &Request) -> Result<Response<Body>, ApiError> 
     let client = conn(&deps.pool).await?;
     if statements::delete_job(&**client, &j).await? {
         tracing::info!(code2des_id = %j.id, "job deleted");
-        Ok(empty(204))
+        Ok(empty(StatusCode::NO_CONTENT))
     } else {
         Err(ApiError::NotFound("job not found"))
     }
@@ -155,7 +157,7 @@ async fn list(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<B
         _ => None,
     };
     let page = Page { items: jobs.iter().map(|j| job_view(j, &deps.policy)).collect(), next_cursor };
-    Ok(ok_json(200, &page, request_id))
+    Ok(ok_json(StatusCode::OK, &page, request_id))
 }
 
 #[cfg(test)]

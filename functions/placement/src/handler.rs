@@ -1,6 +1,7 @@
 //! `POST {base}/{code2desId}/placement` `{"nodeId"}`: records the FIRST Figma root of a
 //! completed job. Every later call, sequential or concurrent, answers that stored root.
 
+use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use shared::app::resources::Resources;
 use shared::config::SetupError;
@@ -12,7 +13,7 @@ use shared::domain::job::Policy;
 use shared::error::ErrorCode;
 use shared::http::caller;
 use shared::http::request::{raw_body, request_id};
-use shared::http::response::{ok_json, respond};
+use shared::http::response::{ok_json, serve};
 use shared::http::view::job_view;
 use shared::ApiError;
 
@@ -29,7 +30,7 @@ impl Deps {
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = request_id(&req);
-    respond("placement", &request_id, run(deps, &req, &request_id).await)
+    serve("placement", &request_id, &req, run(deps, &req, &request_id)).await
 }
 
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
@@ -38,7 +39,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     let node_id = NodeId::parse(required_str(&json_object(bytes)?, "nodeId")?)?;
     let client = conn(&deps.pool).await?;
     match place(&**client, &j, &node_id, deps.policy.deadline).await? {
-        Placed::Done(job) => Ok(ok_json(200, &job_view(&job, &deps.policy), request_id)),
+        Placed::Done(job) => Ok(ok_json(StatusCode::OK, &job_view(&job, &deps.policy), request_id)),
         Placed::NotFound => Err(ApiError::NotFound("job not found")),
         Placed::NotCompleted(job) => Err(ApiError::conflict(
             ErrorCode::JobNotCompleted,

@@ -6,6 +6,7 @@
 //! and the statement that checks the limits and creates the attempt travel with BEGIN in one
 //! round trip; a refusal is 429 `quota_exceeded`, and every 202 tells the quotas' state.
 
+use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use sha2::{Digest, Sha256};
 use shared::app::dispatch::{self, Dispatcher, Ended, Tx};
@@ -14,7 +15,7 @@ use shared::config::SetupError;
 use shared::db::connect::conn;
 use shared::db::quota::lock_organization;
 use shared::db::retry::{self, Retried};
-use shared::db::trigger::{self, Inserted, NewJob, Undispatched};
+use shared::db::trigger::{self, Inserted, Keyed, NewJob, Undispatched};
 use shared::domain::fields::{json_object, optional_str, required_str};
 use shared::domain::ids::{Code2desId, FigmaFileKey, IdempotencyKey, PageImportId, PlacementTarget, ScreenId};
 use shared::domain::job::{Job, Nonce, Policy, Status};
@@ -22,7 +23,7 @@ use shared::domain::quota::{Quota, QuotaState};
 use shared::domain::scope::Scope;
 use shared::error::{bug, ErrorCode};
 use shared::http::request::{self, raw_body};
-use shared::http::response::{ok_json, respond, set_header, set_rate_limit};
+use shared::http::response::{ok_json, respond, serve, set_header, set_rate_limit};
 use shared::http::routes::RouteId;
 use shared::http::{caller, view};
 use shared::obs::metrics;
@@ -51,8 +52,8 @@ impl Deps {
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = request::request_id(&req);
     match request::route(&req).map(|r| r.id) {
-        Some(RouteId::Trigger) => respond("trigger", &request_id, trigger(deps, &req, &request_id).await),
-        Some(RouteId::Retry) => respond("retry", &request_id, retry(deps, &req, &request_id).await),
+        Some(RouteId::Trigger) => serve("trigger", &request_id, &req, trigger(deps, &req, &request_id)).await,
+        Some(RouteId::Retry) => serve("retry", &request_id, &req, retry(deps, &req, &request_id)).await,
         // API Gateway sends this function only its own routes: anything else is a deployment bug.
         other => respond(
             "trigger",
@@ -106,7 +107,7 @@ impl Input {
 /// The job with `Location`, as 202 (a new attempt dispatched, with the quotas' state) or 200
 /// (one that exists).
 fn answer(
-    status: u16,
+    status: StatusCode,
     deps: &Deps,
     scope: &Scope,
     job: &Job,
@@ -177,7 +178,7 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
             deps.dispatcher.dispatch(&client, &job, &nonce, capture_url, Undispatched::NewJob).await?;
             metrics::job_triggered();
             tracing::info!(code2des_id = %job.id, organization_id = job.organization_id.get(), project_id = job.project_id.get(), "job created");
-            Ok(answer(202, deps, &scope, &job, Some(&quota), request_id))
+            Ok(answer(StatusCode::ACCEPTED, deps, &scope, &job, Some(&quota), request_id))
         }
         Ended::Uncertain(Inserted::Created { job, capture_url, .. }, e) => {
             // The row may exist: dispatch it anyway and answer 503; a retry with the same
@@ -196,14 +197,22 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
             // created, whatever the quotas say now.
             let key = key.as_ref().map(IdempotencyKey::as_str).unwrap_or_default();
             let client = conn(&deps.pool).await?;
+            let reused = || ApiError::Unprocessable {
+                code: ErrorCode::IdempotencyKeyReused,
+                message: "this Idempotency-Key was used with a different request body".into(),
+            };
             match trigger::find_by_idempotency_key(&**client, &scope, key, deps.policy.deadline).await? {
-                Some((hash, job)) if hash == fingerprint => {
-                    Ok(answer(202, deps, &scope, &job, Some(&quota), request_id))
+                Some(Keyed::Live { request_hash, job }) if request_hash == fingerprint => {
+                    Ok(answer(StatusCode::ACCEPTED, deps, &scope, &job, Some(&quota), request_id))
                 }
-                Some(_) => Err(ApiError::Unprocessable {
-                    code: ErrorCode::IdempotencyKeyReused,
-                    message: "this Idempotency-Key was used with a different request body".into(),
-                }),
+                // The key stays claimed for its time to live even after its job is deleted: a
+                // late retry of the same request must not create a second job (openapi.yaml).
+                Some(Keyed::Deleted { request_hash }) if request_hash == fingerprint => Err(ApiError::Gone(
+                    "the job this Idempotency-Key created was deleted; trigger again with a new Idempotency-Key",
+                )),
+                Some(_) => Err(reused()),
+                // The key's job exists but the caller may no longer see it (its page import,
+                // project or membership is gone).
                 None => Err(ApiError::NotFound("page import not found")),
             }
         }
@@ -261,7 +270,7 @@ async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<
             deps.dispatcher.dispatch(&client, &job, &nonce, capture_url, Undispatched::Retry).await?;
             metrics::job_retried();
             tracing::info!(code2des_id = %job.id, attempt = job.attempt, "job retried");
-            return Ok(answer(202, deps, scope, &job, Some(&quota), request_id));
+            return Ok(answer(StatusCode::ACCEPTED, deps, scope, &job, Some(&quota), request_id));
         }
         Ended::Uncertain(Retried::Created { job, capture_url, .. }, e) => {
             deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url).await;
@@ -276,7 +285,7 @@ async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<
     };
     // Nothing changed: say why, or (a racing retry of the same attempt won) show its job.
     match (job.status, expected) {
-        (_, Some(n)) if job.attempt > n => Ok(answer(200, deps, scope, &job, None, request_id)),
+        (_, Some(n)) if job.attempt > n => Ok(answer(StatusCode::OK, deps, scope, &job, None, request_id)),
         (_, Some(n)) if job.attempt < n => {
             Err(ApiError::invalid("attempt", format!("names attempt {n}, but the job is at attempt {}", job.attempt)))
         }

@@ -19,7 +19,7 @@ use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use shared::app::resources::Resources;
 use shared::app::webhook_keys::WebhookKeys;
-use shared::app::webhook_keys::{Delivery, Verified};
+use shared::app::webhook_keys::{Delivery, Verified, VerifyError};
 use shared::config::SetupError;
 use shared::db::connect::conn;
 use shared::db::sweep::expire_one;
@@ -34,7 +34,7 @@ use shared::domain::signature;
 use shared::domain::standard_webhooks as sw;
 use shared::error::ErrorCode;
 use shared::http::request::{raw_body, request_id};
-use shared::http::response::{error_response, respond};
+use shared::http::response::{error_response, respond, within_budget};
 use shared::obs::metrics::{self, Reason};
 use shared::ApiError;
 
@@ -58,7 +58,7 @@ impl Deps {
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = request_id(&req);
-    let outcome = run(deps, &req, &request_id).await;
+    let outcome = within_budget(&req, run(deps, &req, &request_id)).await;
     if let Err(e) = &outcome {
         // Every refusal of a worker's report is counted by why (SPEC section 8).
         let reason = match e {
@@ -101,20 +101,23 @@ fn header<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
-/// A JSON response with a body rendered before (an ack, or an answer stored for a webhook-id).
-fn stored(status: u16, body: String) -> Response<Body> {
+/// A JSON response with a body rendered before (an ack, or an answer stored for a webhook-id);
+/// a status that is not one (never stored: the table's CHECK) is a logged 500, never a 200.
+fn stored(status: u16, body: String) -> Result<Response<Body>, ApiError> {
+    let status = lambda_http::http::StatusCode::from_u16(status)
+        .map_err(|e| shared::error::internal("a stored webhook answer's status", &e))?;
     let mut resp = Response::new(Body::Text(body));
-    *resp.status_mut() = lambda_http::http::StatusCode::from_u16(status).unwrap_or(lambda_http::http::StatusCode::OK);
+    *resp.status_mut() = status;
     resp.headers_mut().insert(
         lambda_http::http::header::CONTENT_TYPE,
         lambda_http::http::HeaderValue::from_static("application/json"),
     );
-    resp
+    Ok(resp)
 }
 
-fn ack_body(id: Code2desId, status: Status) -> String {
-    // Our own two-field struct always serialises.
-    serde_json::to_string(&Ack { code2des_id: id, status: status.api_name() }).unwrap_or_default()
+fn ack_body(id: Code2desId, status: Status) -> Result<String, ApiError> {
+    serde_json::to_string(&Ack { code2des_id: id, status: status.api_name() })
+        .map_err(|e| shared::error::internal("serialising a webhook ack", &e))
 }
 
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
@@ -127,23 +130,27 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         },
         legacy: header(req, signature::HEADER),
     };
-    let webhook_id = match deps.keys.verify_delivery(&delivery, bytes, now_unix()).await {
+    let webhook_id = match deps.keys.verify_or_unreadable(&delivery, bytes, now_unix()).await {
         Ok(Verified::Standard { webhook_id, .. }) => Some(webhook_id),
         Ok(Verified::Legacy) => {
             metrics::legacy_signature_used(header(req, "user-agent"));
             None
         }
-        Err(e) => {
+        Err(VerifyError::Signature(e)) => {
             tracing::warn!(request_id, reason = %e, "webhook signature refused");
             return Err(ApiError::Unauthorized("invalid or missing webhook signature"));
+        }
+        Err(VerifyError::KeysUnreadable) => {
+            tracing::error!(request_id, "no key held verifies the delivery and the keys could not be re-read");
+            return Err(ApiError::Unavailable("Secrets Manager"));
         }
     };
     let body = WebhookBody::parse(&json_object(bytes)?, &deps.bucket)?;
     let client = conn(&deps.pool).await?;
     let answer = decide(deps, &client, &body, webhook_id.as_deref()).await?;
-    let Some(webhook_id) = webhook_id else { return answer.map(|(status, text)| stored(status, text)) };
+    let Some(webhook_id) = webhook_id else { return answer.and_then(|(status, text)| stored(status, text)) };
     match answer {
-        Ok((status, text)) => Ok(stored(status, text)),
+        Ok((status, text)) => stored(status, text),
         // A refusal that is final for this delivery (the job exists: 409, 410) is stored, so a
         // redelivery is answered the same even if the job moves on; unless a concurrent delivery
         // of the same id stored its answer first, which then stands for both.
@@ -158,7 +165,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
             if standing == text {
                 Err(e)
             } else {
-                Ok(stored(status, standing))
+                stored(status, standing)
             }
         }
         Err(e) => Err(e),
@@ -184,7 +191,7 @@ async fn decide(
         error_message: body.error_message.as_deref(),
     };
     // The answer if the report is applied, rendered first so that the statement stores it.
-    let ack = ack_body(id, if body.progress.is_some() { Status::Processing } else { body.status });
+    let ack = ack_body(id, if body.progress.is_some() { Status::Processing } else { body.status })?;
     let delivery = webhook_id.map(|w| DeliveryRef { webhook_id: w, ack: &ack });
     // One attempt at the fenced write; if it is refused, explain why from the row as it is.
     let mut write = true;
@@ -232,7 +239,7 @@ async fn decide(
             // Only at the deadline's edge: the fenced write is tried once more.
             Status::Processing => write = true,
             _ if body.progress.is_none() && same_outcome(&f.job, body) => {
-                let replay = ack_body(id, f.job.status);
+                let replay = ack_body(id, f.job.status)?;
                 return Ok(match webhook_id {
                     // A replay of the stored outcome under a new webhook-id: remembered too.
                     Some(w) => Ok(record_delivery(client, w, id, 200, &replay).await?),

@@ -171,6 +171,35 @@ async fn a_cursor_for_another_query_or_tampered_is_400() {
     assert_eq!(app.list(&t, Some(&t.sub), &[("cursor", &cursor), ("limit", "5")]).await.status, 200);
 }
 
+/// The cursor's key is no secret under IAM authentication (docs/SECURITY.md): someone who
+/// knows it can forge any position. A forged cursor is still only a position: the statement
+/// applies the caller's scope to every page, so it cannot reach another tenant's jobs.
+#[tokio::test]
+async fn a_forged_cursor_at_another_tenants_job_pages_only_the_callers_own() {
+    let app = TestApp::new().await;
+    let (victim, caller) = (app.tenant().await, app.tenant().await);
+    let mine: HashSet<String> = [app.new_job(&caller).await, app.new_job(&caller).await].into();
+    let theirs = [app.new_job(&victim).await, app.new_job(&victim).await];
+    let row = &app.sql(&format!("SELECT created_at FROM code2des WHERE id = '{}'", theirs[1])).await[0];
+    let at: chrono::DateTime<chrono::Utc> = row.get(0);
+    let binding = shared::domain::cursor::Binding {
+        organization_id: caller.org,
+        project_id: caller.project,
+        figma_file_key: None,
+        status: None,
+    };
+    let id = shared::domain::ids::Code2desId::parse(&theirs[1]).unwrap();
+    // Just after the victim's newest job: every job older than that is on the page.
+    let forged =
+        shared::domain::cursor::encode(&app.lifecycle.cursor_key, at + chrono::Duration::seconds(1), id, &binding);
+    let page = app.list(&caller, Some(&caller.sub), &[("cursor", &forged)]).await;
+    assert_eq!(page.status, 200, "{page:?}");
+    let seen: HashSet<String> =
+        page.json["items"].as_array().unwrap().iter().map(|j| j["code2desId"].as_str().unwrap().to_owned()).collect();
+    assert!(seen.is_subset(&mine), "{seen:?}");
+    assert!(theirs.iter().all(|t| !seen.contains(t)));
+}
+
 #[tokio::test]
 async fn list_outside_scope_is_404() {
     let app = TestApp::new().await;

@@ -67,7 +67,7 @@ async fn racing_triggers(app: &Arc<TestApp>, t: &Tenant, n: usize) -> Vec<Answer
 }
 
 async fn window_hits(app: &TestApp, sub: &str) -> i64 {
-    let rows = app.sql(&format!("SELECT hits::int8 FROM code2des_trigger_window WHERE subject = '{sub}'")).await;
+    let rows = app.sql(&format!("SELECT hits::int8 FROM code2des_org_trigger_window WHERE subject = '{sub}'")).await;
     rows.first().map_or(0, |r| r.get(0))
 }
 
@@ -144,6 +144,33 @@ async fn two_organizations_quotas_are_independent() {
     assert_refused(&app.trigger(&b).await, "active");
 }
 
+/// A caller has one burst window per organization (V11): triggers in organization A do not
+/// spend the caller's window in organization B, whose own limit applies to its own count.
+#[tokio::test]
+async fn one_callers_window_is_counted_per_organization() {
+    let app = app_with(1000, 3).await;
+    let (a, b) = (app.tenant().await, app.tenant().await);
+    let b_as_a = Tenant { sub: a.sub.clone(), ..b.clone() };
+    app.add_member(b.org, &a.sub).await;
+    for _ in 0..3 {
+        assert_eq!(app.trigger(&a).await.status, 202);
+    }
+    assert_refused(&app.trigger(&a).await, "burst");
+    for _ in 0..3 {
+        let other = app.trigger(&b_as_a).await;
+        assert_eq!(other.status, 202, "{other:?}");
+    }
+    assert_refused(&app.trigger(&b_as_a).await, "burst");
+    let per_org = app
+        .sql(&format!(
+            "SELECT organization_id, hits FROM code2des_org_trigger_window WHERE subject = '{}' ORDER BY 1",
+            a.sub
+        ))
+        .await;
+    let per_org: Vec<(i32, i32)> = per_org.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(per_org, vec![(a.org, 3), (b.org, 3)]);
+}
+
 #[tokio::test]
 async fn a_job_that_leaves_processing_frees_its_slot_at_once() {
     // Deadline 60 s: a job aged past it is overdue, which every reader sees as failed before
@@ -200,7 +227,7 @@ async fn a_replay_is_never_refused_even_with_both_limits_used_up() {
     // Once a slot frees (and the window ends), key-2 creates its job; key-1 still replays.
     app.complete(first.json["code2desId"].as_str().unwrap()).await;
     app.batch(&format!(
-        "UPDATE code2des_trigger_window SET window_start = now() - interval '61 seconds' WHERE subject = '{}'",
+        "UPDATE code2des_org_trigger_window SET window_start = now() - interval '61 seconds' WHERE subject = '{}'",
         t.sub
     ))
     .await;
@@ -303,7 +330,7 @@ async fn the_window_starts_again_once_a_minute_has_passed() {
     let t_left = burst_t(header(&refused, "ratelimit"));
     assert!((58..=60).contains(&t_left), "{refused:?}");
     app.batch(&format!(
-        "UPDATE code2des_trigger_window SET window_start = window_start - interval '60 seconds' WHERE subject = '{}'",
+        "UPDATE code2des_org_trigger_window SET window_start = window_start - interval '60 seconds' WHERE subject = '{}'",
         t.sub
     ))
     .await;

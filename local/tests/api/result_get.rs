@@ -272,3 +272,24 @@ async fn images_past_the_response_budget_are_deferred_never_truncated() {
     app.result_images(&t, &id, "nope").await.assert_invalid("images");
     app.result_images(&t, &id, "img0,,img1").await.assert_invalid("images");
 }
+
+/// An S3 403 is the function's role refused (an IAM or KMS misconfiguration): a logged 500,
+/// counted as `ConfigurationError` (alarmed), never 502 `artifact_invalid` as if the artifact
+/// were missing. The loopback S3 answers a request signed with the wrong key 403, as S3 does.
+#[tokio::test]
+async fn an_s3_403_is_a_500_configuration_error_not_an_invalid_artifact() {
+    let mut app = TestApp::new().await;
+    let (t, id, nonce) = completed_job(&app).await;
+    let art = artifact(&id, &nonce, json!({}), &[]);
+    assert_eq!(app.complete_with(&id, art, &[]).await.status, 200);
+    assert_eq!(app.result(&t, Some(&t.sub), &id).await.status, 200);
+
+    let endpoint = app.store.endpoint().unwrap();
+    let refused = code2des_local::s3server::client(&endpoint, code2des_local::s3server::ACCESS_KEY, "not-the-key");
+    app.result.bucket = shared::aws::bucket::ArtifactBucket::new(refused, BUCKET);
+    let capture = shared::obs::metrics::capture();
+    let a = app.result(&t, Some(&t.sub), &id).await;
+    assert_eq!((a.status, a.code()), (500, "internal_error"), "{a:?}");
+    assert!(a.headers.get("retry-after").is_none(), "retrying cannot help");
+    assert!(capture.total("ConfigurationError", None) >= 1.0);
+}

@@ -276,3 +276,27 @@ async fn one_webhook_id_delivered_concurrently_gets_one_answer_and_applies_once(
         assert_eq!(status, if round % 2 == 0 { "1" } else { "0" }, "round {round}");
     }
 }
+
+/// A stored answer belongs to its job (issue 29): the same `webhook-id` on a report about
+/// another job is a delivery of its own, applied and answered for that job, never the first
+/// job's stored answer.
+#[tokio::test]
+async fn a_webhook_id_reused_for_another_job_is_not_answered_with_the_first_jobs_answer() {
+    let (app, keys) = app_with_keys(false).await;
+    let t = app.tenant().await;
+    let (a, b) = (app.new_job(&t).await, app.new_job(&t).await);
+    let (na, nb) = (app.manifest(&a).await.nonce, app.manifest(&b).await.nonce);
+    let wid = msg_id();
+    let failed = |id: &str, nonce: &str| json!({"code2des_id": id, "attempt": 1, "nonce": nonce, "status": "failed", "error_message": "x"});
+    let send_as = |body: Value| {
+        let raw = serde_json::to_vec(&body).unwrap();
+        let h = v1a(&keys, &wid, now(), &raw);
+        let app = &app;
+        async move { send(app, &raw, &h).await }
+    };
+    let first = send_as(failed(&a, &na)).await;
+    assert_eq!((first.status, first.json["code2des_id"].as_str()), (200, Some(a.as_str())));
+    let second = send_as(failed(&b, &nb)).await;
+    assert_eq!((second.status, second.json["code2des_id"].as_str()), (200, Some(b.as_str())), "{second:?}");
+    assert_eq!(app.get(&t, Some(&t.sub), &b).await.json["status"], "failed", "the second job's report was applied");
+}

@@ -189,6 +189,30 @@ async fn idempotency_key_replays_the_first_job_and_refuses_another_body() {
     assert_eq!(app.count_jobs().await, 3);
 }
 
+/// A deleted job's Idempotency-Key (issue 29): the same request again is told the job was
+/// deleted (410 `gone`), not that the page import is missing; the key stays claimed, so no second
+/// job appears; another body with it is still 422; a new key triggers anew.
+#[tokio::test]
+async fn the_idempotency_key_of_a_deleted_job_answers_410_and_creates_nothing() {
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let first = app.trigger_raw(trigger_event(&t, Some(&t.sub), default_body(&t), Some("k-del"))).await;
+    assert_eq!(first.status, 202);
+    let id = first.json["code2desId"].as_str().unwrap().to_owned();
+    assert_eq!(app.delete(&t, Some(&t.sub), &id).await.status, 204);
+    let again = app.trigger_raw(trigger_event(&t, Some(&t.sub), default_body(&t), Some("k-del"))).await;
+    assert_eq!((again.status, again.code()), (410, "gone"), "{again:?}");
+    assert!(again.json["error"]["message"].as_str().unwrap().contains("deleted"));
+    assert_eq!(app.count_jobs().await, 1);
+    let mut other = default_body(&t);
+    other["screenId"] = json!("screen-2");
+    let reused = app.trigger_raw(trigger_event(&t, Some(&t.sub), other, Some("k-del"))).await;
+    assert_eq!((reused.status, reused.code()), (422, "idempotency_key_reused"));
+    let fresh = app.trigger_raw(trigger_event(&t, Some(&t.sub), default_body(&t), Some("k-new"))).await;
+    assert_eq!(fresh.status, 202);
+    assert_eq!(app.count_jobs().await, 2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_triggers_with_one_idempotency_key_create_one_job() {
     let app = std::sync::Arc::new(TestApp::new().await);

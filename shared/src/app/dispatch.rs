@@ -108,7 +108,7 @@ impl Dispatcher {
         self.bucket
             .put_json(&Manifest::key(&manifest.code2des_id, manifest.attempt), body)
             .await
-            .map_err(|_| ApiError::Unavailable("artifact storage"))
+            .map_err(|e| e.into_api(|_| ApiError::Unavailable("artifact storage")))
     }
 
     /// Dispatches a committed attempt. If the manifest cannot be written, the attempt is failed
@@ -125,7 +125,11 @@ impl Dispatcher {
         if let Err(e) = self.put(&manifest).await {
             tracing::error!(code2des_id = %job.id, attempt = job.attempt, "manifest write failed; failing the attempt");
             let message = "the job could not be dispatched to the worker";
-            match fail_undispatched(&***client, job.id, job.attempt, nonce, message, what).await {
+            // In the reserve, on a budget of its own: a dispatch refused for lack of time must
+            // still leave no attempt processing that no worker was told about.
+            let failed =
+                crate::budget::compensate(fail_undispatched(&***client, job.id, job.attempt, nonce, message, what));
+            match failed.await {
                 // A terminal transition like any other (SPEC section 8); the attempt never ran.
                 Ok(()) => crate::obs::metrics::job_failed(None),
                 Err(fail) => {
@@ -140,7 +144,8 @@ impl Dispatcher {
     /// After an uncertain COMMIT: dispatch anyway, so that an attempt that did commit is worked
     /// on (a manifest whose row did not commit is refused by the webhook's fence).
     pub async fn dispatch_uncertain(&self, job: &Job, nonce: &Nonce, capture_url: Option<String>) {
-        if self.put(&self.manifest(job, nonce, capture_url)).await.is_err() {
+        let manifest = self.manifest(job, nonce, capture_url);
+        if crate::budget::compensate(self.put(&manifest)).await.is_err() {
             tracing::error!(code2des_id = %job.id, "manifest write after an uncertain commit failed");
         }
     }

@@ -15,7 +15,9 @@
 //! `AWSCURRENT` and `AWSPREVIOUS` versions all become valid. So after `put-secret-value`, a
 //! worker may switch to the new key at once (a warm instance picks it up on the first
 //! mismatch), and one still signing with the old key keeps working until the next rotation.
-//! docs/OPERATIONS.md has the steps.
+//! docs/OPERATIONS.md has the steps. The re-read is concurrent (every secret, both stages at
+//! once) and capped ([`READ_TIMEOUT`], and the request's budget); when it fails, the delivery is
+//! answered 503, never 401: a worker retries a 503, and its key may well be the new one.
 
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -28,6 +30,27 @@ use crate::domain::standard_webhooks::{self as sw, KeyError, Keys, Scheme};
 
 /// Least time between two re-reads of the secrets by one instance.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(60);
+/// After a re-read that failed, the least time before the next try.
+pub const RETRY_FAILED_REFRESH: Duration = Duration::from_secs(5);
+/// Longest one Secrets Manager read may take on the request path (within the budget).
+pub const READ_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Why a delivery was not verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyError {
+    /// The signature does not verify against any key held (401).
+    Signature(SignatureError),
+    /// No key held matched and the keys could not be re-read (Secrets Manager failed or was
+    /// too slow): the delivery may be signed with a rotated key, so it is a 503, not a 401.
+    KeysUnreadable,
+}
+
+/// The last re-read: when, and whether it worked.
+#[derive(Debug, Clone, Copy)]
+struct Refreshed {
+    at: Instant,
+    ok: bool,
+}
 
 /// One version of the webhook secret: its text (the legacy key) and, for a `whsec_` value, the
 /// `v1` key.
@@ -78,7 +101,7 @@ pub struct WebhookKeys {
     public_key_arn: Option<String>,
     legacy: bool,
     keys: RwLock<KeySet>,
-    refreshed: Mutex<Option<Instant>>,
+    refreshed: Mutex<Option<Refreshed>>,
 }
 
 impl std::fmt::Debug for WebhookKeys {
@@ -138,7 +161,7 @@ impl WebhookKeys {
             public_key_arn,
             legacy,
             keys: RwLock::new(keys),
-            refreshed: Mutex::new(any_arn.then_some(read_at)),
+            refreshed: Mutex::new(any_arn.then_some(Refreshed { at: read_at, ok: true })),
         })
     }
 
@@ -189,53 +212,63 @@ impl WebhookKeys {
         outcome
     }
 
-    /// Whether this instance may re-read the secrets now (and, if so, counts this as the read).
-    fn due(&self) -> bool {
-        let mut at = self.refreshed.lock().unwrap_or_else(|p| p.into_inner());
-        match *at {
-            Some(t) if t.elapsed() < REFRESH_EVERY => false,
+    /// Whether this instance may re-read the secrets now (and, if so, counts this as the read):
+    /// `Ok(true)` yes, `Ok(false)` not yet (the last read worked), `Err` not yet, and the last
+    /// read failed (so the keys held may be stale).
+    fn due(&self) -> Result<bool, VerifyError> {
+        let mut last = self.refreshed.lock().unwrap_or_else(|p| p.into_inner());
+        match *last {
+            Some(r) if r.ok && r.at.elapsed() < REFRESH_EVERY => Ok(false),
+            Some(r) if !r.ok && r.at.elapsed() < RETRY_FAILED_REFRESH => Err(VerifyError::KeysUnreadable),
             _ => {
-                *at = Some(Instant::now());
-                true
+                *last = Some(Refreshed { at: Instant::now(), ok: true });
+                Ok(true)
             }
         }
     }
 
-    /// The current and previous versions of one secret; `None` when the read failed.
-    async fn versions(arn: &str) -> Option<Vec<SecretString>> {
+    fn refresh_failed(&self) {
+        *self.refreshed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Refreshed { at: Instant::now(), ok: false });
+    }
+
+    /// The current and previous versions of one secret, read at once; `None` when a read
+    /// failed or ran out of time, `Some(empty)` for no secret to read.
+    async fn versions(arn: Option<&str>) -> Option<Vec<SecretString>> {
+        let Some(arn) = arn else { return Some(Vec::new()) };
+        let read = |stage| crate::budget::bounded(READ_TIMEOUT, crate::aws::secrets::secret_stage(arn, stage));
+        let (current, previous) = tokio::join!(read("AWSCURRENT"), read("AWSPREVIOUS"));
         let mut fresh = Vec::new();
-        for stage in ["AWSCURRENT", "AWSPREVIOUS"] {
-            match crate::aws::secrets::secret_stage(arn, stage).await {
-                Ok(Some(key)) => fresh.push(key),
-                Ok(None) => {}
-                Err(e) => {
+        for got in [current, previous] {
+            match got {
+                Ok(Ok(Some(key))) => fresh.push(key),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
                     tracing::warn!(error = %e, "re-reading a webhook key failed");
+                    return None;
+                }
+                Err(why) => {
+                    tracing::warn!(reason = %why, "re-reading a webhook key ran out of time");
                     return None;
                 }
             }
         }
-        (!fresh.is_empty()).then_some(fresh)
+        Some(fresh)
     }
 
-    /// Re-reads every key that came from Secrets Manager; keeps what is held for any that cannot
-    /// be read (or does not parse: a bad value put in the secret must not lock every worker out).
+    /// Re-reads every key that came from Secrets Manager, all at once; keeps what is held for
+    /// any that does not parse (a bad value put in the secret must not lock every worker out).
+    /// `false` when a read failed: then nothing is replaced.
     async fn refresh(&self) -> bool {
-        let mut secrets = None;
-        if let Some(arn) = &self.secret_arn {
-            secrets = Self::versions(arn)
-                .await
-                .map(|v| v.into_iter().filter_map(|s| Secret::parse(s).ok()).collect::<Vec<_>>())
-                .filter(|v| !v.is_empty());
-        }
-        let mut public_keys = None;
-        if let Some(arn) = &self.public_key_arn {
-            public_keys = Self::versions(arn)
-                .await
-                .map(|v| v.iter().filter_map(|k| sw::parse_public_key(k.expose_secret()).ok()).collect::<Vec<_>>())
-                .filter(|v| !v.is_empty());
-        }
+        let (secrets, public_keys) =
+            tokio::join!(Self::versions(self.secret_arn.as_deref()), Self::versions(self.public_key_arn.as_deref()));
+        let (Some(secrets), Some(public_keys)) = (secrets, public_keys) else { return false };
+        let secrets: Vec<Secret> = secrets.into_iter().filter_map(|s| Secret::parse(s).ok()).collect();
+        let public_keys: Vec<VerifyingKey> =
+            public_keys.iter().filter_map(|k| sw::parse_public_key(k.expose_secret()).ok()).collect();
+        let secrets = (!secrets.is_empty()).then_some(secrets);
+        let public_keys = (!public_keys.is_empty()).then_some(public_keys);
         if secrets.is_none() && public_keys.is_none() {
-            return false;
+            return true;
         }
         let mut keys = self.keys.write().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = secrets {
@@ -253,16 +286,29 @@ impl WebhookKeys {
     /// then, while accepted, the legacy header. On a mismatch, re-reads the keys from Secrets
     /// Manager when due, and checks once more.
     pub async fn verify_delivery(&self, d: &Delivery<'_>, body: &[u8], now: i64) -> Result<Verified, SignatureError> {
-        let first = self.check(d, body, now);
+        self.verify_or_unreadable(d, body, now).await.map_err(|e| match e {
+            VerifyError::Signature(s) => s,
+            VerifyError::KeysUnreadable => SignatureError::Mismatch,
+        })
+    }
+
+    /// [`Self::verify_delivery`], telling a mismatch apart from keys that could not be re-read.
+    pub async fn verify_or_unreadable(&self, d: &Delivery<'_>, body: &[u8], now: i64) -> Result<Verified, VerifyError> {
+        let first = self.check(d, body, now).map_err(VerifyError::Signature);
         // Only a wrong signature can be cured by another key: a malformed or stale header
         // cannot, and must not cost a Secrets Manager call.
-        if first != Err(SignatureError::Mismatch) || (self.secret_arn.is_none() && self.public_key_arn.is_none()) {
+        let mismatch = Err(VerifyError::Signature(SignatureError::Mismatch));
+        if first != mismatch || (self.secret_arn.is_none() && self.public_key_arn.is_none()) {
             return first;
         }
-        if !self.due() || !self.refresh().await {
+        if !self.due()? {
             return first;
         }
-        self.check(d, body, now)
+        if !self.refresh().await {
+            self.refresh_failed();
+            return Err(VerifyError::KeysUnreadable);
+        }
+        self.check(d, body, now).map_err(VerifyError::Signature)
     }
 
     /// The legacy header alone (what a worker that predates Standard Webhooks sends).

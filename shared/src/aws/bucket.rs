@@ -5,10 +5,20 @@
 //! its body is read, so a bounded read needs no HEAD first (SPEC section 7 / issue 13: a
 //! result GET costs 1 + images requests).
 
+use std::time::Duration;
+
 use aws_sdk_s3::error::SdkError;
 use aws_sdk_s3::primitives::ByteStream;
 
+use crate::budget::{bounded, OutOfTime};
 use crate::error::ApiError;
+
+/// Longest one S3 request may take (the SDK's operation timeout is 12 s, two attempts of 5 s),
+/// when the request's budget has that much left.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(12);
+/// Longest reading one object's body may take (the SDK bounds only the request up to its
+/// headers; a trickling body is bounded here), when the budget has that much left.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(12);
 
 /// One artifact bucket and the client that reaches it.
 #[derive(Clone, Debug)]
@@ -20,23 +30,44 @@ pub struct ArtifactBucket {
 /// Why an object could not be read or written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BucketError {
-    /// There is no such object (404, or 403 as S3 answers a role without s3:ListBucket).
+    /// There is no such object (404: the functions' role has s3:ListBucket, so S3 tells a
+    /// missing key apart from a refused one).
     Missing,
     /// The object is larger than the caller's limit (its size).
     TooLarge(u64),
-    /// S3 is unreachable, slow or failing; the cause is logged where it happened.
+    /// S3 refused the role (403): IAM or KMS is misconfigured. Logged and alarmed where it
+    /// happened; the object may be perfectly valid.
+    Forbidden,
+    /// S3 is unreachable or failing; the cause is logged where it happened.
     Unavailable,
+    /// The call ran out of time: its own cap, or the request's budget.
+    TimedOut(OutOfTime),
 }
 
 impl BucketError {
-    /// A fault of the storage is a 503; anything about the object itself is for the caller
-    /// to judge (a missing artifact is an invalid artifact, not an outage).
+    /// A fault of the storage is a 503 (`dependency_timeout` when the budget ran out), a
+    /// refused role a 500 (retrying cannot help; the operator is alarmed); anything about the
+    /// object itself is for the caller to judge (a missing artifact is an invalid artifact).
     pub fn into_api(self, on_object_problem: impl FnOnce(BucketError) -> ApiError) -> ApiError {
         match self {
-            BucketError::Unavailable => ApiError::Unavailable("artifact storage"),
+            BucketError::Unavailable | BucketError::TimedOut(OutOfTime::Cap) => {
+                ApiError::Unavailable("artifact storage")
+            }
+            BucketError::TimedOut(OutOfTime::Budget) => ApiError::DependencyTimeout("artifact storage"),
+            BucketError::Forbidden => ApiError::Internal,
             other => on_object_problem(other),
         }
     }
+
+    /// Whether this is about the storage (a fault or a lack of time) rather than the object.
+    pub fn is_fault(&self) -> bool {
+        matches!(self, BucketError::Unavailable | BucketError::TimedOut(_) | BucketError::Forbidden)
+    }
+}
+
+fn timed_out(op: &'static str, why: OutOfTime) -> BucketError {
+    tracing::error!(dependency = "artifact storage", operation = op, reason = %why, "S3 call ran out of time");
+    BucketError::TimedOut(why)
 }
 
 /// An object opened by GET: its size is known, its body not yet read.
@@ -49,7 +80,11 @@ pub struct Opened {
 impl Opened {
     /// Reads the body, refusing more bytes than the limit (the size header could lie).
     pub async fn read(self) -> Result<Vec<u8>, BucketError> {
-        match self.body.collect().await {
+        let collected = match bounded(BODY_TIMEOUT, self.body.collect()).await {
+            Ok(c) => c,
+            Err(why) => return Err(timed_out("GetObject body", why)),
+        };
+        match collected {
             Ok(data) => {
                 let bytes = data.into_bytes().to_vec();
                 if bytes.len() as u64 > self.limit {
@@ -65,10 +100,27 @@ impl Opened {
     }
 }
 
-fn is_missing<E>(err: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> bool {
+fn status_of<E>(err: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> Option<u16> {
     match err {
-        SdkError::ServiceError(e) => matches!(e.raw().status().as_u16(), 403 | 404),
-        _ => false,
+        SdkError::ServiceError(e) => Some(e.raw().status().as_u16()),
+        _ => None,
+    }
+}
+
+/// A GET's or HEAD's error as the adapter's: 404 missing, 403 a refused role, else a fault.
+fn read_error<E: std::error::Error + 'static>(
+    op: &'static str,
+    err: SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+) -> BucketError {
+    match status_of(&err) {
+        Some(404) => BucketError::Missing,
+        Some(403) => {
+            tracing::error!(dependency = "artifact storage", operation = op, error = %crate::error::chain(&err),
+                "S3 refused the function's role (IAM or KMS misconfiguration)");
+            crate::obs::metrics::configuration_error("artifact storage");
+            BucketError::Forbidden
+        }
+        _ => fault(op, &err),
     }
 }
 
@@ -88,25 +140,22 @@ impl ArtifactBucket {
 
     /// Writes a JSON document (a manifest) at `key`.
     pub async fn put_json(&self, key: &str, body: Vec<u8>) -> Result<(), BucketError> {
-        self.client
-            .put_object()
-            .bucket(&self.name)
-            .key(key)
-            .content_type("application/json")
-            .body(body.into())
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| fault("PutObject", &e))
+        let put =
+            self.client.put_object().bucket(&self.name).key(key).content_type("application/json").body(body.into());
+        match bounded(CALL_TIMEOUT, put.send()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(fault("PutObject", &e)),
+            Err(why) => Err(timed_out("PutObject", why)),
+        }
     }
 
     /// Opens `key` with one GET; refuses it by its size header, before reading, when it is
     /// over `limit` (the connection is dropped unread).
     pub async fn open(&self, key: &str, limit: u64) -> Result<Opened, BucketError> {
-        let out = match self.client.get_object().bucket(&self.name).key(key).send().await {
-            Ok(out) => out,
-            Err(e) if is_missing(&e) => return Err(BucketError::Missing),
-            Err(e) => return Err(fault("GetObject", &e)),
+        let out = match bounded(CALL_TIMEOUT, self.client.get_object().bucket(&self.name).key(key).send()).await {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) => return Err(read_error("GetObject", e)),
+            Err(why) => return Err(timed_out("GetObject", why)),
         };
         let size = out.content_length().unwrap_or(0).max(0) as u64;
         if size > limit {
@@ -122,10 +171,10 @@ impl ArtifactBucket {
 
     /// The object's size, without its body.
     pub async fn size(&self, key: &str) -> Result<u64, BucketError> {
-        match self.client.head_object().bucket(&self.name).key(key).send().await {
-            Ok(out) => Ok(out.content_length().unwrap_or(0).max(0) as u64),
-            Err(e) if is_missing(&e) => Err(BucketError::Missing),
-            Err(e) => Err(fault("HeadObject", &e)),
+        match bounded(CALL_TIMEOUT, self.client.head_object().bucket(&self.name).key(key).send()).await {
+            Ok(Ok(out)) => Ok(out.content_length().unwrap_or(0).max(0) as u64),
+            Ok(Err(e)) => Err(read_error("HeadObject", e)),
+            Err(why) => Err(timed_out("HeadObject", why)),
         }
     }
 

@@ -1,6 +1,6 @@
 //! The AWS SDK's configuration, built once per process: credentials and region straight from a
-//! Lambda environment where that is all there is, a trust store compiled in, and timeouts that
-//! keep a slow AWS endpoint well below API Gateway's 29 s. Clients for S3 are built here.
+//! Lambda environment where that is all there is, a trust store compiled in, per-attempt
+//! timeouts and at most one retry; a request's budget (`crate::budget`) bounds each call whole.
 
 use std::time::Duration;
 
@@ -15,7 +15,11 @@ static SDK: OnceCell<SdkConfig> = OnceCell::const_new();
 /// well below API Gateway's 29 s: the request fails with 503 instead of hanging.
 pub async fn sdk_config() -> &'static SdkConfig {
     SDK.get_or_init(|| async {
+        use aws_config::retry::RetryConfig;
         use aws_config::timeout::TimeoutConfig;
+        // At most one retry of a call on the request path, and only inside the request's
+        // budget (`crate::budget` bounds the whole call, retries included).
+        let retries = RetryConfig::standard().with_max_attempts(2);
         let timeouts = TimeoutConfig::builder()
             .connect_timeout(Duration::from_secs(2))
             .operation_attempt_timeout(Duration::from_secs(5))
@@ -28,11 +32,13 @@ pub async fn sdk_config() -> &'static SdkConfig {
                 .region(region)
                 .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(credentials))
                 .timeout_config(timeouts)
+                .retry_config(retries)
                 .http_client(https_client())
                 .build(),
             None => {
                 let mut loader = aws_config::defaults(BehaviorVersion::latest())
                     .timeout_config(timeouts)
+                    .retry_config(retries)
                     .http_client(https_client());
                 if var("AWS_REGION").is_none() && var("AWS_DEFAULT_REGION").is_none() {
                     loader = loader.region(aws_config::Region::from_static(DEFAULT_REGION));

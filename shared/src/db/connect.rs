@@ -9,7 +9,7 @@
 //! man-in-the-middle could otherwise downgrade the connection to plaintext.
 
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Connect, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -18,12 +18,17 @@ use tokio::task::JoinHandle;
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::budget::bounded;
 use crate::config::DbEndpoint;
-use crate::error::{unavailable, ApiError};
+use crate::error::{out_of_time, unavailable, ApiError};
 
-/// Longest a single database call may take before the request is answered 503. Well below
-/// API Gateway's 29 s integration limit, so a hung database never hangs a client.
+/// Longest a single database call may take, when the request's budget has that much left
+/// (`crate::budget`): the budget, not this, bounds a request.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// Longest a request waits for a pooled connection (the pool's own wait and create timeouts
+/// are 5 s each), when its budget has that much left.
+pub const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(6);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbSetupError {
@@ -103,12 +108,20 @@ impl DbConfig {
             .clone()
             .or(s.host)
             .ok_or_else(|| DbSetupError::Url("the database secret has no host and DB_HOST is not set".into()))?;
-        let port = endpoint.port.unwrap_or(match s.port {
-            None => 5432,
-            Some(serde_json::Value::Number(n)) => n.as_u64().and_then(|p| u16::try_from(p).ok()).unwrap_or(5432),
-            Some(serde_json::Value::String(p)) => p.parse().unwrap_or(5432),
-            Some(_) => 5432,
-        });
+        // An absent port is PostgreSQL's; a present one that is not a port is a broken secret,
+        // said at init, not silently replaced by 5432 (a connection to the wrong port).
+        let secret_port = match s.port {
+            None => Some(5432),
+            Some(serde_json::Value::Number(n)) => n.as_u64().and_then(|p| u16::try_from(p).ok()),
+            Some(serde_json::Value::String(p)) => p.trim().parse().ok(),
+            Some(_) => None,
+        }
+        .filter(|p| *p != 0);
+        let port = match (endpoint.port, secret_port) {
+            (Some(p), _) => p,
+            (None, Some(p)) => p,
+            (None, None) => return Err(DbSetupError::Url("the database secret's port is not a port number".into())),
+        };
         let dbname = endpoint.dbname.clone().or(s.dbname).unwrap_or_else(|| "postgres".into());
         let mut pg = tokio_postgres::Config::new();
         pg.host(&host)
@@ -138,13 +151,13 @@ impl DbConfig {
         Self { pg, tls }
     }
 
-    /// Key material for list cursors: bound to this database's credentials, so a cursor from
-    /// another deployment (or a forged one) does not verify. Rotating the secret only makes
-    /// outstanding cursors start over.
-    ///
-    /// With IAM authentication there is no password: the key is then bound to the endpoint
-    /// (host and port) and the user, which tells deployments apart but is not secret. A forged
-    /// cursor can still only page within what the caller may list (the query checks the scope).
+    /// Key material for list cursors, which makes a cursor from another deployment, another
+    /// query or a typo fail as a clear 400. With a password it is bound to it, so a rotation only
+    /// makes outstanding cursors start over. With IAM authentication there is no password, and
+    /// the key is derived from public values (endpoint, user): it tells deployments apart and
+    /// is NOT a secret. No guarantee rests on it: a cursor is only a position, and the list
+    /// statement applies the caller's scope to every page, so even a forged cursor pages only
+    /// through what its caller may list (docs/SECURITY.md, "List cursors").
     pub fn cursor_key(&self) -> [u8; 32] {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
@@ -315,6 +328,7 @@ pub fn pool_with_auth(
     password: Option<Password>,
 ) -> Result<Pool, DbSetupError> {
     let tls = tls_connector(ca_bundle)?;
+    let _ = CANCEL_TLS.set(tls.clone());
     let connect =
         RotatingConnect { current: Mutex::new(cfg.pg.clone()), last_refresh: Mutex::new(None), tls, refresh, password };
     // Fast recycling: no health-check round trip per checkout. A connection the server closed
@@ -334,24 +348,70 @@ pub fn pool_with_auth(
         .map_err(|e| DbSetupError::Pool(e.to_string()))
 }
 
-/// A pooled connection, or 503.
+/// A pooled connection within the request's budget, or 503.
 pub async fn conn(pool: &Pool) -> Result<deadpool_postgres::Object, ApiError> {
-    pool.get().await.map_err(|e| unavailable("the database", &e))
+    match bounded(CHECKOUT_TIMEOUT, pool.get()).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(unavailable("the database", &e)),
+        Err(why) => Err(out_of_time("the database", why)),
+    }
 }
 
-/// Runs one database call with [`QUERY_TIMEOUT`]. An outage (no connection, a timeout, the
+/// Runs one database call within [`QUERY_TIMEOUT`] and the request's budget. An outage (no
+/// connection, a timeout, the
 /// server shutting down or out of resources, a lost serialization race) becomes a logged 503
 /// with Retry-After; anything else the database refuses (a constraint, a statement that does
 /// not parse) is our bug: a logged 500, which a client must not retry forever.
 pub async fn timed<T>(fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> Result<T, ApiError> {
-    match tokio::time::timeout(QUERY_TIMEOUT, fut).await {
+    match bounded(QUERY_TIMEOUT, fut).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) if is_outage(&e) => Err(unavailable("the database", &e)),
         Ok(Err(e)) => Err(crate::error::internal("a database statement", &e)),
-        Err(_) => {
-            tracing::error!(dependency = "the database", "query timed out");
-            Err(ApiError::Unavailable("the database"))
+        Err(why) => Err(out_of_time("the database", why)),
+    }
+}
+
+/// The TLS configuration of the process's pool, for cancel requests (a cancel request opens a
+/// connection of its own, with the same TLS policy as the one it cancels for).
+static CANCEL_TLS: OnceLock<MakeRustlsConnect> = OnceLock::new();
+
+/// Longest a request waits for the server to take a cancel request (spent in the reserve).
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// [`timed`] for a statement on `client`: when its time runs out, the server is asked to cancel
+/// it. Otherwise the statement runs on after the client was told 503: a lock wait that commits
+/// its write when the lock is released, or a slow scan that the connection's next user (LIFO:
+/// the next request of the instance) would queue behind.
+pub async fn timed_on<T>(
+    client: &tokio_postgres::Client,
+    fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, ApiError> {
+    match bounded(QUERY_TIMEOUT, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) if is_outage(&e) => Err(unavailable("the database", &e)),
+        Ok(Err(e)) => Err(crate::error::internal("a database statement", &e)),
+        Err(why) => {
+            cancel(client).await;
+            Err(out_of_time("the database", why))
         }
+    }
+}
+
+/// Asks the server to cancel what `client` is running; a failure is logged (the statement then
+/// ends by itself: its connection's next statement queues behind it).
+async fn cancel(client: &tokio_postgres::Client) {
+    let token = client.cancel_token();
+    let tls = match CANCEL_TLS.get() {
+        Some(tls) => tls.clone(),
+        None => match tls_connector(None) {
+            Ok(tls) => tls,
+            Err(e) => return tracing::warn!(error = %e, "cannot cancel a timed-out statement"),
+        },
+    };
+    match tokio::time::timeout(CANCEL_TIMEOUT, token.cancel_query(tls)).await {
+        Ok(Ok(())) => tracing::warn!("cancelled a statement that ran out of time"),
+        Ok(Err(e)) => tracing::warn!(error = %e, "cancelling a timed-out statement failed"),
+        Err(_) => tracing::warn!("cancelling a timed-out statement timed out"),
     }
 }
 
@@ -424,6 +484,19 @@ mod tests {
         assert_eq!(cfg.pg.get_dbname(), Some("code2des"));
         assert_eq!(cfg.pg.get_user(), Some("code2des"));
         assert!(cfg.tls, "a database secret always means verified TLS");
+    }
+
+    #[test]
+    fn a_secret_whose_port_is_not_a_port_is_refused() {
+        for port in [r#""54x2""#, "70000", "-1", "0", r#""""#, "true", "5432.5"] {
+            let json = format!(r#"{{"host":"h","port":{port},"username":"u","password":"p"}}"#);
+            let err = DbConfig::from_rds_secret(&json).unwrap_err().to_string();
+            assert!(err.contains("port"), "{port}: {err}");
+        }
+        for (port, want) in [("6432", 6432), (r#""6433""#, 6433), ("null", 5432)] {
+            let json = format!(r#"{{"host":"h","port":{port},"username":"u","password":"p"}}"#);
+            assert_eq!(DbConfig::from_rds_secret(&json).unwrap().pg.get_ports(), &[want], "{port}");
+        }
     }
 
     #[test]

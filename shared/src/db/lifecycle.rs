@@ -9,7 +9,7 @@ use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
 use crate::db::columns::Layout;
-use crate::db::sql::{fresh_attempt, job, overdue, read_columns, the_job, visible, Binds};
+use crate::db::sql::{col, fresh_attempt, job, overdue, read_columns, the_job, visible, Binds};
 use crate::domain::ids::{Code2desId, FigmaFileKey};
 use crate::domain::job::{Job, Status};
 use crate::domain::scope::{JobRef, Scope};
@@ -145,7 +145,7 @@ pub async fn cancel(client: &impl GenericClient, target: &JobRef, deadline: Dura
         return Ok(Cancelled::NotFound);
     };
     let j = Box::new(job(row)?);
-    Ok(if row.get::<_, bool>("now_cancelled") { Cancelled::Now(j) } else { Cancelled::Unchanged(j) })
+    Ok(if col::<bool>(row, "now_cancelled")? { Cancelled::Now(j) } else { Cancelled::Unchanged(j) })
 }
 
 const DELETE_JOB: &str = concat!(

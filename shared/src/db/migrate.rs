@@ -124,7 +124,8 @@ async fn repair_edited(client: &Client) -> Result<(), MigrateError> {
         .query_one("SELECT to_regclass('refinery_schema_history') IS NOT NULL", &[])
         .await
         .map_err(db("looking for refinery's history"))?
-        .get(0);
+        .try_get(0)
+        .map_err(db("reading refinery's history"))?;
     if !exists {
         return Ok(());
     }
@@ -183,7 +184,7 @@ pub async fn index_validity(client: &Client, name: &str) -> Result<Option<bool>,
         )
         .await
         .map_err(db(format!("reading the state of the index {name}")))?;
-    Ok(row.map(|r| r.get(0)))
+    row.map(|r| r.try_get(0)).transpose().map_err(db(format!("reading the state of the index {name}")))
 }
 
 #[cfg(test)]
@@ -204,6 +205,7 @@ mod tests {
         (8, "quotas", 18_441_217_784_941_682_201),
         (9, "webhook_delivery", 14_121_678_433_869_384_731),
         (10, "read_job_by_key", 9_898_043_728_040_015_612),
+        (11, "trigger_window_per_organization", 15_059_579_405_312_878_062),
     ];
 
     #[test]

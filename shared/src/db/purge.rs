@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
-use crate::db::sql::Binds;
+use crate::db::sql::{col, Binds};
 use crate::domain::ids::Code2desId;
 use crate::error::ApiError;
 
@@ -36,7 +36,7 @@ pub async fn due(client: &impl GenericClient, after_days: i32, limit: i64) -> Re
     let rows = Binds::none().and(&after_days, Type::INT4).and(&limit, Type::INT8).query(client, DUE).await?;
     rows.iter()
         .map(|r| {
-            let id: &str = r.get(0);
+            let id: &str = col(r, 0)?;
             Code2desId::from_db(id).ok_or_else(|| crate::error::bug("a job due for the purge", format!("id {id:?}")))
         })
         .collect()
@@ -46,7 +46,10 @@ pub async fn due(client: &impl GenericClient, after_days: i32, limit: i64) -> Re
 pub async fn purge(client: &impl GenericClient, ids: &[Code2desId], after_days: i32) -> Result<i64, ApiError> {
     let ids: Vec<String> = ids.iter().map(|id| id.to_db()).collect();
     let rows = Binds::none().and(&ids, Type::VARCHAR_ARRAY).and(&after_days, Type::INT4).query(client, PURGE).await?;
-    Ok(rows.first().map(|r| i64::from(r.get::<_, i32>(0))).unwrap_or(0))
+    Ok(match rows.first() {
+        Some(r) => i64::from(col::<i32>(r, 0)?),
+        None => 0,
+    })
 }
 
 /// Deletes at most `limit` idempotency keys older than `ttl`; answers how many.

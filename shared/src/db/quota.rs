@@ -26,7 +26,7 @@
 use tokio_postgres::types::Type;
 use tokio_postgres::{GenericClient, Row};
 
-use crate::db::sql::Binds;
+use crate::db::sql::{col, Binds};
 use crate::domain::ids::OrganizationId;
 use crate::domain::quota::{QuotaState, BURST_WINDOW};
 use crate::error::ApiError;
@@ -75,18 +75,22 @@ macro_rules! quota_ctes {
     };
 }
 
-/// CTEs `burst` (the subject `$sub`'s window, counted: one more call in the running window, or
-/// a new window of `$w` seconds when it ended; for each row of `$from`, a FROM clause that
-/// yields one row exactly when the call would create an attempt) and `win` (that window as
-/// counted, or as stored when nothing was counted; `tried` tells which).
+/// CTEs `burst` (the subject `$sub`'s window in the organization `$org`, counted: one more
+/// call in the running window, or a new window of `$w` seconds when it ended; for each row of
+/// `$from`, a FROM clause that yields one row exactly when the call would create an attempt)
+/// and `win` (that window as counted, or as stored when nothing was counted; `tried` tells
+/// which). A caller has one window per organization (V11).
 macro_rules! burst_ctes {
-    ($sub:literal, $w:literal, $from:literal) => {
+    ($org:literal, $sub:literal, $w:literal, $from:literal) => {
         concat!(
-            "burst AS (INSERT INTO code2des_trigger_window AS w (subject, window_start, hits) SELECT ",
+            "burst AS (INSERT INTO code2des_org_trigger_window AS w (organization_id, subject, window_start, hits) ",
+            "SELECT ",
+            $org,
+            ", ",
             $sub,
             ", now(), 1 ",
             $from,
-            " ON CONFLICT ON CONSTRAINT code2des_trigger_window_pkey DO UPDATE SET ",
+            " ON CONFLICT ON CONSTRAINT code2des_org_trigger_window_pkey DO UPDATE SET ",
             "window_start = CASE WHEN w.window_start > now() - make_interval(secs => ",
             $w,
             ") THEN w.window_start ELSE now() END, ",
@@ -94,7 +98,9 @@ macro_rules! burst_ctes {
             $w,
             ") THEN w.hits + 1 ELSE 1 END RETURNING w.hits, w.window_start), ",
             "win AS (SELECT b.hits, b.window_start, true AS tried FROM burst b UNION ALL ",
-            "SELECT w.hits, w.window_start, false FROM code2des_trigger_window w WHERE w.subject = ",
+            "SELECT w.hits, w.window_start, false FROM code2des_org_trigger_window w WHERE w.organization_id = ",
+            $org,
+            " AND w.subject = ",
             $sub,
             " AND w.window_start > now() - make_interval(secs => ",
             $w,
@@ -134,16 +140,16 @@ pub(crate) use {burst_ctes, quota_columns, quota_ctes, quota_ok};
 
 /// The quotas as the statement saw them; `created` when it created the attempt (whose job then
 /// counts among the active ones, and whose call among the window's).
-pub(crate) fn state(row: &Row, created: bool) -> QuotaState {
-    let max_active: i32 = row.get("quota_max_active");
-    let before: i64 = row.get("quota_active");
-    let per_window: i32 = row.get("quota_per_window");
-    let hits = i64::from(row.get::<_, Option<i32>>("quota_window_hits").unwrap_or(0));
-    let tried = row.get::<_, Option<bool>>("quota_window_tried").unwrap_or(false);
-    let resets_in: Option<i32> = row.get("quota_window_resets_in");
-    let checked = row.get::<_, Option<bool>>("quota_checked").unwrap_or(false) && !created;
+pub(crate) fn state(row: &Row, created: bool) -> Result<QuotaState, ApiError> {
+    let max_active: i32 = col(row, "quota_max_active")?;
+    let before: i64 = col(row, "quota_active")?;
+    let per_window: i32 = col(row, "quota_per_window")?;
+    let hits = i64::from(col::<Option<i32>>(row, "quota_window_hits")?.unwrap_or(0));
+    let tried = col::<Option<bool>>(row, "quota_window_tried")?.unwrap_or(false);
+    let resets_in: Option<i32> = col(row, "quota_window_resets_in")?;
+    let checked = col::<Option<bool>>(row, "quota_checked")?.unwrap_or(false) && !created;
     let window = BURST_WINDOW.as_secs() as i32;
-    QuotaState {
+    Ok(QuotaState {
         max_active,
         active: before + i64::from(created),
         per_window,
@@ -152,5 +158,5 @@ pub(crate) fn state(row: &Row, created: bool) -> QuotaState {
         window_resets_in: resets_in.map(|s| s.clamp(1, window) as u32),
         refused_active: checked && before >= i64::from(max_active),
         refused_burst: checked && tried && hits > i64::from(per_window),
-    }
+    })
 }

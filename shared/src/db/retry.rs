@@ -5,7 +5,7 @@ use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
 use crate::db::quota::{self, burst_ctes, quota_columns, quota_ctes, quota_ok};
-use crate::db::sql::{fresh_attempt, job, job_columns, overdue, read_columns, the_job, visible, Binds};
+use crate::db::sql::{col, fresh_attempt, job, job_columns, overdue, read_columns, the_job, visible, Binds};
 use crate::domain::job::{Job, Nonce, Policy};
 use crate::domain::quota::{Quota, QuotaState, BURST_WINDOW};
 use crate::domain::scope::JobRef;
@@ -50,7 +50,7 @@ const RETRY: &str = concat!(
     "AND ($8::int4 IS NULL OR t.attempt = $8)), ",
     quota_ctes!("$2", "$9", "$10", "$5"),
     ", ",
-    burst_ctes!("$4", "$11", "FROM would"),
+    burst_ctes!("$2", "$4", "$11", "FROM would"),
     ", ",
     "retried AS (UPDATE code2des AS c SET attempt = c.attempt + 1, nonce = $6, status = '0', ",
     "result_url = NULL, warning_count = NULL, error_message = NULL, updated_at = now(), updated_by = $4 ",
@@ -109,10 +109,10 @@ pub async fn retry(
         return Ok(Retried::NotFound);
     };
     let j = Box::new(job(row)?);
-    if row.get::<_, bool>("created") {
-        return Ok(Retried::Created { job: j, capture_url: row.get("capture_url"), quota: quota::state(row, true) });
+    if col::<bool>(row, "created")? {
+        return Ok(Retried::Created { job: j, capture_url: col(row, "capture_url")?, quota: quota::state(row, true)? });
     }
-    let state = quota::state(row, false);
+    let state = quota::state(row, false)?;
     Ok(if state.refused().is_some() { Retried::QuotaExceeded(state) } else { Retried::Unchanged(j) })
 }
 

@@ -14,7 +14,7 @@ use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use tokio_postgres::{GenericClient, Row};
 
 use crate::db::columns::BoxError;
-use crate::db::connect::timed;
+use crate::db::connect::timed_on;
 use crate::domain::ids::{Code2desId, OrganizationId, ProjectId, Subject};
 use crate::domain::scope::Scope;
 use crate::error::ApiError;
@@ -232,8 +232,17 @@ impl<'a> Binds<'a> {
             params.push((secs, Type::FLOAT8));
         }
         params.extend(self.more.iter().cloned());
-        timed(client.query_typed(sql, &params)).await
+        timed_on(client.client(), client.query_typed(sql, &params)).await
     }
+}
+
+/// A column of a row, or a logged 500 when it does not read (a bug: the statement and its
+/// reader disagree). `Row::get` panics instead, so clippy.toml keeps it out of non-test code.
+pub(crate) fn col<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    name: impl tokio_postgres::row::RowIndex + std::fmt::Display,
+) -> Result<T, ApiError> {
+    row.try_get(name).map_err(|e| crate::error::internal("reading a column", &e))
 }
 
 /// A job read by a statement, or a logged 500 when the row does not read (a bug).

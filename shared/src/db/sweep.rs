@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
-use crate::db::sql::{attempt_of_each, overdue, Binds};
+use crate::db::sql::{attempt_of_each, col, overdue, Binds};
 use crate::domain::ids::Code2desId;
 use crate::error::ApiError;
 
@@ -49,8 +49,8 @@ const EXPIRE_BATCH: &str = expire!(concat!(
 /// One job, by its id `$2` (the webhook and retry persist the deadline of the job they touch).
 const EXPIRE_ONE: &str = expire!("ARRAY[$2::varchar]");
 
-fn durations(rows: &[tokio_postgres::Row]) -> Vec<Duration> {
-    rows.iter().map(|r| Duration::from_secs_f64(r.get::<_, f64>("duration_ms").max(0.0) / 1000.0)).collect()
+fn durations(rows: &[tokio_postgres::Row]) -> Result<Vec<Duration>, ApiError> {
+    rows.iter().map(|r| Ok(Duration::from_secs_f64(col::<f64>(r, "duration_ms")?.max(0.0) / 1000.0))).collect()
 }
 
 /// Persists the deadline: processing jobs past it become failed `timed out`, with the fence of
@@ -63,7 +63,7 @@ pub async fn expire_overdue(
     limit: i64,
 ) -> Result<Vec<Duration>, ApiError> {
     let rows = Binds::none().deadline(deadline).and(&limit, Type::INT8).query(client, EXPIRE_BATCH).await?;
-    Ok(durations(&rows))
+    durations(&rows)
 }
 
 /// Applies the deadline to one job; true if this call failed it.

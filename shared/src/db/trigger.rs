@@ -7,7 +7,7 @@ use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
 use crate::db::quota::{self, burst_ctes, quota_columns, quota_ctes, quota_ok};
-use crate::db::sql::{job, job_columns, read_columns, visible, Binds};
+use crate::db::sql::{col, job, job_columns, read_columns, visible, Binds};
 use crate::domain::ids::{Code2desId, FigmaFileKey, PageImportId, PlacementTarget, ScreenId};
 use crate::domain::job::{Job, Nonce, IDEMPOTENCY_KEY_TTL};
 use crate::domain::quota::{Quota, QuotaState, BURST_WINDOW};
@@ -65,7 +65,7 @@ const INSERT_JOB: &str = concat!(
     "AND k.project_id = $3 AND k.idempotency_key = $10 AND k.created_at >= now() - make_interval(secs => $12)), ",
     quota_ctes!("$2", "$13", "$14", "$16"),
     ", ",
-    burst_ctes!("$4", "$15", "FROM scope WHERE scope.page_status = '1' AND NOT EXISTS (SELECT 1 FROM taken)"),
+    burst_ctes!("$2", "$4", "$15", "FROM scope WHERE scope.page_status = '1' AND NOT EXISTS (SELECT 1 FROM taken)"),
     ", ",
     "ok AS (SELECT 1 FROM scope WHERE scope.page_status = '1' AND NOT EXISTS (SELECT 1 FROM taken) AND ",
     quota_ok!(),
@@ -126,19 +126,19 @@ pub async fn insert_job(
     let Some(row) = rows.first() else {
         return Ok(Inserted::NotFound);
     };
-    let page_status: String = row.get("page_status");
+    let page_status: String = col(row, "page_status")?;
     if page_status != "1" {
         return Ok(Inserted::PageImportNotCompleted);
     }
-    if row.get::<_, Option<String>>("id").is_some() {
+    if col::<Option<String>>(row, "id")?.is_some() {
         return Ok(Inserted::Created {
             job: Box::new(job(row)?),
-            capture_url: row.get("capture_url"),
-            quota: quota::state(row, true),
+            capture_url: col(row, "capture_url")?,
+            quota: quota::state(row, true)?,
         });
     }
-    let state = quota::state(row, false);
-    Ok(if row.get::<_, bool>("key_taken") || (state.refused().is_none() && key.is_some()) {
+    let state = quota::state(row, false)?;
+    Ok(if col::<bool>(row, "key_taken")? || (state.refused().is_none() && key.is_some()) {
         // A live key, or (never expected under the organization's lock) a claim that lost to
         // a key committed after the snapshot: either way the key's job is the answer.
         Inserted::KeyTaken { quota: state }
@@ -150,23 +150,32 @@ pub async fn insert_job(
 }
 
 const FIND_BY_KEY: &str = concat!(
-    "SELECT k.request_hash, ",
+    "SELECT k.request_hash, c.deleted_at IS NOT NULL AS job_deleted, ",
     read_columns!("$4"),
     " FROM code2des_idempotency k ",
     "JOIN code2des c ON c.id = k.code2des_id LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
     "WHERE k.subject = $3 AND k.organization_id = $1 AND k.project_id = $2 AND k.idempotency_key = $5 ",
-    "AND k.created_at >= now() - make_interval(secs => $6) AND c.deleted_at IS NULL AND ",
+    "AND k.created_at >= now() - make_interval(secs => $6) AND ",
     visible!("$3")
 );
 
+/// What an earlier trigger with an idempotency key created.
+#[derive(Debug)]
+pub enum Keyed {
+    /// The job, with the request hash the key was claimed with.
+    Live { request_hash: String, job: Box<Job> },
+    /// The job was deleted since; the key stays claimed for its time to live.
+    Deleted { request_hash: String },
+}
+
 /// The job an earlier trigger with this idempotency key created, with its request hash; none
-/// once the key is older than its time to live.
+/// once the key is older than its time to live, or when the caller may no longer see the job.
 pub async fn find_by_idempotency_key(
     client: &impl GenericClient,
     scope: &Scope,
     key: &str,
     deadline: Duration,
-) -> Result<Option<(String, Job)>, ApiError> {
+) -> Result<Option<Keyed>, ApiError> {
     let rows = Binds::scope(scope)
         .deadline(deadline)
         .and(&key, Type::VARCHAR)
@@ -174,7 +183,13 @@ pub async fn find_by_idempotency_key(
         .query(client, FIND_BY_KEY)
         .await?;
     match rows.first() {
-        Some(row) => Ok(Some((row.get("request_hash"), job(row)?))),
+        Some(row) => {
+            let request_hash = col(row, "request_hash")?;
+            Ok(Some(match col::<bool>(row, "job_deleted")? {
+                true => Keyed::Deleted { request_hash },
+                false => Keyed::Live { request_hash, job: Box::new(job(row)?) },
+            }))
+        }
         None => Ok(None),
     }
 }

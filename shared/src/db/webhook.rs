@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
-use crate::db::sql::{job, job_columns, overdue, Binds};
+use crate::db::sql::{col, job, job_columns, overdue, Binds};
 use crate::domain::ids::{Code2desId, ProgressStage};
 use crate::domain::job::{Job, Status};
 use crate::error::ApiError;
@@ -94,7 +94,10 @@ pub async fn record_outcome_for(
         .and(&ack, Type::TEXT)
         .query(client, RECORD_OUTCOME)
         .await?;
-    Ok(rows.first().map(|r| Duration::from_secs_f64(r.get::<_, f64>("duration_ms").max(0.0) / 1000.0)))
+    match rows.first() {
+        Some(r) => Ok(Some(Duration::from_secs_f64(col::<f64>(r, "duration_ms")?.max(0.0) / 1000.0))),
+        None => Ok(None),
+    }
 }
 
 /// What a progress report did.
@@ -162,8 +165,10 @@ pub async fn progress_for(
         .and(&ack, Type::TEXT)
         .query(client, PROGRESS)
         .await?;
-    let (matched, stored) =
-        rows.first().map(|r| (r.get::<_, i64>("matched"), r.get::<_, i64>("stored"))).unwrap_or((0, 0));
+    let (matched, stored): (i64, i64) = match rows.first() {
+        Some(r) => (col(r, "matched")?, col(r, "stored")?),
+        None => (0, 0),
+    };
     Ok(match (matched, stored) {
         (0, _) => Progressed::Fenced,
         (_, 0) => Progressed::Ignored,
@@ -188,7 +193,7 @@ const FENCE: &str = concat!(
     overdue!("$2"),
     " AS overdue, d.status AS delivered_status, d.body AS delivered_body ",
     "FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
-    "LEFT JOIN code2des_webhook_delivery d ON d.webhook_id = $3 WHERE c.id = $1"
+    "LEFT JOIN code2des_webhook_delivery d ON d.webhook_id = $3 AND d.code2des_id = c.id WHERE c.id = $1"
 );
 
 /// The row as committed now (a new statement, so a new snapshot that includes the winner).
@@ -211,16 +216,28 @@ pub async fn fence_for(
         .await?;
     match rows.first() {
         Some(row) => {
-            let status: Option<i16> = row.get("delivered_status");
-            let body: Option<String> = row.get("delivered_body");
+            let status: Option<i16> = col(row, "delivered_status")?;
+            let body: Option<String> = col(row, "delivered_body")?;
             Ok(Some(Fence {
                 job: job(row)?,
-                deleted: row.get("deleted"),
-                overdue: row.get("overdue"),
-                delivered: status.zip(body).map(|(s, b)| (s as u16, b)),
+                deleted: col(row, "deleted")?,
+                overdue: col(row, "overdue")?,
+                delivered: match status.zip(body) {
+                    Some((s, b)) => Some((stored_status(s)?, b)),
+                    None => None,
+                },
             }))
         }
         None => Ok(None),
+    }
+}
+
+/// A stored answer's status, as the table's CHECK allows it (200–499); anything else is a bug,
+/// never an answer of 200.
+fn stored_status(status: i16) -> Result<u16, ApiError> {
+    match u16::try_from(status) {
+        Ok(s @ 200..=499) => Ok(s),
+        _ => Err(crate::error::bug("a stored webhook answer", format!("status {status}"))),
     }
 }
 
@@ -229,10 +246,11 @@ const RECORD_DELIVERY: &str = concat!(
     "SELECT $1, c.id, $3, $4 FROM code2des c WHERE c.id = $2 ON CONFLICT (webhook_id) DO NOTHING ",
     "RETURNING status, body) ",
     "SELECT status, body FROM ins UNION ALL ",
-    "SELECT status, body FROM code2des_webhook_delivery WHERE webhook_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)"
+    "SELECT status, body FROM code2des_webhook_delivery WHERE webhook_id = $1 AND code2des_id = $2 ",
+    "AND NOT EXISTS (SELECT 1 FROM ins)"
 );
 
-const DELIVERED: &str = "SELECT status, body FROM code2des_webhook_delivery WHERE webhook_id = $1";
+const DELIVERED: &str = "SELECT status, body FROM code2des_webhook_delivery WHERE webhook_id = $1 AND code2des_id = $2";
 
 /// Stores `(status, body)` as the answer to `webhook_id` unless one is stored already, and
 /// returns the answer that stands: ours, or the one a concurrent delivery of the same id stored
@@ -255,10 +273,16 @@ pub async fn record_delivery(
         .await?;
     let rows = match rows.is_empty() {
         false => rows,
-        true => Binds::none().and(&webhook_id, Type::VARCHAR).query(client, DELIVERED).await?,
+        true => {
+            Binds::none()
+                .and(&webhook_id, Type::VARCHAR)
+                .and(&code2des_id, Type::VARCHAR)
+                .query(client, DELIVERED)
+                .await?
+        }
     };
     Ok(match rows.first() {
-        Some(r) => (r.get::<_, i16>("status") as u16, r.get("body")),
+        Some(r) => (stored_status(col(r, "status")?)?, col(r, "body")?),
         // The job (and with it the answer) was purged meanwhile: ours is the answer.
         None => (status, body.to_owned()),
     })
@@ -271,7 +295,7 @@ mod tests {
 
     #[test]
     fn statements_use_the_placeholders_they_bind() {
-        for (sql, n) in [(RECORD_OUTCOME, 10), (PROGRESS, 8), (FENCE, 3), (RECORD_DELIVERY, 4), (DELIVERED, 1)] {
+        for (sql, n) in [(RECORD_OUTCOME, 10), (PROGRESS, 8), (FENCE, 3), (RECORD_DELIVERY, 4), (DELIVERED, 2)] {
             assert_eq!(placeholders(sql), (1..=n).collect(), "{sql}");
         }
     }

@@ -2,9 +2,13 @@
 //! with Retry-After; 429 with its `limit`, Retry-After and the RateLimit fields), and the one
 //! line logged per request.
 
-use lambda_http::{Body, Response};
+use std::future::Future;
+
+use http::StatusCode;
+use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
 
+use crate::budget::{Budget, FUNCTION_TIMEOUT};
 use crate::domain::quota::QuotaState;
 use crate::error::{ApiError, RETRY_AFTER_SECS};
 
@@ -14,15 +18,15 @@ pub const RATELIMIT: &str = "ratelimit";
 
 /// JSON goes out as `Body::Text`: a binary body would be base64-encoded into the Lambda
 /// response envelope, a third larger.
-fn json_response(status: u16, body: String) -> Response<Body> {
+fn json_response(status: StatusCode, body: String) -> Response<Body> {
     let mut resp = Response::new(Body::Text(body));
-    *resp.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    *resp.status_mut() = status;
     resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     resp
 }
 
 /// A success response with a JSON body.
-pub fn ok_json<T: Serialize>(status: u16, value: &T, request_id: &str) -> Response<Body> {
+pub fn ok_json<T: Serialize>(status: StatusCode, value: &T, request_id: &str) -> Response<Body> {
     match serde_json::to_string(value) {
         Ok(bytes) => json_response(status, bytes),
         // Our own types always serialise: a failure is a bug, logged and answered 500 (retrying
@@ -48,9 +52,9 @@ struct ErrorDetail<'a> {
 }
 
 /// A response with no body (204, 304).
-pub fn empty(status: u16) -> Response<Body> {
+pub fn empty(status: StatusCode) -> Response<Body> {
     let mut resp = Response::new(Body::Empty);
-    *resp.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::NO_CONTENT);
+    *resp.status_mut() = status;
     resp
 }
 
@@ -79,9 +83,14 @@ pub fn error_response(err: &ApiError, request_id: &str) -> Response<Body> {
         error: ErrorDetail { code: err.code().as_str(), message: err.to_string(), limit: refusal.map(|r| r.limit) },
         request_id,
     };
-    let bytes = serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned());
-    let mut resp = json_response(err.status().as_u16(), bytes);
-    if matches!(err, ApiError::Unavailable(_)) {
+    // Strings and a &str: it cannot fail to serialise. Were it ever to, the answer is still a
+    // SPEC error body, built by hand from the code alone (no message text to escape).
+    let bytes = serde_json::to_string(&body).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "serialising an error body");
+        format!(r#"{{"error":{{"code":"{}","message":"internal error"}},"requestId":""}}"#, err.code().as_str())
+    });
+    let mut resp = json_response(err.status(), bytes);
+    if err.is_retryable_fault() {
         resp.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(RETRY_AFTER_SECS));
     }
     if let Some(r) = refusal {
@@ -90,6 +99,35 @@ pub fn error_response(err: &ApiError, request_id: &str) -> Response<Body> {
         set_header(&mut resp, http::HeaderName::from_static(RATELIMIT), &r.state);
     }
     resp
+}
+
+/// The budget of a request: from its Lambda context's deadline, or, where there is none (a
+/// handler called directly), the function timeout from now: the same rule as in AWS.
+pub fn budget_of(req: &Request) -> Budget {
+    match req.lambda_context_ref().map(|c| c.deadline).filter(|d| *d > 0) {
+        Some(deadline_ms) => Budget::from_deadline_ms(deadline_ms),
+        None => Budget::after(FUNCTION_TIMEOUT),
+    }
+}
+
+/// Runs a function's handler for one request under the request's budget, and answers: the
+/// entry point of every API function's `handle`. A handler that outruns its budget (a bug: every
+/// dependency call is bounded) is answered 503 `dependency_timeout` at the backstop, before the
+/// invocation's own timeout, so a client never sees a gateway error.
+pub async fn serve<F>(route: &'static str, request_id: &str, req: &Request, handler: F) -> Response<Body>
+where
+    F: Future<Output = Result<Response<Body>, ApiError>>,
+{
+    respond(route, request_id, within_budget(req, handler).await)
+}
+
+/// The handler's outcome under the request's budget ([`serve`] without the answer, for a
+/// function that looks at the outcome first).
+pub async fn within_budget<F>(req: &Request, handler: F) -> Result<Response<Body>, ApiError>
+where
+    F: Future<Output = Result<Response<Body>, ApiError>>,
+{
+    budget_of(req).run(handler, || Err(ApiError::DependencyTimeout("a dependency"))).await
 }
 
 /// Turns a handler's outcome into its response, and logs one line per request.
@@ -101,6 +139,9 @@ pub fn respond(route: &'static str, request_id: &str, outcome: Result<Response<B
         }
         Err(err) => {
             let status = err.status().as_u16();
+            if let ApiError::DependencyTimeout(dependency) = &err {
+                crate::obs::metrics::budget_exhausted(route, dependency);
+            }
             if status >= 500 {
                 tracing::warn!(route, request_id, status, code = err.code().as_str(), "answered with a fault");
             } else {

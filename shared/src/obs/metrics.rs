@@ -341,6 +341,22 @@ pub fn quota_refused(limit: QuotaLimit) {
     Record::new().metric("QuotaRefused", Unit::Count, 1.0).limit(limit).emit()
 }
 
+/// A request's time budget ran out waiting for `dependency` (503 `dependency_timeout`); the
+/// route and the dependency are properties, not dimensions.
+pub fn budget_exhausted(route: &'static str, dependency: &'static str) {
+    Record::new()
+        .metric("BudgetExhausted", Unit::Count, 1.0)
+        .property("route", route)
+        .property("dependency", dependency)
+        .emit()
+}
+
+/// The artifact bucket refused the function's role (S3 403): IAM or KMS is misconfigured, not
+/// the artifact. Alarmed (template.yaml `ConfigurationErrorAlarm`).
+pub fn configuration_error(dependency: &'static str) {
+    Record::new().metric("ConfigurationError", Unit::Count, 1.0).property("dependency", dependency).emit()
+}
+
 /// A result of `n` bytes was answered.
 pub fn result_bytes(n: u64) {
     Record::new().metric("ResultBytes", Unit::Bytes, n as f64).emit()

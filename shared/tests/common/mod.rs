@@ -1,7 +1,9 @@
 //! An emulated Secrets Manager endpoint on loopback (the one AWS component that cannot run
 //! here), for the tests that read secrets through the real SDK.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -10,13 +12,21 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 pub type Answer = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// Starts the emulator; returns its endpoint URL.
+#[allow(dead_code)] // each test binary that includes this module uses one of the two starts
 pub async fn secrets_manager(answer: Answer) -> String {
+    secrets_manager_slow(answer, Arc::new(AtomicU64::new(0))).await
+}
+
+/// [`secrets_manager`], answering each request `delay_ms` late (switchable while it runs: a
+/// slow Secrets Manager, then a recovered one).
+pub async fn secrets_manager_slow(answer: Answer, delay_ms: Arc<AtomicU64>) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         loop {
             let Ok((mut sock, _)) = listener.accept().await else { return };
             let answer = answer.clone();
+            let delay_ms = delay_ms.clone();
             tokio::spawn(async move {
                 loop {
                     let mut buf = Vec::new();
@@ -43,7 +53,10 @@ pub async fn secrets_manager(answer: Answer) -> String {
                             }
                         }
                     };
-                    let (status, out) = match answer(&body) {
+                    let answered = answer(&body);
+                    // Late: the request was received (and counted) at once, answered after.
+                    tokio::time::sleep(Duration::from_millis(delay_ms.load(Ordering::SeqCst))).await;
+                    let (status, out) = match answered {
                         Some(secret) => (
                             "200 OK",
                             serde_json::json!({"ARN": "arn", "Name": "n", "SecretString": secret, "VersionId": "v1"}),

@@ -2,16 +2,18 @@
 //! (the machine is noisy; absolute numbers are not the point). See docs/PERFORMANCE.md.
 //!
 //! ```text
-//! code2des-bench [all|coldstart|roundtrips|warm|reads|hydration|scale|capacity] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
+//! code2des-bench [all|coldstart|compression|roundtrips|warm|reads|hydration|scale|capacity] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
 //! ```
 //! `--quick` runs every benchmark with a few iterations (CI checks that they still run; it
 //! asserts nothing about speed). `--extra` adds another binary to the cold-start table (a
 //! build of a function with another release profile, for instance). `--json PATH` writes the
 //! year-of-data figures (`scale`) for scripts/plot-scale; with the command `capacity`, what one
 //! job costs (the inputs of a capacity and cost model) instead.
+#![allow(clippy::disallowed_methods)] // a benchmark or test fixture that meets a row it cannot read stops: not the request path
 
 mod capacity;
 mod coldstart;
+mod compression;
 mod fixture;
 mod hydration;
 mod latency;
@@ -96,7 +98,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: code2des-bench [all|coldstart|roundtrips|warm|reads|hydration|scale|capacity] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
+                "{e}\nusage: code2des-bench [all|coldstart|compression|roundtrips|warm|reads|hydration|scale|capacity] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
             );
             std::process::exit(2);
         }
@@ -110,8 +112,17 @@ fn main() {
 fn run(args: Args) -> Result<(), String> {
     machine();
     let c = args.command.as_str();
-    if !matches!(c, "all" | "coldstart" | "roundtrips" | "warm" | "reads" | "hydration" | "scale" | "capacity") {
+    if !matches!(
+        c,
+        "all" | "coldstart" | "compression" | "roundtrips" | "warm" | "reads" | "hydration" | "scale" | "capacity"
+    ) {
         return Err(format!("unknown command {c:?}"));
+    }
+    if matches!(c, "all" | "compression") {
+        compression::run(args.quick);
+    }
+    if c == "compression" {
+        return Ok(());
     }
     if matches!(c, "all" | "coldstart") {
         let rounds = args.rounds.unwrap_or(if args.quick { 3 } else { 30 });

@@ -4,13 +4,21 @@
 //! Response budget: Lambda's synchronous response is at most 6 MiB. Images are inlined in
 //! the order the document first uses them while the JSON-escaped body stays within
 //! `Limits::response_budget`; the rest are listed in `deferredImages` and fetched with
-//! `?images=ref1,ref2` (same validation, no document). A body is never truncated.
+//! `?images=ref1,ref2` (same validation, no document). A body is never truncated. Images that
+//! could not be fetched within the request's time budget (`shared::budget`: S3 slow, trickling
+//! or failing) are deferred the same way, and the answer is a 200 with what there is; a
+//! `?images=` request that could fetch none of its images answers 503 with Retry-After.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use futures::stream::{self, StreamExt, TryStreamExt};
+use futures::stream::{self, StreamExt};
+use shared::error::internal;
+
+use crate::encoding::{self, Coding};
+use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -28,10 +36,11 @@ use shared::domain::protocol::PROTOCOL_VERSION;
 use shared::error::ErrorCode;
 use shared::http::caller;
 use shared::http::request::{query_param, request_id};
-use shared::http::response::{empty, respond, set_header};
+use shared::http::response::{empty, serve, set_header};
 use shared::http::view::timestamp;
 use shared::obs::metrics;
 use shared::ApiError;
+use tokio::time::Instant;
 
 /// Most refs one `?images=` request may name.
 pub const MAX_REQUESTED_IMAGES: usize = 100;
@@ -58,7 +67,7 @@ impl Deps {
 
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = request_id(&req);
-    respond("result", &request_id, run(deps, &req, &request_id).await)
+    serve("result", &request_id, &req, run(deps, &req, &request_id)).await
 }
 
 /// A failed check: logged with its reason, answered as 502 `artifact_invalid`.
@@ -114,7 +123,7 @@ fn fetch_error(job: &Job, what: &str, e: BucketError) -> ApiError {
 
 /// The result's ETag: opaque (a digest; no nonce, key or location can be read back from it),
 /// and different for each representation (the document, or a `?images=` subset).
-fn etag(job: &Job, result_url: &str, requested: Option<&[&str]>) -> String {
+fn etag(job: &Job, result_url: &str, requested: Option<&[&str]>, coding: Coding) -> String {
     let mut h = Sha256::new();
     for part in [&job.id.to_string(), &job.attempt.to_string(), result_url] {
         h.update((part.len() as u64).to_be_bytes());
@@ -130,7 +139,35 @@ fn etag(job: &Job, result_url: &str, requested: Option<&[&str]>) -> String {
             }
         }
     }
-    format!("\"r1-{}\"", &hex::encode(h.finalize())[..32])
+    format!("\"r1-{}{}\"", &hex::encode(h.finalize())[..32], coding.etag_suffix())
+}
+
+/// Every value of a request header, each line of it as sent.
+fn header_values(req: &Request, name: lambda_http::http::header::HeaderName) -> Vec<&str> {
+    req.headers().get_all(name).iter().filter_map(|v| v.to_str().ok()).collect()
+}
+
+/// The answer's body in `coding` when the request accepts one and the body is worth it: bytes
+/// (the Lambda envelope base64-encodes them) with `Content-Encoding`; else the text itself.
+/// A compressed body goes base64-encoded into the envelope: when that would not fit the budget
+/// (an image-heavy body barely compresses), the text goes as it is (it was checked to fit).
+fn encoded(text: String, coding: Coding, budget: usize) -> Response<Body> {
+    let packed = (text.len() >= encoding::MIN_BYTES)
+        .then(|| encoding::encode(coding, text.as_bytes()))
+        .flatten()
+        .filter(|bytes| bytes.len().div_ceil(3) * 4 <= budget);
+    match (packed, coding.header()) {
+        (Some(bytes), Some(name)) => {
+            metrics::result_bytes(bytes.len() as u64);
+            let mut resp = Response::new(Body::Binary(bytes));
+            set_header(&mut resp, lambda_http::http::header::CONTENT_ENCODING, name);
+            resp
+        }
+        _ => {
+            metrics::result_bytes(text.len() as u64);
+            Response::new(Body::Text(text))
+        }
+    }
 }
 
 /// `If-None-Match` names `tag` (or is `*`): the client's copy is current.
@@ -166,12 +203,130 @@ async fn read_image<'a>(
     name: &'a str,
     entry: &ImageEntry,
     opened: Opened,
-) -> Result<(&'a str, ImageOut), ApiError> {
-    let bytes = opened.read().await.map_err(|e| fetch_error(job, "an image", e))?;
+) -> Result<(&'a str, ImageOut), Skipped> {
+    let bytes = match opened.read().await {
+        Ok(b) => b,
+        Err(e) => return Err(image_problem(job, e)),
+    };
     artifact::check_image(&bytes, entry.mime, &deps.limits)
-        .map_err(|r| invalid(job, format!("image {name:?}: {r}")))?;
+        .map_err(|r| Skipped::Refused(invalid(job, format!("image {name:?}: {r}"))))?;
     let out = ImageOut { mime_type: entry.mime.as_str(), size: bytes.len() as u64, data: STANDARD.encode(&bytes) };
     Ok((name, out))
+}
+
+/// Time kept back from the request's budget, after the images, for encoding and writing the
+/// answer.
+const ANSWER_TIME: Duration = Duration::from_millis(1500);
+/// The images' time where no budget is set.
+const NO_BUDGET: Duration = Duration::from_secs(3600);
+
+/// An image left for a later `?images=` request: it did not fit the byte budget, or could not
+/// be fetched within the time budget (S3 slow or failing; the first such fault is kept, to
+/// answer a request that got nothing).
+enum Skipped {
+    Bytes,
+    Fault(ApiError),
+    /// Not deferred: the artifact's own fault (502) or a refused role (500) fails the request.
+    Refused(ApiError),
+}
+
+/// What one image came to: its bytes, or why it is deferred.
+type Fetched<'a> = Result<(&'a str, ImageOut), Skipped>;
+/// An image opened and planned into the byte budget, or why not.
+type Planned<'a> = Result<(&'a (String, ImageEntry), Opened), Skipped>;
+
+/// The images of one answer: those inlined, those deferred, and the first storage fault that
+/// deferred one (if any).
+struct Images<'a> {
+    fetched: Vec<(&'a str, ImageOut)>,
+    deferred: Vec<&'a str>,
+    fault: Option<ApiError>,
+}
+
+/// A failure to open or read an image: the artifact's own fault (missing, too large: 502), a
+/// refused role (500), or the storage's fault or lack of time, which defers the image.
+fn image_problem(job: &Job, e: BucketError) -> Skipped {
+    if matches!(e, BucketError::Unavailable | BucketError::TimedOut(_)) {
+        return Skipped::Fault(e.into_api(|_| ApiError::Internal));
+    }
+    Skipped::Refused(fetch_error(job, "an image", e))
+}
+
+/// Opens, plans and reads the images of a response. Every image is opened at once with ONE
+/// GET each: the response headers give its size before its body is read, so the byte budget is
+/// planned with no HEAD requests and only the bodies that fit are read (the others' connections
+/// are dropped unread). All of it ends by the time budget less [`ANSWER_TIME`]: an image not
+/// opened or read by then is deferred like one that did not fit, and the answer is a 200 with
+/// what there is. Futures are built into a Vec first: a stream over a borrowing closure trips the
+/// compiler's Send inference (rust-lang/rust#102211).
+async fn fetch_images<'a>(
+    deps: &Deps,
+    job: &Job,
+    candidates: &[&'a (String, ImageEntry)],
+    fixed: usize,
+) -> Result<Images<'a>, ApiError> {
+    let limits = &deps.limits;
+    // Outside a request's budget (a direct call), the storage's own timeouts bound it.
+    let left = shared::budget::current().map_or(NO_BUDGET, |b| b.remaining());
+    let end = Instant::now() + left.saturating_sub(ANSWER_TIME);
+    let opens: Vec<_> =
+        candidates
+            .iter()
+            .map(|(_, e)| async move {
+                tokio::time::timeout_at(end, deps.bucket.open(&e.key, limits.max_image_bytes)).await
+            })
+            .collect();
+    let opened: Vec<_> = stream::iter(opens).buffered(limits.fetch_concurrency).collect().await;
+    // Plan against the byte budget before reading any body, so memory stays bounded by it.
+    let mut used = fixed;
+    let mut plan: Vec<Planned<'a>> = Vec::with_capacity(candidates.len());
+    for (c, o) in candidates.iter().zip(opened) {
+        let o = match o {
+            Ok(Ok(o)) => o,
+            Ok(Err(e)) => {
+                plan.push(Err(image_problem(job, e)));
+                continue;
+            }
+            Err(_) => {
+                plan.push(Err(Skipped::Fault(ApiError::DependencyTimeout("artifact storage"))));
+                continue;
+            }
+        };
+        let cost = (o.size as usize).div_ceil(3) * 4 + escaped_len(&c.0) + c.0.len() + 96;
+        if used + cost <= limits.response_budget {
+            used += cost;
+            plan.push(Ok((*c, o)));
+        } else {
+            plan.push(Err(Skipped::Bytes));
+        }
+    }
+    let reads: Vec<_> = plan
+        .into_iter()
+        .map(|p| async move {
+            let ((name, entry), o) = p?;
+            match tokio::time::timeout_at(end, read_image(deps, job, name, entry, o)).await {
+                Ok(read) => read,
+                Err(_) => Err(Skipped::Fault(ApiError::DependencyTimeout("artifact storage"))),
+            }
+        })
+        .collect();
+    let results: Vec<Fetched<'a>> = stream::iter(reads).buffered(limits.fetch_concurrency).collect().await;
+    let (mut fetched, mut deferred, mut fault) = (Vec::new(), Vec::new(), None);
+    for (c, r) in candidates.iter().zip(results) {
+        match r {
+            Ok(img) => fetched.push(img),
+            Err(Skipped::Bytes) => deferred.push(c.0.as_str()),
+            Err(Skipped::Fault(e)) => {
+                deferred.push(c.0.as_str());
+                fault.get_or_insert(e);
+            }
+            Err(Skipped::Refused(e)) => return Err(e),
+        }
+    }
+    if let Some(e) = &fault {
+        tracing::warn!(code2des_id = %job.id, deferred = deferred.len(), error = %e, "images deferred: storage slow or failing");
+    }
+    Ok(Images { fetched, deferred, fault })
 }
 
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
@@ -200,11 +355,13 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         return Err(ApiError::ResultExpired { expired_at: timestamp(at) });
     }
     // A completed result never changes: a client holding it costs no S3 request at all.
-    let tag = (kind == Kind::Result).then(|| etag(&job, result_url, requested.as_deref()));
+    let coding = encoding::negotiate(header_values(req, lambda_http::http::header::ACCEPT_ENCODING));
+    let tag = (kind == Kind::Result).then(|| etag(&job, result_url, requested.as_deref(), coding));
     if let Some(tag) = &tag {
         if not_modified(req, tag) {
-            let mut resp = empty(304);
+            let mut resp = empty(StatusCode::NOT_MODIFIED);
             set_header(&mut resp, lambda_http::http::header::ETAG, tag);
+            set_header(&mut resp, lambda_http::http::header::VARY, "accept-encoding");
             set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
             return Ok(resp);
         }
@@ -228,42 +385,21 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         }
     };
 
-    let limits = &deps.limits;
-    // Every image is opened at once with ONE GET each: the response headers give its size
-    // before its body is read, so the budget is planned with no HEAD requests, and only the
-    // bodies that fit are read (the others' connections are dropped unread). Futures are built
-    // into a Vec first: a stream over a borrowing closure trips the compiler's Send inference
-    // (rust-lang/rust#102211).
-    let opens: Vec<_> = candidates.iter().map(|(_, e)| deps.bucket.open(&e.key, limits.max_image_bytes)).collect();
-    let opened: Vec<Opened> = stream::iter(opens)
-        .buffered(limits.fetch_concurrency)
-        .try_collect()
-        .await
-        .map_err(|e| fetch_error(&job, "an image", e))?;
-
     let doc_json: Option<Box<RawValue>> = match (&requested, &art.document) {
         (Some(_), _) => None,
-        (None, Some(doc)) => Some(serde_json::value::to_raw_value(doc).map_err(|e| invalid(&job, e))?),
-        (None, None) => Some(RawValue::from_string("null".to_owned()).map_err(|e| invalid(&job, e))?),
-    };
-    // Plan against the budget before reading any body, so memory stays bounded by it.
-    let mut used = 512 + doc_json.as_deref().map_or(0, |d| escaped_len(d.get()));
-    let mut inline = Vec::new();
-    let mut deferred = Vec::new();
-    for (c, o) in candidates.iter().zip(opened) {
-        let cost = (o.size as usize).div_ceil(3) * 4 + escaped_len(&c.0) + c.0.len() + 96;
-        if used + cost <= limits.response_budget {
-            used += cost;
-            inline.push((*c, o));
-        } else {
-            deferred.push(c.0.as_str());
+        (None, Some(doc)) => {
+            Some(serde_json::value::to_raw_value(doc).map_err(|e| internal("encoding a document", &e))?)
         }
+        (None, None) => Some(RawValue::from_string("null".to_owned()).map_err(|e| internal("encoding null", &e))?),
+    };
+    let fixed = 512 + doc_json.as_deref().map_or(0, |d| escaped_len(d.get()));
+    let Images { fetched, deferred, fault: faults } = fetch_images(deps, &job, &candidates, fixed).await?;
+    let inlined = fetched.len();
+    // A request for named images that could fetch none of them has nothing to answer: a 503
+    // that says when to come back, not a 200 that defers everything it was asked for.
+    if let (Some(_), 0, Some(fault)) = (&requested, inlined, faults) {
+        return Err(fault);
     }
-    let inlined = inline.len();
-
-    let reads: Vec<_> = inline.into_iter().map(|((name, entry), o)| read_image(deps, &job, name, entry, o)).collect();
-    let fetched: Vec<(&str, ImageOut)> = stream::iter(reads).buffered(limits.fetch_concurrency).try_collect().await?;
-
     let body = ResultBody {
         code2des_id: job.id,
         kind: art.kind.as_str(),
@@ -273,19 +409,21 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         images: fetched.into_iter().collect(),
         deferred_images: deferred,
     };
-    let text = serde_json::to_string(&body).map_err(|e| invalid(&job, e))?;
-    if escaped_len(&text) > limits.response_budget {
+    // Our own types: a failure here is our bug (500), never the worker's artifact (502).
+    let text = serde_json::to_string(&body).map_err(|e| internal("encoding a result", &e))?;
+    if escaped_len(&text) > deps.limits.response_budget {
         // The plan above is conservative; this guards the promise of never sending a body
         // the Lambda envelope cannot carry.
         return Err(invalid(&job, "the response would exceed the Lambda response limit"));
     }
     let deferred_count = body.deferred_images.len();
-    metrics::result_bytes(text.len() as u64);
-    let mut resp = Response::new(Body::Text(text));
+    let mut resp = encoded(text, coding, deps.limits.response_budget);
     resp.headers_mut().insert(
         lambda_http::http::header::CONTENT_TYPE,
         lambda_http::http::HeaderValue::from_static("application/json"),
     );
+    // Caches must key the answer by the request's Accept-Encoding.
+    set_header(&mut resp, lambda_http::http::header::VARY, "accept-encoding");
     if let Some(tag) = &tag {
         set_header(&mut resp, lambda_http::http::header::ETAG, tag);
         set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
@@ -333,15 +471,18 @@ mod tests {
             cancelled_at: None,
         };
         let url = "s3://b/code2des/01890a5d-ac96-774b-bcce-b302099a8057/1/result.json";
-        let a = etag(&job(1), url, None);
-        assert_eq!(a, etag(&job(1), url, None), "stable");
+        let a = etag(&job(1), url, None, Coding::Identity);
+        assert_eq!(a, etag(&job(1), url, None, Coding::Identity), "stable");
         assert!(a.starts_with("\"r1-") && a.ends_with('"') && a.len() == 37, "{a}");
         for leak in ["secret-nonce", "code2des/", "result.json", "01890a5d"] {
             assert!(!a.contains(leak));
         }
-        assert_ne!(a, etag(&job(2), url, None));
-        assert_ne!(a, etag(&job(1), url, Some(&["x"])));
-        assert_ne!(etag(&job(1), url, Some(&["ab"])), etag(&job(1), url, Some(&["a", "b"])));
+        assert_ne!(a, etag(&job(2), url, None, Coding::Identity));
+        assert_ne!(a, etag(&job(1), url, Some(&["x"]), Coding::Identity));
+        assert_ne!(
+            etag(&job(1), url, Some(&["ab"]), Coding::Identity),
+            etag(&job(1), url, Some(&["a", "b"]), Coding::Identity)
+        );
     }
 
     #[test]

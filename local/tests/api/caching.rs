@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use code2des_testkit::s3::S3Requests;
-use serde_json::json;
+use serde_json::{json, Value};
 use shared::aws::bucket::ArtifactBucket;
 
 use crate::helpers::*;
@@ -187,4 +187,57 @@ async fn a_result_get_costs_one_s3_request_per_object_and_no_head() {
     let processing = app.new_job(&t).await;
     assert_eq!(app.result(&t, Some(&t.sub), &processing).await.status, 409);
     assert_eq!(s3.take(), [0, 0, 0, 0, 0, 0]);
+}
+
+/// Compressed results (issue 31): a request that accepts `br` or `gzip` gets the same JSON
+/// compressed, with `Content-Encoding`, `Vary: accept-encoding` and an ETag of its own that a
+/// 304 honours; one that accepts neither gets the text as before.
+#[tokio::test]
+async fn a_result_is_compressed_as_the_request_accepts_and_its_etag_still_answers_304() {
+    use std::io::Read;
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let id = app.new_job(&t).await;
+    let nonce = app.manifest(&id).await.nonce;
+    // A document worth compressing: 300 text nodes (a small body goes out as it is).
+    let mut art = artifact(&id, &nonce, json!({}), &[]);
+    art["document"]["children"] = (0..300)
+        .map(|i| json!({"type": "TEXT", "name": format!("t{i}"), "characters": format!("Line {i} of the article")}))
+        .collect();
+    assert_eq!(app.complete_with(&id, art, &[]).await.status, 200);
+    let plain = app.result(&t, Some(&t.sub), &id).await;
+    assert_eq!(plain.status, 200);
+    assert!(plain.headers.get("content-encoding").is_none());
+    let send = |accept: &str, inm: Option<&str>| {
+        let mut ev = user_event("result.json", &t, Some(&t.sub), Some(&id), None);
+        ev["headers"]["accept-encoding"] = json!(accept);
+        if let Some(tag) = inm {
+            ev["headers"]["if-none-match"] = json!(tag);
+        }
+        let app = &app;
+        async move { code2des_result::handler::handle(&app.result, to_request(&ev)).await }
+    };
+    let mut tags = vec![header(&plain, "etag").unwrap().to_owned()];
+    for (accept, coding) in [("gzip, deflate, br, zstd", "br"), ("gzip, deflate", "gzip")] {
+        let resp = send(accept, None).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-encoding"], coding);
+        assert_eq!(resp.headers()["vary"], "accept-encoding");
+        assert_eq!(resp.headers()["content-type"], "application/json");
+        let packed: &[u8] = resp.body().as_ref();
+        let mut text = Vec::new();
+        match coding {
+            "br" => brotli::BrotliDecompress(&mut &packed[..], &mut text).unwrap(),
+            _ => flate2::read::GzDecoder::new(packed).read_to_end(&mut text).map(|_| ()).unwrap(),
+        }
+        assert_eq!(serde_json::from_slice::<Value>(&text).unwrap(), plain.json, "{coding}");
+        let tag = resp.headers()["etag"].to_str().unwrap().to_owned();
+        assert!(!tags.contains(&tag), "each coding is a representation of its own: {tag}");
+        let again = send(accept, Some(&tag)).await;
+        assert_eq!(again.status(), 304, "{coding}");
+        tags.push(tag);
+    }
+    let identity = send("identity", None).await;
+    assert!(identity.headers().get("content-encoding").is_none());
+    assert_eq!(identity.headers()["etag"].to_str().unwrap(), tags[0]);
 }

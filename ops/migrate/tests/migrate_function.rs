@@ -125,7 +125,9 @@ async fn migrate_function_grants_rds_iam_in_direct_mode_and_the_proxy_mode_takes
         )
         .await
         .unwrap();
-    admin.batch_execute(&format!("CREATE ROLE {role} LOGIN; CREATE DATABASE {name}")).await.unwrap();
+    // Two calls: CREATE DATABASE refuses the implicit transaction of a multi-statement batch.
+    admin.batch_execute(&format!("CREATE ROLE {role} LOGIN")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
     let mut cfg = DbConfig::from_url(&admin_url()).unwrap();
     cfg.pg.dbname(&name);
     let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None, app_iam_role: Some(role.clone()) };
@@ -137,7 +139,8 @@ async fn migrate_function_grants_rds_iam_in_direct_mode_and_the_proxy_mode_takes
     let after = is_member(&admin, &role).await;
     let revoked_twice = shared::db::roles::revoke_rds_iam(&db, &role).await;
     drop(db);
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE); DROP ROLE {role}")).await.unwrap();
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("DROP ROLE {role}")).await.unwrap();
 
     let first = first.expect("migrate and grant rds_iam");
     assert_eq!(first["appRole"], json!(role), "{first}");

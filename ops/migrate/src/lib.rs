@@ -1,8 +1,9 @@
 //! The migrate function: applies `migrations/V*.sql` to the deployed database (through RDS
-//! Proxy, with the same secret and TLS policy as the API functions) and answers which versions
-//! it applied. CodeDeploy invokes it as the PreTraffic hook of every deployment, before any new
-//! code takes traffic ([`hook`]); it can also be invoked by hand (the first deploy, which
-//! creates the stack and so starts no deployment, and any time after):
+//! Proxy, or straight to the cluster in direct mode, with the same TLS policy as the API
+//! functions) and answers which versions it applied. CodeDeploy invokes it as the PreTraffic
+//! hook of every deployment, before any new code takes traffic ([`hook`]); it can also be
+//! invoked by hand (the first deploy, which creates the stack and so starts no deployment, and
+//! any time after):
 //!
 //! ```sh
 //! aws lambda invoke --function-name "$MIGRATE_FUNCTION" out.json && cat out.json
@@ -40,18 +41,24 @@ pub struct Deps {
     pub db: DbConfig,
     pub ca_bundle: Option<String>,
     /// The application role the functions log in as through RDS Proxy: after migrating, its
-    /// password is set to this secret's, so the proxy's `code2des_app` user can log in.
+    /// password is set to this secret's, so the proxy's `code2des_app` user can log in (and
+    /// `rds_iam`, which would refuse that password, is taken away).
     pub app_role: Option<AppRoleSecret>,
+    /// `DB_APP_IAM_ROLE`: without RDS Proxy (template.yaml `DatabaseAccess=direct`) the
+    /// functions log in to Aurora itself with IAM tokens, so this role is granted `rds_iam`.
+    pub app_iam_role: Option<String>,
 }
 
 impl Deps {
     /// `DB_SECRET_ARN` (+ `DB_HOST`/`DB_PORT`/`DB_NAME`) in AWS, `DATABASE_URL` elsewhere;
-    /// `DB_APP_SECRET_ARN` when the application role's password is to be set.
+    /// `DB_APP_SECRET_ARN` when the application role's password is to be set (proxy mode),
+    /// `DB_APP_IAM_ROLE` when the role is to log in with IAM tokens (direct mode).
     pub async fn from_env() -> Result<Self, shared::config::SetupError> {
         Ok(Self {
             db: shared::app::resources::db_config_from_env().await?,
             ca_bundle: shared::config::var("DB_CA_BUNDLE"),
             app_role: shared::config::var("DB_APP_SECRET_ARN").map(AppRoleSecret::Arn),
+            app_iam_role: shared::config::var("DB_APP_IAM_ROLE"),
         })
     }
 }
@@ -93,7 +100,19 @@ pub async fn handle(deps: &Deps, _event: LambdaEvent<Value>) -> Result<Value, Er
             };
             let role = shared::db::roles::set_app_role_password(&client, secret.expose_secret()).await?;
             tracing::info!(role = %role, "application role password set");
+            if shared::db::roles::revoke_rds_iam(&client, &role).await? {
+                tracing::info!(role = %role, "rds_iam revoked: the role logs in through RDS Proxy with its password");
+            }
             Some(role)
+        }
+    };
+    // Direct database access: the role logs in to Aurora with IAM tokens (and so by them alone).
+    let app_role = match &deps.app_iam_role {
+        None => app_role,
+        Some(role) => {
+            shared::db::roles::grant_rds_iam(&client, role).await?;
+            tracing::info!(role = %role, "rds_iam granted: the role logs in with IAM auth tokens");
+            Some(role.clone())
         }
     };
     let mut answer = json!({ "database": deps.db.pg.get_dbname(), "applied": applied, "appRole": app_role });

@@ -31,7 +31,7 @@ async fn migrate_function_applies_every_version_once() {
 
     let mut cfg = DbConfig::from_url(&admin_url()).unwrap();
     cfg.pg.dbname(&name);
-    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None };
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None, app_iam_role: None };
     let outcome = async {
         let first = handle(&deps, invocation()).await.expect("first run");
         let second = handle(&deps, invocation()).await.expect("second run");
@@ -90,8 +90,12 @@ async fn migrate_function_sets_the_application_role_password_from_its_secret() {
     cfg.pg.dbname(&name);
     let password = format!("p{:032x}", rand::random::<u128>());
     let secret = json!({"username": "code2des_app", "password": password}).to_string();
-    let deps =
-        Deps { db: cfg.clone(), ca_bundle: None, app_role: Some(code2des_migrate::AppRoleSecret::Json(secret.into())) };
+    let deps = Deps {
+        db: cfg.clone(),
+        ca_bundle: None,
+        app_role: Some(code2des_migrate::AppRoleSecret::Json(secret.into())),
+        app_iam_role: None,
+    };
     let outcome = handle(&deps, invocation()).await;
     // Roles are the cluster's: the verifier stored for it is read back as the owner.
     let stored: Option<String> =
@@ -103,4 +107,51 @@ async fn migrate_function_sets_the_application_role_password_from_its_secret() {
     let stored = stored.expect("a password is set");
     assert!(stored.starts_with("SCRAM-SHA-256$4096:"), "a SCRAM verifier, never the password itself");
     assert!(!stored.contains(&password) && !out.to_string().contains(&password));
+}
+
+/// Direct database access (template.yaml `DatabaseAccess=direct`): `DB_APP_IAM_ROLE` makes the
+/// migrate function grant the role `rds_iam`, so that Aurora accepts its IAM tokens; switching
+/// back to the proxy takes the membership away again (the proxy logs in with the password, which
+/// `rds_iam` would refuse). A local PostgreSQL has no `rds_iam`: the test creates one, as RDS
+/// has it (a NOLOGIN role), and uses a role of its own so that parallel tests do not meet it.
+#[tokio::test]
+async fn migrate_function_grants_rds_iam_in_direct_mode_and_the_proxy_mode_takes_it_back() {
+    let name = format!("c2d_migrate_{:016x}", rand::random::<u64>());
+    let role = format!("c2d_iam_{:016x}", rand::random::<u64>());
+    let admin = admin().await;
+    admin
+        .batch_execute(
+            "DO $$ BEGIN CREATE ROLE rds_iam NOLOGIN; \
+             EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$",
+        )
+        .await
+        .unwrap();
+    // Two calls: CREATE DATABASE refuses the implicit transaction of a multi-statement batch.
+    admin.batch_execute(&format!("CREATE ROLE {role} LOGIN")).await.unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+    let mut cfg = DbConfig::from_url(&admin_url()).unwrap();
+    cfg.pg.dbname(&name);
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None, app_iam_role: Some(role.clone()) };
+    let first = handle(&deps, invocation()).await;
+    let granted = is_member(&admin, &role).await;
+    let again = handle(&deps, invocation()).await;
+    let db = shared::db::connect::connect(&cfg, None).await.unwrap();
+    let revoked = shared::db::roles::revoke_rds_iam(&db, &role).await;
+    let after = is_member(&admin, &role).await;
+    let revoked_twice = shared::db::roles::revoke_rds_iam(&db, &role).await;
+    drop(db);
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.unwrap();
+    admin.batch_execute(&format!("DROP ROLE {role}")).await.unwrap();
+
+    let first = first.expect("migrate and grant rds_iam");
+    assert_eq!(first["appRole"], json!(role), "{first}");
+    assert!(granted, "the role is a member of rds_iam after a direct-mode run");
+    again.expect("a second run grants again without error");
+    assert_eq!(revoked.expect("revoke"), true, "the proxy mode finds the membership and takes it");
+    assert!(!after, "no longer a member");
+    assert_eq!(revoked_twice.expect("revoke again"), false, "nothing to take the second time");
+}
+
+async fn is_member(admin: &tokio_postgres::Client, role: &str) -> bool {
+    admin.query_one("SELECT pg_has_role($1, 'rds_iam', 'MEMBER')", &[&role]).await.unwrap().get(0)
 }

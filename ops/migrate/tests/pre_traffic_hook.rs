@@ -186,7 +186,7 @@ async fn the_hook_migrates_then_reports_succeeded() {
     let admin = admin().await;
     let (name, cfg) = fresh_db(&admin).await;
     let codedeploy = CodeDeploy::start(None).await;
-    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None };
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None, app_iam_role: None };
 
     let answer = dispatch(Ok(&deps), &codedeploy.reporter(), invocation(codedeploy_event())).await;
     let migrated = table_exists(&cfg, "code2des").await;
@@ -216,7 +216,7 @@ async fn a_migration_that_cannot_apply_reports_failed_and_applies_nothing() {
         db.batch_execute("CREATE TYPE code2des_status AS ENUM ('queued')").await.unwrap();
     }
     let codedeploy = CodeDeploy::start(None).await;
-    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None };
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None, app_iam_role: None };
 
     let outcome = dispatch(Ok(&deps), &codedeploy.reporter(), invocation(codedeploy_event())).await;
     let table = table_exists(&cfg, "code2des").await;
@@ -258,7 +258,7 @@ async fn a_manual_invocation_reports_nothing() {
     let admin = admin().await;
     let (name, cfg) = fresh_db(&admin).await;
     let codedeploy = CodeDeploy::start(None).await;
-    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None };
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None, app_iam_role: None };
     let answer = dispatch(Ok(&deps), &codedeploy.reporter(), invocation(json!({}))).await;
     drop_db(&admin, &name).await;
     let answer = answer.expect("a manual run migrates");
@@ -271,7 +271,7 @@ async fn a_report_codedeploy_refuses_fails_the_invocation() {
     let admin = admin().await;
     let (name, cfg) = fresh_db(&admin).await;
     let codedeploy = CodeDeploy::start(Some("LifecycleEventAlreadyCompletedException")).await;
-    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None };
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None, app_iam_role: None };
     let outcome = dispatch(Ok(&deps), &codedeploy.reporter(), invocation(codedeploy_event())).await;
     drop_db(&admin, &name).await;
     let err = outcome.expect_err("an unreported outcome is a failed invocation");
@@ -295,7 +295,7 @@ async fn a_rollback_to_a_release_older_than_the_database_reports_succeeded() {
     let admin = admin().await;
     let (name, cfg) = fresh_db(&admin).await;
     let codedeploy = CodeDeploy::start(None).await;
-    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None };
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None, app_iam_role: None };
     // This release's migrations, then one that only a later release knows (its deploy was
     // rolled back, or an operator redeploys this release on purpose).
     let first = handle(&deps, invocation(json!({}))).await;
@@ -315,7 +315,7 @@ async fn an_edited_released_migration_still_reports_failed() {
     let admin = admin().await;
     let (name, cfg) = fresh_db(&admin).await;
     let codedeploy = CodeDeploy::start(None).await;
-    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None };
+    let deps = Deps { db: cfg.clone(), ca_bundle: None, app_role: None, app_iam_role: None };
     let first = handle(&deps, invocation(json!({}))).await;
     // V1 as the database recorded it differs from this release's V1: someone edited a released
     // migration. Tolerating a newer database must not hide that.

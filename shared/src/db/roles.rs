@@ -7,6 +7,11 @@
 //! as the owner, sets it after migrating (and again after the secret rotated). It sends only a
 //! SCRAM-SHA-256 verifier, the form PostgreSQL stores, so the password itself never reaches the
 //! server, a statement log or `pg_stat_statements`.
+//!
+//! Without RDS Proxy (template.yaml `DatabaseAccess=direct`) the functions log in to Aurora
+//! itself with their IAM tokens, which Aurora accepts only for a member of `rds_iam`: the
+//! migrate function grants it ([`grant_rds_iam`]) instead of setting a password, and takes it
+//! back ([`revoke_rds_iam`]) when the stack returns to the proxy.
 
 #[derive(Debug, thiserror::Error)]
 pub enum PasswordError {
@@ -77,11 +82,6 @@ pub async fn set_app_role_password(
         password: String,
     }
     let secret: Secret = serde_json::from_str(secret_json).map_err(|_| PasswordError::Secret)?;
-    let plain = |s: &str| {
-        s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-            && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-            && s.len() <= 63
-    };
     if !plain(&secret.username) {
         return Err(PasswordError::Role(secret.username));
     }
@@ -97,6 +97,62 @@ pub async fn set_app_role_password(
         .await
         .map_err(|e| PasswordError::Database(crate::error::chain(&e)))?;
     Ok(secret.username)
+}
+
+/// A plain lowercase identifier (letters, digits, `_`), which needs no quoting or escaping.
+fn plain(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && s.len() <= 63
+}
+
+/// RDS's role whose members log in with IAM auth tokens, and only with them.
+pub const RDS_IAM: &str = "rds_iam";
+
+/// Direct database access (template.yaml `DatabaseAccess=direct`, no RDS Proxy): the functions
+/// log in to Aurora itself with IAM auth tokens, which Aurora accepts only for a member of
+/// `rds_iam`. Grants it to `role` (idempotent). Fails where the server has no `rds_iam` role
+/// (not RDS): IAM logins cannot work there, and saying so beats a login failure later.
+pub async fn grant_rds_iam(client: &tokio_postgres::Client, role: &str) -> Result<(), PasswordError> {
+    if !plain(role) {
+        return Err(PasswordError::Role(role.to_owned()));
+    }
+    let db = |e: tokio_postgres::Error| PasswordError::Database(crate::error::chain(&e));
+    let exists: bool = client
+        .query_one("SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", &[&RDS_IAM])
+        .await
+        .map_err(db)?
+        .try_get(0)
+        .map_err(db)?;
+    if !exists {
+        return Err(PasswordError::Database(format!("this server has no {RDS_IAM} role: IAM logins need RDS")));
+    }
+    client.batch_execute(&format!("GRANT {RDS_IAM} TO \"{role}\"")).await.map_err(db)
+}
+
+/// Proxy mode: RDS Proxy logs in to Aurora as `role` with its password, which a member of
+/// `rds_iam` can no longer use (a role on RDS logs in by one method). A stack switched back from
+/// direct access therefore takes the membership away. Answers whether there was one; nothing to
+/// do where the server has no `rds_iam` role (a local PostgreSQL).
+pub async fn revoke_rds_iam(client: &tokio_postgres::Client, role: &str) -> Result<bool, PasswordError> {
+    if !plain(role) {
+        return Err(PasswordError::Role(role.to_owned()));
+    }
+    let db = |e: tokio_postgres::Error| PasswordError::Database(crate::error::chain(&e));
+    let member: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid \
+             JOIN pg_roles u ON u.oid = m.member WHERE g.rolname = $1 AND u.rolname = $2)",
+            &[&RDS_IAM, &role],
+        )
+        .await
+        .map_err(db)?
+        .try_get(0)
+        .map_err(db)?;
+    if member {
+        client.batch_execute(&format!("REVOKE {RDS_IAM} FROM \"{role}\"")).await.map_err(db)?;
+    }
+    Ok(member)
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! `cargo run -p code2des-local`: the user API and webhook on 127.0.0.1:3000 and an
-//! S3-compatible endpoint on 127.0.0.1:9000, through the same handlers as the Lambdas.
+//! S3-compatible endpoint on 127.0.0.1:9000, through the same handlers as the Lambdas. When
+//! DATABASE_URL names a loopback address where nothing answers, it starts a private PostgreSQL
+//! there first (`postgres`), and stops it when it stops.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,8 +18,9 @@ struct Cli {
     /// Address of the embedded S3-compatible endpoint (ignored when S3_ENDPOINT is set).
     #[arg(long, default_value = stack::DEFAULT_S3_ADDR, global = true)]
     s3_addr: SocketAddr,
-    /// Where the embedded S3 endpoint keeps objects, and the worker key pair the stack generates
-    /// when WEBHOOK_PUBLIC_KEY is not set.
+    /// Where the embedded S3 endpoint keeps objects, the worker key pair the stack generates
+    /// when WEBHOOK_PUBLIC_KEY is not set, and (in postgres/) the private PostgreSQL it starts
+    /// when DATABASE_URL names a loopback address where nothing answers (LOCAL_POSTGRES=off: never).
     #[arg(long, default_value = stack::DEFAULT_DATA_DIR, global = true)]
     data_dir: PathBuf,
     /// Run the reference worker in-process: it completes every new job.
@@ -94,6 +97,16 @@ async fn main() -> std::process::ExitCode {
         Err(e) => {
             eprintln!("code2des-local: {e}");
             return std::process::ExitCode::from(2);
+        }
+    };
+    // Before any command connects: a loopback DATABASE_URL where nothing answers gets a private
+    // cluster under the data directory. Held to the end of main, so it is stopped after the
+    // stack (Ctrl-C and SIGTERM come back here through `shutdown_signal`), on an error too.
+    let _postgres = match code2des_local::postgres::ensure(&cfg.database_url, &cfg.data_dir).await {
+        Ok(pg) => pg,
+        Err(e) => {
+            eprintln!("code2des-local: {e}");
+            return std::process::ExitCode::FAILURE;
         }
     };
     let outcome = match cli.command.unwrap_or(Command::Serve) {

@@ -1,6 +1,7 @@
 //! Starting and stopping the whole local stack: database (created and migrated), the S3
 //! endpoint (embedded, or external via `S3_ENDPOINT`), the five handlers behind the gateway,
-//! and optionally the demo worker.
+//! and optionally the demo worker. (The private PostgreSQL started when nothing answers at a
+//! loopback `DATABASE_URL` is `crate::postgres`'s, started before this and stopped after.)
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -193,6 +194,15 @@ pub enum StartError {
     Config(String),
     #[error("cannot reach PostgreSQL ({0}). Is it running? Set DATABASE_URL to point elsewhere.")]
     Database(String),
+    #[error(
+        "nothing answers at {addr} (DATABASE_URL) and no PostgreSQL server is installed to start there \
+         ({reason}). Install it with: {install} (or set PG_BIN to its binaries' directory, or DATABASE_URL to a \
+         running PostgreSQL)",
+        install = code2des_pgcluster::INSTALL_COMMAND
+    )]
+    NoPostgres { addr: String, reason: String },
+    #[error("private PostgreSQL: {0}")]
+    LocalPostgres(String),
     #[error("cannot apply migrations: {0}")]
     Migrate(String),
     #[error("cannot listen on {addr}: {reason} (choose another with {flag})")]

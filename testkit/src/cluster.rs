@@ -5,40 +5,17 @@
 //! benchmarks load `pg_stat_statements`, the TLS test serves a certificate it made), and a
 //! server that no other developer's tests share. The server binaries come from `PG_BIN`, else
 //! the newest `/usr/lib/postgresql/*/bin`; without them [`Cluster::init`] fails and says so.
+//! Finding and running them is `code2des-pgcluster`'s, which code2des-local's own cluster uses
+//! too.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-/// A port that was free a moment ago on 127.0.0.1.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
-
-/// The directory of the PostgreSQL server binaries (`initdb`, `pg_ctl`).
-pub fn server_bin() -> Result<PathBuf, String> {
-    if let Ok(b) = std::env::var("PG_BIN") {
-        let bin = PathBuf::from(&b);
-        return if bin.join("initdb").exists() { Ok(bin) } else { Err(format!("PG_BIN={b} holds no initdb")) };
-    }
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .map_err(|e| format!("no PostgreSQL server under /usr/lib/postgresql ({e}); install postgresql or set PG_BIN"))?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
-        .filter(|(_, p): &(u32, PathBuf)| p.join("initdb").exists())
-        .collect();
-    versions.sort();
-    versions.pop().map(|(_, p)| p).ok_or_else(|| "no initdb under /usr/lib/postgresql/*/bin".into())
-}
-
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
-}
+use code2des_pgcluster::Server;
+pub use code2des_pgcluster::{free_port, server_bin};
 
 pub struct Cluster {
     dir: tempfile::TempDir,
-    bin: PathBuf,
-    /// `initdb` refuses root: run as root, the cluster belongs to the `postgres` user.
-    as_postgres: bool,
+    server: Server,
     pub port: u16,
     started: bool,
 }
@@ -46,14 +23,11 @@ pub struct Cluster {
 impl Cluster {
     /// `initdb` in a new temporary directory: trust authentication, superuser `postgres`.
     pub fn init() -> Result<Self, String> {
-        let bin = server_bin()?;
+        let server = Server::installed()?;
         let dir = tempfile::Builder::new().prefix("code2des-pg-").tempdir().map_err(|e| e.to_string())?;
-        let as_postgres = is_root();
-        if as_postgres {
-            run(Command::new("chown").arg("postgres").arg(dir.path()))?;
-        }
-        let cluster = Self { dir, bin, as_postgres, port: free_port(), started: false };
-        run(cluster.pg("initdb").arg("-D").arg(cluster.data()).args(["-A", "trust", "-U", "postgres", "--no-sync"]))?;
+        server.own(dir.path())?;
+        let cluster = Self { dir, server, port: free_port(), started: false };
+        cluster.server.initdb(&cluster.data(), "postgres", &["--no-sync"])?;
         Ok(cluster)
     }
 
@@ -73,9 +47,7 @@ impl Cluster {
         let path = self.dir.path().join(name);
         std::fs::write(&path, contents).map_err(|e| format!("{}: {e}", path.display()))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(|e| e.to_string())?;
-        if self.as_postgres {
-            run(Command::new("chown").arg("postgres").arg(&path))?;
-        }
+        self.server.own(&path)?;
         Ok(path)
     }
 
@@ -90,26 +62,11 @@ impl Cluster {
             }
             opts.push_str(&format!(" -c {name}={value}"));
         }
-        let log = self.dir.path().join("log");
-        let started =
-            run(self.pg("pg_ctl").arg("-D").arg(self.data()).arg("-l").arg(&log).args(["-w", "-o", &opts, "start"]));
+        let started = self.server.start(&self.data(), &self.dir.path().join("log"), &opts);
         // Stopped on drop from here on, even if the start failed half-way.
         self.started = true;
-        started.map_err(|e| format!("{e}\nserver log:\n{}", std::fs::read_to_string(&log).unwrap_or_default()))?;
+        started?;
         Ok(self)
-    }
-
-    fn pg(&self, tool: &str) -> Command {
-        let exe = self.bin.join(tool);
-        let mut c = if self.as_postgres {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(exe);
-            c
-        } else {
-            Command::new(exe)
-        };
-        c.stdout(Stdio::null());
-        c
     }
 
     /// The URL of database `db` as the superuser, over TCP on loopback.
@@ -118,25 +75,10 @@ impl Cluster {
     }
 }
 
-fn run(cmd: &mut Command) -> Result<(), String> {
-    let out = cmd.stderr(Stdio::piped()).output().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr)))
-    }
-}
-
 impl Drop for Cluster {
     fn drop(&mut self) {
         if self.started {
-            let _ = self
-                .pg("pg_ctl")
-                .arg("-D")
-                .arg(self.data())
-                .args(["-m", "immediate", "-w", "stop"])
-                .stderr(Stdio::null())
-                .status();
+            let _ = self.server.stop(&self.data(), "immediate");
         }
         // The TempDir removes the directory after this.
     }

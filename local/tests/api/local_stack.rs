@@ -167,6 +167,8 @@ async fn an_unreachable_database_gives_a_clear_message_not_a_stack_trace() {
     let out = Command::new(env!("CARGO_BIN_EXE_code2des-local"))
         .args(["--addr", &format!("127.0.0.1:{}", free_port()), "--s3-addr", &format!("127.0.0.1:{}", free_port())])
         .env("DATABASE_URL", format!("postgres://postgres@127.0.0.1:{dead}/code2des"))
+        // Else a loopback address where nothing answers gets a private cluster (local_postgres.rs).
+        .env("LOCAL_POSTGRES", "off")
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -13,6 +13,7 @@ mod delete;
 mod events;
 mod faults;
 mod lifecycle;
+mod local_postgres;
 mod local_stack;
 mod local_worker_keys;
 mod placement;

@@ -1,7 +1,7 @@
 // Bundles the plugin: dist/code.js (main thread) and dist/ui.html (the UI with its script
 // inlined: Figma loads `ui` as one HTML document, with no server to fetch scripts from).
 // `node build.mjs --watch` rebuilds both on every change.
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { access, mkdir, readFile, writeFile } from "node:fs/promises";
 import * as esbuild from "esbuild";
 
 const here = new URL(".", import.meta.url);
@@ -27,6 +27,15 @@ const builds = [
   { ...common, entryPoints: [path("src/code.ts")], outfile: path("dist/code.js") },
   { ...common, entryPoints: [path("src/ui.ts")], write: false, outfile: path("dist/ui.js"), plugins: [inlineIntoHtml] },
 ];
+
+// The client comes from its packed tarball, installed as a consumer installs it (`npm run
+// client`: scripts/check-client-package --install-into plugin), not from clients/typescript/src.
+try {
+  await access(path("node_modules/@code2des/client/package.json"));
+} catch {
+  console.error("@code2des/client is not installed: run `npm run client` here (it packs clients/typescript and installs the tarball)");
+  process.exit(1);
+}
 
 await mkdir(path("dist"), { recursive: true });
 if (process.argv.includes("--watch")) {

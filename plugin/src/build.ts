@@ -2,7 +2,7 @@
 // `PluginAPI` it is given (the real `figma` in the plugin, a stub in the tests), so the tests
 // run exactly this code. The node schema is openapi.yaml's `Node` (SPEC section 4).
 
-import type { Node, Paint as DocPaint } from "../../clients/typescript/src/index.js";
+import type { Node, Paint as DocPaint } from "@code2des/client";
 
 type Container = BaseNode & ChildrenMixin;
 

@@ -2,7 +2,7 @@
 // document). Images cross ONE per message, each acknowledged before the next is sent: a whole
 // result in one message has exhausted plugin memory in peer plugins.
 
-import type { Node } from "../../clients/typescript/src/index.js";
+import type { Node } from "@code2des/client";
 
 /**
  * What the plugin keeps in `figma.clientStorage`: how to reach the API, as whoever, in which

@@ -2,7 +2,7 @@
 // a job is in for a designer, the actions each state allows, the pasted settings, the age of a
 // job in words.
 
-import type { Job } from "../../clients/typescript/src/index.js";
+import type { Job } from "@code2des/client";
 import type { Settings } from "./messages.js";
 
 /** A job as a designer sees it: the API's three statuses, told apart further. */

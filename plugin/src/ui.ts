@@ -15,7 +15,7 @@ import {
   type ProjectJobs,
   QuotaExceededError,
   type Result,
-} from "../../clients/typescript/src/index.js";
+} from "@code2des/client";
 import type { FileInfo, MainToUi, Settings, UiToMain } from "./messages.js";
 import {
   type Action,

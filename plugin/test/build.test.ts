@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import type { Node } from "../../clients/typescript/src/index.js";
+import type { Node } from "@code2des/client";
 import { png } from "../../clients/typescript/test/stack.js";
 import { Builder, ImageStore } from "../src/build.js";
 import { type Images, compareTree, countNodes, testFigma } from "./figma.js";

@@ -8,7 +8,7 @@ import { createFigma } from "figma-api-stub";
 import { applyMixins } from "figma-api-stub/dist/applyMixins.js";
 import * as mixins from "figma-api-stub/dist/mixins.js";
 
-import type { Node, Paint as DocPaint } from "../../clients/typescript/src/index.js";
+import type { Node, Paint as DocPaint } from "@code2des/client";
 
 export interface TestFigma {
   figma: PluginAPI;

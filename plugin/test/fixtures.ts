@@ -1,7 +1,7 @@
 // A document with every node type and member openapi.yaml's `Node` describes, and its images:
 // what the builder test builds directly and the UI test has the stack serve.
 
-import type { Node } from "../../clients/typescript/src/index.js";
+import type { Node } from "@code2des/client";
 import { GIF_1X1, JPEG_1X1, SVG_LOGO, type WorkerImage, png } from "../../clients/typescript/test/stack.js";
 import type { Images } from "./figma.js";
 

@@ -9,7 +9,7 @@
 // The page's query string: `file` is figma.fileKey (none: Figma gives the plugin no key),
 // `name` the file's name, `theme` the user's theme (light by default).
 
-import type { Node } from "../../clients/typescript/src/index.js";
+import type { Node } from "@code2des/client";
 import { compareTree, countNodes, testFigma } from "./figma.js";
 import { type Theme, withTheme } from "./theme.js";
 

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import type { Job } from "../../clients/typescript/src/index.js";
+import type { Job } from "@code2des/client";
 import { actionsFor, ageText, checkSettings, secondsLeft, settingsFromPaste, stateOf } from "../src/model.js";
 
 function job(over: Partial<Job>): Job {

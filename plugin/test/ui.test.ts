@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { type Browser, type Frame, type Page, type Request, chromium } from "playwright-core";
 
-import { ApiError, Code2DesClient, type Job, type ProjectJobs, type Result } from "../../clients/typescript/src/index.js";
+import { ApiError, Code2DesClient, type Job, type ProjectJobs, type Result } from "@code2des/client";
 import {
   type StackEnv,
   type Tenant,

@@ -28,7 +28,10 @@ export interface paths {
          * @description Every call creates a NEW job (earlier jobs of the same Page Import are kept), writes its
          *     manifest for the worker, and answers 202 with the job and its `Location`. With an
          *     `Idempotency-Key`, a retry by the same caller with the same body (compared by meaning)
-         *     answers the job the first call created; the same key with another body is 422.
+         *     answers the job the first call created; the same key with another body is 422. If that
+         *     job has been deleted since, the same request with the same key is answered 410 `gone`:
+         *     the key is not released by the delete (a late retry of the first request must not create
+         *     a second job), so trigger again with a new key.
          */
         post: operations["triggerJob"];
         delete?: never;
@@ -175,7 +178,10 @@ export interface paths {
          *     and sizes, node types, node count and depth) before anything is answered. Images are
          *     inlined in document order while the body stays within the Lambda response limit; the
          *     rest are listed in `deferredImages` and fetched with `?images=ref1,ref2` (same checks,
-         *     no `document`).
+         *     no `document`). Images that S3 could not deliver within the request's time budget (S3
+         *     slow or failing) are deferred the same way: the answer is still a 200 with the document
+         *     and the images it has. A `?images=` request that could fetch none of its images in time
+         *     answers 503 with Retry-After.
          *
          *     A completed job's result never changes: the answer carries an opaque `ETag` (it reveals
          *     no nonce or key) and `Cache-Control: private, max-age=86400, immutable`. A request whose
@@ -260,7 +266,13 @@ export interface paths {
          *     Idempotent delivery: a Standard Webhooks delivery's answer (200, 409, 410) is kept for its
          *     `webhook-id`, and a redelivery of that id is answered exactly the same (status and body,
          *     `requestId` included), whatever the job has become since. 400, 401, 404, 413 and 503 are
-         *     not kept (a 503 is worth retrying). A legacy delivery has no id and is not kept.
+         *     not kept (a 503 is worth retrying). A legacy delivery has no id and is not kept. A kept
+         *     answer belongs to its job: the same `webhook-id` on a report about another job is a new
+         *     delivery.
+         *
+         *     When no key held verifies the signature, the keys are re-read from Secrets Manager (at
+         *     most once a minute); if that read fails or is too slow, the answer is 503 with
+         *     Retry-After, not 401, since the delivery may be signed with a key just rotated.
          */
         post: operations["workerWebhook"];
         delete?: never;
@@ -596,7 +608,7 @@ export interface components {
             images: {
                 [key: string]: components["schemas"]["ImageData"];
             };
-            /** @description Image refs not inlined (response budget); fetch them with `?images=`. */
+            /** @description Image refs not inlined (the response's byte budget, or S3 could not deliver them within the request's time budget); fetch them with `?images=`. */
             deferredImages: string[];
         };
         WebhookRequest: {
@@ -627,7 +639,7 @@ export interface components {
             status: "processing" | "completed" | "failed";
         };
         /** @enum {string} */
-        ErrorCode: "invalid_request" | "unauthorized" | "not_found" | "page_import_not_completed" | "not_ready" | "job_failed" | "job_not_completed" | "fenced" | "already_terminal" | "gone" | "payload_too_large" | "idempotency_key_reused" | "artifact_invalid" | "service_unavailable" | "not_failed" | "attempts_exhausted" | "internal_error" | "method_not_allowed" | "result_expired" | "quota_exceeded";
+        ErrorCode: "invalid_request" | "unauthorized" | "not_found" | "page_import_not_completed" | "not_ready" | "job_failed" | "job_not_completed" | "fenced" | "already_terminal" | "gone" | "payload_too_large" | "idempotency_key_reused" | "artifact_invalid" | "service_unavailable" | "not_failed" | "attempts_exhausted" | "internal_error" | "method_not_allowed" | "result_expired" | "quota_exceeded" | "dependency_timeout";
         Error: {
             error: {
                 code: components["schemas"]["ErrorCode"];
@@ -696,7 +708,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The webhook's job was soft-deleted (`gone`). */
+        /** @description The job was soft-deleted (`gone`): the webhook's job, or the job a trigger's Idempotency-Key created. */
         Gone: {
             headers: {
                 [name: string]: unknown;
@@ -784,7 +796,13 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description PostgreSQL or S3 is unreachable or timed out (`service_unavailable`); retry after the given seconds. */
+        /**
+         * @description PostgreSQL, S3 or Secrets Manager is unreachable or failing (`service_unavailable`), or
+         *     the request's time budget ran out waiting for one of them (`dependency_timeout`); retry
+         *     after the given seconds. Every request ends within its budget: the function's deadline
+         *     (28 s) less a reserve of 3 s for the answer, so this comes before API Gateway's 30 s
+         *     timeout, never a gateway error without a body.
+         */
         ServiceUnavailable: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -927,6 +945,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["QuotaExceeded"];

@@ -1094,6 +1094,12 @@ fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
             return;
         }
         let name: String = chars.trim().chars().take(40).collect();
+        // Chromium's box is the glyphs' (ascent to descent); Figma's text box is the line box,
+        // the half-leading above and below them.
+        let (y, h) = match line_height.value {
+            Some(lh) if lh > b[3] => (b[1] - (lh - b[3]) / 2.0, lh),
+            _ => (b[1], b[3]),
+        };
         if used != wanted
             && !GENERIC_FAMILIES.contains(&wanted.as_str())
             && cx.warned_fonts.insert((wanted.clone(), used.clone()))
@@ -1107,9 +1113,9 @@ fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
                 kind: "TEXT",
                 name,
                 x: round(b[0] - into.ox),
-                y: round(b[1] - into.oy),
+                y: round(y - into.oy),
                 width: round(b[2]),
-                height: round(b[3]),
+                height: round(h),
                 fills: Some(vec![solid(&color)]),
                 characters: Some(chars),
                 font_size: Some(round(font_size)),
@@ -1136,10 +1142,19 @@ fn input_text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], into: &mut 
     if matches!(kind.as_str(), "checkbox" | "radio" | "hidden" | "range" | "color" | "file" | "image") {
         return;
     }
-    let value = s.input_value.get(&n).copied().filter(|v| !v.is_empty());
+    // A select shows its selected option (the first when none is marked).
+    let selected = (s.tag(n) == "select").then(|| {
+        let options: Vec<usize> = s.children[n].iter().copied().filter(|c| s.tag(*c) == "option").collect();
+        let pick = options.iter().copied().find(|o| s.attr(*o, "selected").is_some()).or(options.first().copied());
+        pick.map(|o| s.children[o].iter().filter_map(|t| s.node_value[*t]).collect::<String>().trim().to_owned())
+    });
+    let value = match selected {
+        Some(v) => v.filter(|v| !v.is_empty()),
+        None => s.input_value.get(&n).map(|v| (*v).to_owned()).filter(|v| !v.is_empty()),
+    };
     let (chars, placeholder) = match value {
         Some(v) if kind == "password" => ("•".repeat(v.chars().count()), false),
-        Some(v) => (v.to_owned(), false),
+        Some(v) => (v, false),
         None => match s.attr(n, "placeholder").filter(|p| !p.is_empty()) {
             Some(p) => (p.to_owned(), true),
             None => return,

@@ -265,8 +265,9 @@ fn a_page_over_its_time_limit_fails_within_it_and_the_renderer_goes_on() {
     let got = rt.block_on(convert(&r, html.as_bytes(), false)).map(|_| ()).unwrap_err();
     assert_eq!(got, ConvertError::Render(RenderError::Timeout(Duration::from_millis(1500))));
     assert_eq!(got.to_string(), "the page did not load and lay out within 1.5 s");
-    // The limit, plus the capture's parsing and its send to the browser (a debug build's).
-    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // The limit, plus the capture's parsing and its encoding as one command: 11 MB, seconds in
+    // a debug build on a busy machine, milliseconds in a release one.
+    assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
     // The same renderer converts the next page.
     r.set_page_timeout(Duration::from_secs(20));
     let ok = rt.block_on(convert(&r, b"<!DOCTYPE html><p>next", false)).expect("the next page");

@@ -9,10 +9,23 @@ use crate::stack::{self, Config};
 
 pub const DEMO_SUB: &str = "demo-user";
 
-async fn seed(pool: &deadpool_postgres::Pool) -> Result<(i32, i32, String), String> {
-    let client = pool.get().await.map_err(|e| e.to_string())?;
+/// A tenant whose page import's capture is the landing page sample, put into the bucket.
+async fn seed(running: &stack::Running) -> Result<(i32, i32, String), String> {
+    let client = running.pool.get().await.map_err(|e| e.to_string())?;
     let page_import = format!("demo-{}", uuid::Uuid::now_v7());
-    let capture = format!("s3://code2des-artifacts/captures/{page_import}.json");
+    let (name, bytes) = crate::seed::SAMPLES[0];
+    let key = crate::seed::sample_key(name);
+    running
+        .s3
+        .put_object()
+        .bucket(&running.bucket)
+        .key(&key)
+        .content_type("text/html")
+        .body(bytes.to_vec().into())
+        .send()
+        .await
+        .map_err(|e| shared::error::chain(&e))?;
+    let capture = format!("s3://{}/{key}", running.bucket);
     let t = crate::seed::tenant(&client, "Demo organization", DEMO_SUB, &page_import, "1", Some(&capture))
         .await
         .map_err(|e| e.to_string())?;
@@ -61,7 +74,9 @@ pub async fn run(mut cfg: Config) -> Result<(), String> {
     let own_key = cfg.worker_signing_key.clone();
     let running = stack::start(cfg).await.map_err(|e| e.to_string())?;
     // The demo worker signs as a real one does: v1a with the key the stack keeps (or was given).
-    let mut worker = code2des_worker::Worker::new(running.s3.clone(), running.bucket.clone(), secret);
+    // It converts the capture for real, in headless Chromium.
+    let mut worker = code2des_worker::Worker::new(running.s3.clone(), running.bucket.clone(), secret)
+        .with_conversion(Default::default());
     if let Some(key) = running.worker_keys.as_ref().map(stack::WorkerKeys::signing_key).or(own_key) {
         worker = worker.with_signing_key(key);
     }
@@ -84,9 +99,9 @@ async fn wait(http: &reqwest::Client, url: &str) -> Result<Value, String> {
 }
 
 async fn steps(running: &stack::Running, worker: &code2des_worker::Worker) -> Result<(), String> {
-    let (org, project, page_import) = seed(&running.pool).await?;
+    let (org, project, page_import) = seed(running).await?;
     println!(
-        "Seeded organization {org}, project {project}, member {DEMO_SUB:?}, completed page import {page_import:?}"
+        "Seeded organization {org}, project {project}, member {DEMO_SUB:?}, completed page import {page_import:?} (capture: samples/landing.html)"
     );
     let http = reqwest::Client::new();
     let base = format!("{}/organizations/{org}/projects/{project}/code2des", running.base_url());

@@ -37,6 +37,48 @@ pub async fn tenant(
     Ok(Tenant { org, project, sub: sub.to_owned(), page_import: page_import.to_owned() })
 }
 
+/// The sample captures (samples/ in the repository), by name.
+pub const SAMPLES: [(&str, &[u8]); 3] = [
+    ("landing", include_bytes!("../../samples/landing.html")),
+    ("article", include_bytes!("../../samples/article.html")),
+    ("form", include_bytes!("../../samples/form.html")),
+];
+
+/// Where a sample capture sits in the artifact bucket.
+pub fn sample_key(name: &str) -> String {
+    format!("captures/samples/{name}.html")
+}
+
+/// Puts the sample captures where the local stack's S3 serves them (its objects are files under
+/// the data directory), and adds a completed page import of `t`'s project for each, named
+/// `{page_import}-{sample}`, whose capture_url is that object. Answers (sample, page import).
+pub async fn sample_imports(
+    c: &tokio_postgres::Client,
+    cfg: &crate::stack::Config,
+    t: &Tenant,
+) -> Result<Vec<(&'static str, String)>, String> {
+    let mut out = Vec::new();
+    for (name, bytes) in SAMPLES {
+        let key = sample_key(name);
+        let path = cfg.data_dir.join(cfg.bucket()).join(&key);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let id = format!("{}-{name}", t.page_import);
+        let url = format!("s3://{}/{key}", cfg.bucket());
+        c.execute(
+            "INSERT INTO page_import (id, organization_id, project_id, status, capture_url) \
+             VALUES ($1, $2, $3, '1'::text::page_import_status, $4)",
+            &[&id, &t.org, &t.project, &url],
+        )
+        .await
+        .map_err(|e| shared::error::chain(&e))?;
+        out.push((name, id));
+    }
+    Ok(out)
+}
+
 /// `code2des-local seed`: creates the database if missing, seeds a tenant with a completed
 /// page import for `sub`, and prints what a plugin developer needs to call the local stack.
 pub async fn seed_command(
@@ -58,13 +100,19 @@ pub async fn seed_command(
     let t = tenant(&client, &format!("{sub}'s organization"), &sub, &page_import, "1", None)
         .await
         .map_err(|e| shared::error::chain(&e))?;
+    // Page imports whose captures the reference worker converts for real (the first one has
+    // no capture: the worker answers it with its sample document, as it always did).
+    let samples = sample_imports(&client, cfg, &t).await?;
     let token = crate::identity::local_token(&t.sub);
     let base = format!("http://{}/organizations/{}/projects/{}/code2des", cfg.addr, t.org, t.project);
     if json {
+        let sample_ids: serde_json::Map<String, serde_json::Value> =
+            samples.iter().map(|(n, id)| ((*n).to_owned(), serde_json::Value::from(id.as_str()))).collect();
         let out = serde_json::json!({
             "organizationId": t.org,
             "projectId": t.project,
             "pageImportId": t.page_import,
+            "samplePageImportIds": sample_ids,
             "sub": t.sub,
             "token": token,
             "baseUrl": base,
@@ -74,6 +122,9 @@ pub async fn seed_command(
         println!("organizationId  {}", t.org);
         println!("projectId       {}", t.project);
         println!("pageImportId    {}", t.page_import);
+        for (name, id) in &samples {
+            println!("  {name:<13} {id}  (a sample capture, converted for real)");
+        }
         println!("sub             {}", t.sub);
         println!("token           {token}");
         println!();

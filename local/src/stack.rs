@@ -314,7 +314,10 @@ pub async fn start(mut cfg: Config) -> Result<Running, StartError> {
     let (stop, stopped) = watch::channel(false);
     let mut tasks = vec![tokio::spawn(serve_http(listener, handlers, stopped.clone()))];
     if cfg.demo_worker {
-        let mut worker = code2des_worker::Worker::new(s3.clone(), cfg.bucket().to_owned(), cfg.webhook_secret());
+        // Real conversions of captures (Chromium starts at the first one); a page import with
+        // no capture still gets the sample document.
+        let mut worker = code2des_worker::Worker::new(s3.clone(), cfg.bucket().to_owned(), cfg.webhook_secret())
+            .with_conversion(Default::default());
         if let Some(key) = signing_key.clone() {
             worker = worker.with_signing_key(key);
         }

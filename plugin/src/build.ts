@@ -25,6 +25,11 @@ export class ImageStore {
 
 const FALLBACK_FONT: FontName = { family: "Inter", style: "Regular" };
 
+/** One row of a gradient's 2×3 transform. */
+function row(r: number[] | undefined): [number, number, number] {
+  return [r?.[0] ?? 0, r?.[1] ?? 0, r?.[2] ?? 0];
+}
+
 export interface Built {
   root: SceneNode;
   /** Figma nodes created, the root included. */
@@ -69,17 +74,18 @@ export class Builder {
         const frame = this.figma.createFrame();
         parent.appendChild(frame);
         this.common(frame, doc, x, y);
-        if (doc.cornerRadius !== undefined) frame.cornerRadius = doc.cornerRadius;
+        this.corners(frame, doc);
         if (doc.clipsContent !== undefined) frame.clipsContent = doc.clipsContent;
         // A frame is its children's coordinate space.
         for (const child of doc.children ?? []) await this.node(child, frame, 0, 0);
+        this.autoLayout(frame, doc);
         return [frame];
       }
       case "RECTANGLE": {
         const rect = this.figma.createRectangle();
         parent.appendChild(rect);
         this.common(rect, doc, x, y);
-        if (doc.cornerRadius !== undefined) rect.cornerRadius = doc.cornerRadius;
+        this.corners(rect, doc);
         made = rect;
         break;
       }
@@ -117,7 +123,18 @@ export class Builder {
         text.characters = doc.characters ?? "";
         if (doc.fontSize !== undefined) text.fontSize = doc.fontSize;
         if (doc.textAlignHorizontal !== undefined) text.textAlignHorizontal = doc.textAlignHorizontal;
+        if (doc.lineHeight !== undefined) {
+          text.lineHeight =
+            doc.lineHeight.unit === "AUTO"
+              ? { unit: "AUTO" }
+              : { unit: doc.lineHeight.unit, value: doc.lineHeight.value ?? 0 };
+        }
+        if (doc.letterSpacing !== undefined) text.letterSpacing = { ...doc.letterSpacing };
+        if (doc.textDecoration !== undefined) text.textDecoration = doc.textDecoration;
+        if (doc.textCase !== undefined) text.textCase = doc.textCase;
         this.common(text, doc, x, y);
+        // After the resize: a box that follows its text (one line stays one line).
+        if (doc.textAutoResize !== undefined) text.textAutoResize = doc.textAutoResize;
         made = text;
         break;
       }
@@ -171,6 +188,45 @@ export class Builder {
     return group;
   }
 
+  /** One radius for all corners, then each corner that has its own. */
+  private corners(
+    node: RectangleCornerMixin & CornerMixin,
+    doc: {
+      cornerRadius?: number;
+      topLeftRadius?: number;
+      topRightRadius?: number;
+      bottomRightRadius?: number;
+      bottomLeftRadius?: number;
+    },
+  ): void {
+    if (doc.cornerRadius !== undefined) node.cornerRadius = doc.cornerRadius;
+    if (doc.topLeftRadius !== undefined) node.topLeftRadius = doc.topLeftRadius;
+    if (doc.topRightRadius !== undefined) node.topRightRadius = doc.topRightRadius;
+    if (doc.bottomRightRadius !== undefined) node.bottomRightRadius = doc.bottomRightRadius;
+    if (doc.bottomLeftRadius !== undefined) node.bottomLeftRadius = doc.bottomLeftRadius;
+  }
+
+  /**
+   * Auto layout, once the children are in: the frame keeps the document's size (both axes
+   * FIXED, set before the resize), and Figma places the children in list order.
+   */
+  private autoLayout(frame: FrameNode, doc: Node & { type: "FRAME" }): void {
+    if (doc.layoutMode === undefined || doc.layoutMode === "NONE") return;
+    frame.layoutMode = doc.layoutMode;
+    frame.primaryAxisSizingMode = "FIXED";
+    frame.counterAxisSizingMode = "FIXED";
+    if (doc.itemSpacing !== undefined) frame.itemSpacing = doc.itemSpacing;
+    if (doc.paddingTop !== undefined) frame.paddingTop = doc.paddingTop;
+    if (doc.paddingRight !== undefined) frame.paddingRight = doc.paddingRight;
+    if (doc.paddingBottom !== undefined) frame.paddingBottom = doc.paddingBottom;
+    if (doc.paddingLeft !== undefined) frame.paddingLeft = doc.paddingLeft;
+    if (doc.primaryAxisAlignItems !== undefined) frame.primaryAxisAlignItems = doc.primaryAxisAlignItems;
+    if (doc.counterAxisAlignItems !== undefined) frame.counterAxisAlignItems = doc.counterAxisAlignItems;
+    if (doc.width !== undefined && doc.height !== undefined) {
+      frame.resize(Math.max(doc.width, 0.01), Math.max(doc.height, 0.01));
+    }
+  }
+
   /** What every built node shares: name, geometry, paints, opacity, visibility. */
   private common(
     node: SceneNode & LayoutMixin & BlendMixin & MinimalFillsMixin & MinimalStrokesMixin,
@@ -192,6 +248,28 @@ export class Builder {
     if (doc.fills !== undefined) node.fills = this.paints(doc.fills);
     if (doc.strokes !== undefined) node.strokes = this.paints(doc.strokes);
     if (doc.strokeWeight !== undefined) node.strokeWeight = doc.strokeWeight;
+    if (doc.strokeAlign !== undefined) node.strokeAlign = doc.strokeAlign;
+    // Per-side weights exist on frames and rectangles only.
+    const sides = node as Partial<IndividualStrokesMixin>;
+    if (node.type === "FRAME" || node.type === "RECTANGLE") {
+      if (doc.strokeTopWeight !== undefined) sides.strokeTopWeight = doc.strokeTopWeight;
+      if (doc.strokeRightWeight !== undefined) sides.strokeRightWeight = doc.strokeRightWeight;
+      if (doc.strokeBottomWeight !== undefined) sides.strokeBottomWeight = doc.strokeBottomWeight;
+      if (doc.strokeLeftWeight !== undefined) sides.strokeLeftWeight = doc.strokeLeftWeight;
+    }
+    if (doc.effects !== undefined) {
+      (node as SceneNode & BlendMixin).effects = doc.effects.map(
+        (e): Effect => ({
+          type: e.type,
+          color: { ...e.color },
+          offset: { ...e.offset },
+          radius: e.radius,
+          spread: e.spread ?? 0,
+          visible: true,
+          blendMode: "NORMAL",
+        }),
+      );
+    }
   }
 
   private paints(paints: DocPaint[]): Paint[] {
@@ -216,6 +294,15 @@ export class Builder {
           });
           break;
         }
+        case "GRADIENT_LINEAR":
+          out.push({
+            type: "GRADIENT_LINEAR",
+            // Two rows of three, as the schema says (its type cannot).
+            gradientTransform: [row(p.gradientTransform[0]), row(p.gradientTransform[1])],
+            gradientStops: p.gradientStops.map((s) => ({ position: s.position, color: { ...s.color } })),
+            ...(p.opacity === undefined ? {} : { opacity: p.opacity }),
+          });
+          break;
         default:
           this.warnings.push(`paint type ${(p as { type: string }).type} skipped`);
       }

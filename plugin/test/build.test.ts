@@ -77,3 +77,131 @@ test("an image the UI never sent fails the build with its ref", async () => {
 function flatten(n: SceneNode): SceneNode[] {
   return [n, ...("children" in n ? n.children.flatMap(flatten) : [])];
 }
+
+test("the members of the converted pages (issue 30) are materialized", async () => {
+  const doc: Node = {
+    type: "FRAME",
+    name: "Page",
+    width: 400,
+    height: 300,
+    children: [
+      {
+        type: "FRAME",
+        name: "Card",
+        x: 10,
+        y: 20,
+        width: 200,
+        height: 100,
+        fills: [
+          {
+            type: "GRADIENT_LINEAR",
+            gradientTransform: [
+              [1, 0, 0],
+              [0, 1, 0],
+            ],
+            gradientStops: [
+              { position: 0, color: { r: 1, g: 0, b: 0, a: 1 } },
+              { position: 1, color: { r: 0, g: 0, b: 1, a: 0.5 } },
+            ],
+          },
+        ],
+        strokes: [{ type: "SOLID", color: { r: 0, g: 0, b: 0 } }],
+        strokeWeight: 2,
+        strokeAlign: "INSIDE",
+        strokeTopWeight: 0,
+        strokeRightWeight: 2,
+        strokeBottomWeight: 2,
+        strokeLeftWeight: 1,
+        topLeftRadius: 12,
+        topRightRadius: 4,
+        bottomRightRadius: 0,
+        bottomLeftRadius: 0,
+        effects: [
+          { type: "DROP_SHADOW", color: { r: 0, g: 0, b: 0, a: 0.25 }, offset: { x: 0, y: 4 }, radius: 6, spread: -1 },
+          { type: "INNER_SHADOW", color: { r: 1, g: 1, b: 1, a: 1 }, offset: { x: 1, y: 1 }, radius: 0 },
+        ],
+        layoutMode: "HORIZONTAL",
+        itemSpacing: 12,
+        paddingTop: 16,
+        paddingRight: 20,
+        paddingBottom: 16,
+        paddingLeft: 20,
+        primaryAxisAlignItems: "MIN",
+        counterAxisAlignItems: "CENTER",
+        children: [
+          { type: "RECTANGLE", name: "a", x: 20, y: 35, width: 30, height: 30, cornerRadius: 3 },
+          {
+            type: "TEXT",
+            name: "Label",
+            x: 62,
+            y: 40,
+            width: 80,
+            height: 24,
+            characters: "Hello",
+            fontSize: 16,
+            fontName: { family: "Inter", style: "Regular" },
+            lineHeight: { unit: "PIXELS", value: 24 },
+            letterSpacing: { unit: "PIXELS", value: 1.5 },
+            textDecoration: "UNDERLINE",
+            textCase: "UPPER",
+            textAutoResize: "WIDTH_AND_HEIGHT",
+          },
+        ],
+      },
+      {
+        type: "TEXT",
+        name: "Auto",
+        characters: "x",
+        lineHeight: { unit: "AUTO" },
+      },
+    ],
+  };
+  const { built } = await build(doc, { raster: new Map(), svg: new Map() });
+  assert.deepEqual(built.warnings, []);
+  const card = (built.root as FrameNode).children[0] as FrameNode;
+  assert.equal((card.fills as Paint[])[0]?.type, "GRADIENT_LINEAR");
+  const g = (card.fills as GradientPaint[])[0];
+  assert.deepEqual(g?.gradientStops[1], { position: 1, color: { r: 0, g: 0, b: 1, a: 0.5 } });
+  assert.deepEqual(g?.gradientTransform, [
+    [1, 0, 0],
+    [0, 1, 0],
+  ]);
+  assert.equal(card.strokeAlign, "INSIDE");
+  assert.deepEqual(
+    [card.strokeTopWeight, card.strokeRightWeight, card.strokeBottomWeight, card.strokeLeftWeight],
+    [0, 2, 2, 1],
+  );
+  assert.deepEqual(
+    [card.topLeftRadius, card.topRightRadius, card.bottomRightRadius, card.bottomLeftRadius],
+    [12, 4, 0, 0],
+  );
+  assert.deepEqual(
+    card.effects.map((e) => e.type),
+    ["DROP_SHADOW", "INNER_SHADOW"],
+  );
+  assert.deepEqual(card.effects[0], {
+    type: "DROP_SHADOW",
+    color: { r: 0, g: 0, b: 0, a: 0.25 },
+    offset: { x: 0, y: 4 },
+    radius: 6,
+    spread: -1,
+    visible: true,
+    blendMode: "NORMAL",
+  });
+  assert.equal(card.layoutMode, "HORIZONTAL");
+  assert.deepEqual(
+    [card.itemSpacing, card.paddingTop, card.paddingRight, card.paddingBottom, card.paddingLeft],
+    [12, 16, 20, 16, 20],
+  );
+  assert.deepEqual([card.primaryAxisAlignItems, card.counterAxisAlignItems], ["MIN", "CENTER"]);
+  assert.deepEqual([card.primaryAxisSizingMode, card.counterAxisSizingMode], ["FIXED", "FIXED"]);
+  assert.deepEqual([card.width, card.height], [200, 100]);
+  const label = card.children[1] as TextNode;
+  assert.deepEqual(label.lineHeight, { unit: "PIXELS", value: 24 });
+  assert.deepEqual(label.letterSpacing, { unit: "PIXELS", value: 1.5 });
+  assert.equal(label.textDecoration, "UNDERLINE");
+  assert.equal(label.textCase, "UPPER");
+  assert.equal(label.textAutoResize, "WIDTH_AND_HEIGHT");
+  const auto = (built.root as FrameNode).children[1] as TextNode;
+  assert.deepEqual(auto.lineHeight, { unit: "AUTO" });
+});

@@ -153,6 +153,9 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
       const g = got?.[i];
       if (w.type === "SOLID") {
         eq(path, `${what}[${i}]`, g, { type: "SOLID", color: w.color, ...(w.opacity === undefined ? {} : { opacity: w.opacity }) });
+      } else if (w.type === "GRADIENT_LINEAR") {
+        eq(path, `${what}[${i}].type`, g?.type, "GRADIENT_LINEAR");
+        eq(path, `${what}[${i}].gradientStops`, (g as GradientPaint | undefined)?.gradientStops, w.gradientStops);
       } else {
         eq(path, `${what}[${i}].type`, g?.type, "IMAGE");
         eq(path, `${what}[${i}].scaleMode`, (g as ImagePaint | undefined)?.scaleMode, w.scaleMode ?? "FILL");

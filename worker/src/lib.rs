@@ -12,9 +12,14 @@
 //!    with the deprecated `Code2des-Signature` (HMAC of the secret's text).
 //!    Retry on 5xx and transport errors; every other answer is final (docs/WORKER.md).
 //!
-//! The conversion itself is a sample: a frame with a title, a hero image and a logo.
+//! With [`Worker::with_conversion`] (the `code2des-worker` command and `code2des-local
+//! --demo-worker` turn it on) a manifest's `capture_url` is read and converted for real by
+//! `code2des-convert`: rendered in headless Chromium, started once per process and reused. A job
+//! without a capture, or a worker without the conversion, gets the sample: a frame with a title,
+//! a hero image and a logo.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
@@ -60,6 +65,43 @@ impl Reply {
 /// The stages the reference worker reports, with the percent reached at each.
 pub const STAGES: [(u8, &str); 3] = [(10, "reading capture"), (45, "building nodes"), (80, "uploading images")];
 
+/// The real conversion: one Chromium for the process, started at the first capture and
+/// started again after it fails.
+pub struct Conversion {
+    options: code2des_convert::Options,
+    renderer: tokio::sync::Mutex<Option<Arc<code2des_convert::Renderer>>>,
+}
+
+impl Conversion {
+    pub fn new(options: code2des_convert::Options) -> Self {
+        Self { options, renderer: tokio::sync::Mutex::new(None) }
+    }
+
+    /// The running renderer, started if need be.
+    pub async fn renderer(&self) -> Result<Arc<code2des_convert::Renderer>, code2des_convert::RenderError> {
+        let mut slot = self.renderer.lock().await;
+        if let Some(r) = slot.as_ref() {
+            return Ok(r.clone());
+        }
+        let r = Arc::new(code2des_convert::Renderer::start(self.options.clone()).await?);
+        *slot = Some(r.clone());
+        Ok(r)
+    }
+
+    /// Drops a renderer that failed (its browser died or stopped answering): the next capture
+    /// starts a new one.
+    async fn reset(&self) {
+        self.renderer.lock().await.take();
+    }
+}
+
+/// A capture over this is refused before it is downloaded in full.
+const MAX_CAPTURE_BYTES: u64 = code2des_convert::capture::MAX_CAPTURE_BYTES as u64;
+
+/// What the result route accepts of one artifact (shared's `Limits`): over it, the job fails
+/// with a clear message rather than with the route's `artifact_invalid`.
+const MAX_ARTIFACT_BYTES: usize = 2 * 1024 * 1024;
+
 #[derive(Clone)]
 pub struct Worker {
     pub s3: aws_sdk_s3::Client,
@@ -71,6 +113,7 @@ pub struct Worker {
     /// `v1a`: the worker's ed25519 key (`whsk_`).
     signing_key: Option<ed25519_dalek::SigningKey>,
     http: reqwest::Client,
+    conversion: Option<Arc<Conversion>>,
 }
 
 fn s3_err(e: impl std::error::Error + 'static) -> WorkerError {
@@ -86,7 +129,13 @@ impl Worker {
         let secret = secret.into();
         // A whsec_ value that does not decode is not a v1 key; the legacy signature remains.
         let v1 = sw::parse_secret(&secret).ok();
-        Self { s3, bucket: bucket.into(), secret, v1, signing_key: None, http }
+        Self { s3, bucket: bucket.into(), secret, v1, signing_key: None, http, conversion: None }
+    }
+
+    /// Converts captures for real (see the crate's documentation).
+    pub fn with_conversion(mut self, options: code2des_convert::Options) -> Self {
+        self.conversion = Some(Arc::new(Conversion::new(options)));
+        self
     }
 
     /// Signs `v1a` with `key` (the `whsk_` key whose `whpk_` the backend holds).
@@ -144,7 +193,6 @@ impl Worker {
         format!("code2des/{}/{}/", m.code2des_id, m.attempt)
     }
 
-    /// The sample conversion: writes images and a `result` artifact, then reports `completed`.
     /// Reports progress on the signed webhook (SPEC section 7).
     pub async fn progress(&self, m: &Manifest, percent: u8, stage: &str) -> Result<Reply, WorkerError> {
         let body = json!({
@@ -170,6 +218,106 @@ impl Worker {
     /// Converts the job: progress by stage, then the artifact and the terminal webhook. Stops
     /// early, answering the refusal, when a progress report is refused with 409 or 410.
     pub async fn complete(&self, m: &Manifest) -> Result<Reply, WorkerError> {
+        match (&self.conversion, &m.capture_url) {
+            (Some(c), Some(url)) => self.convert(m, c, url).await,
+            _ => self.sample(m).await,
+        }
+    }
+
+    /// Reads a capture: `s3://bucket/key` with the worker's S3 client, or `http(s)://…`.
+    pub async fn read_capture(&self, url: &str) -> Result<Vec<u8>, String> {
+        let too_big = |n: u64| format!("the capture is {n} bytes, over the limit of 50 MB");
+        if let Some(rest) = url.strip_prefix("s3://") {
+            let (bucket, key) = rest.split_once('/').ok_or("the capture URL names no object")?;
+            let out =
+                self.s3.get_object().bucket(bucket).key(key).send().await.map_err(|e| match e.as_service_error() {
+                    Some(s) if s.is_no_such_key() => format!("{url} does not exist"),
+                    _ => shared::error::chain(&e),
+                })?;
+            let size = out.content_length().unwrap_or(0).max(0) as u64;
+            if size > MAX_CAPTURE_BYTES {
+                return Err(too_big(size));
+            }
+            let bytes = out.body.collect().await.map_err(|e| shared::error::chain(&e))?.into_bytes();
+            return Ok(bytes.to_vec());
+        }
+        if url.starts_with("http://") || url.starts_with("https://") {
+            let mut resp = self.http.get(url).send().await.map_err(|e| e.to_string())?;
+            if !resp.status().is_success() {
+                return Err(format!("{url} answered HTTP {}", resp.status().as_u16()));
+            }
+            if let Some(n) = resp.content_length().filter(|n| *n > MAX_CAPTURE_BYTES) {
+                return Err(too_big(n));
+            }
+            let mut bytes = Vec::new();
+            while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
+                bytes.extend_from_slice(&chunk);
+                if bytes.len() as u64 > MAX_CAPTURE_BYTES {
+                    return Err(too_big(bytes.len() as u64));
+                }
+            }
+            return Ok(bytes);
+        }
+        Err("the capture URL is neither s3:// nor http(s)://".into())
+    }
+
+    /// The real conversion of the manifest's capture. Every way it can go wrong ends as a
+    /// `failed` report with a failure artifact and a message for the user.
+    async fn convert(&self, m: &Manifest, c: &Conversion, url: &str) -> Result<Reply, WorkerError> {
+        if let Some(stop) = self.report_stages(m, &STAGES[..1]).await? {
+            return Ok(stop);
+        }
+        let bytes = match self.read_capture(url).await {
+            Ok(b) => b,
+            Err(e) => return self.fail(m, &format!("the capture could not be read: {e}")).await,
+        };
+        if let Some(stop) = self.report_stages(m, &STAGES[1..2]).await? {
+            return Ok(stop);
+        }
+        let renderer = match c.renderer().await {
+            Ok(r) => r,
+            Err(e) => return self.fail(m, &e.to_string()).await,
+        };
+        let out = match code2des_convert::convert(&renderer, &bytes, false).await {
+            Ok(out) => out,
+            Err(e) => {
+                if matches!(
+                    e,
+                    code2des_convert::ConvertError::Render(
+                        code2des_convert::RenderError::Protocol(_) | code2des_convert::RenderError::Start(_)
+                    )
+                ) {
+                    c.reset().await;
+                }
+                return self.fail(m, &e.to_string()).await;
+            }
+        };
+        tracing::info!(
+            code2des_id = %m.code2des_id, images = out.images.len(), warnings = out.warnings.len(),
+            render_ms = out.timings.render.as_millis() as u64, "capture converted"
+        );
+        if let Some(stop) = self.report_stages(m, &STAGES[2..]).await? {
+            return Ok(stop);
+        }
+        let prefix = Self::prefix(m);
+        let mut images = serde_json::Map::new();
+        for img in &out.images {
+            let key = format!("{prefix}images/{}.{}", img.name, img.extension());
+            self.put(&key, img.bytes.clone(), img.mime).await?;
+            images.insert(img.name.clone(), json!({"key": key, "mime_type": img.mime}));
+        }
+        let warnings: Vec<Value> = out.warnings.iter().map(|w| json!(w)).collect();
+        let count = i32::try_from(warnings.len()).unwrap_or(i32::MAX);
+        let size = serde_json::to_vec(&out.document).map_or(0, |v| v.len());
+        if size > MAX_ARTIFACT_BYTES {
+            let msg = format!("the converted page is too large: its document is {size} bytes, over 2 MiB");
+            return self.fail(m, &msg).await;
+        }
+        self.finish(m, "result", Some(out.document), Value::Object(images), count, Some(warnings), None).await
+    }
+
+    /// The sample conversion: writes images and a `result` artifact, then reports `completed`.
+    async fn sample(&self, m: &Manifest) -> Result<Reply, WorkerError> {
         if let Some(stop) = self.report_stages(m, &STAGES[..2]).await? {
             return Ok(stop);
         }
@@ -195,15 +343,17 @@ impl Worker {
         if let Some(stop) = self.report_stages(m, &STAGES[2..]).await? {
             return Ok(stop);
         }
-        self.finish(m, "result", Some(document), images, 1, None).await
+        self.finish(m, "result", Some(document), images, 1, None, None).await
     }
 
     /// Reports a failure with a `failure` artifact.
     pub async fn fail(&self, m: &Manifest, message: &str) -> Result<Reply, WorkerError> {
-        self.finish(m, "failure", None, json!({}), 0, Some(message)).await
+        self.finish(m, "failure", None, json!({}), 0, None, Some(message)).await
     }
 
-    /// Writes an artifact of the given kind and sends the matching webhook.
+    /// Writes an artifact of the given kind and sends the matching webhook. `warnings`, when
+    /// given, is the artifact's fidelity report (its length is then `warning_count`).
+    #[allow(clippy::too_many_arguments)]
     pub async fn finish(
         &self,
         m: &Manifest,
@@ -211,13 +361,17 @@ impl Worker {
         document: Option<Value>,
         images: Value,
         warning_count: i32,
+        warnings: Option<Vec<Value>>,
         error_message: Option<&str>,
     ) -> Result<Reply, WorkerError> {
         let key = format!("{}result.json", Self::prefix(m));
-        let artifact = json!({
+        let mut artifact = json!({
             "version": 1, "kind": kind, "code2des_id": m.code2des_id, "attempt": m.attempt,
             "nonce": m.nonce, "warning_count": warning_count, "document": document, "images": images,
         });
+        if let Some(w) = warnings {
+            artifact["warnings"] = Value::Array(w);
+        }
         self.put(&key, serde_json::to_vec(&artifact).unwrap_or_default(), "application/json").await?;
         let mut body = json!({
             "code2des_id": m.code2des_id, "attempt": m.attempt, "nonce": m.nonce,

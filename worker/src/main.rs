@@ -1,6 +1,7 @@
 //! `code2des-worker`: the reference worker as a command.
 //!
-//! `code2des-worker poll` completes every new job; `code2des-worker complete <manifest key>` or
+//! `code2des-worker poll` completes every new job (converting its capture in headless
+//! Chromium; `--sample` answers the sample document instead); `code2des-worker complete <manifest key>` or
 //! `code2des-worker fail <manifest key> <message>` handles one; `code2des-worker validate
 //! <artifact.json> [--images DIR]` runs the result route's checks on a local artifact.
 //! Configuration is the same environment as the services: `ARTIFACT_BUCKET`, `WEBHOOK_SECRET`,
@@ -26,6 +27,12 @@ struct Cli {
     /// A file holding the `whsk_` key (the local stack writes one under its data directory).
     #[arg(long, env = "WEBHOOK_SIGNING_KEY_FILE")]
     signing_key_file: Option<std::path::PathBuf>,
+    /// Answer every job with the sample document instead of converting its capture.
+    #[arg(long, env = "CODE2DES_WORKER_SAMPLE")]
+    sample: bool,
+    /// The time limit of one page in the renderer (load, layout, snapshot).
+    #[arg(long, env = "CODE2DES_PAGE_TIMEOUT_SECS", default_value = "20")]
+    page_timeout_secs: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -167,6 +174,14 @@ async fn run(cli: Cli) -> Result<(), Error> {
         code2des_worker::Worker::new(shared::aws::sdk::s3_client(&settings).await, cli.bucket, cli.webhook_secret);
     if let Some(key) = key {
         worker = worker.with_signing_key(key);
+    }
+    if !cli.sample {
+        // Chromium (`$CHROMIUM_PATH`, else chromium on the PATH) starts at the first capture.
+        let options = code2des_convert::Options {
+            page_timeout: Duration::from_secs(cli.page_timeout_secs.max(1)),
+            ..Default::default()
+        };
+        worker = worker.with_conversion(options);
     }
     match command {
         Command::Poll { interval_ms } => {

@@ -392,17 +392,8 @@ export interface components {
             data: string;
         };
         /**
-         * @description One node of a result's Figma node tree (SPEC section 4), told apart by `type`: one of the
-         *     eight node types the reference plugin builds with the Figma plugin API. The result route
-         *     checks every node's `type`, every `imageRef` (each is in the artifact's images), the
-         *     node count (at most 20 000) and the depth (at most 40); the other members are the
-         *     worker's contract with the plugin, passed through as the worker wrote them, and a
-         *     plugin ignores members it does not know.
-         *
-         *     Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas
-         *     position the plugin chooses for the root), `rotation` in degrees counter-clockwise.
-         *     Only FRAME and GROUP hold children in Figma; the reference plugin builds the children of
-         *     any other node after it, in the same parent, positioned from that node's top-left.
+         * @description One node of a result's Figma node tree (SPEC section 4), told apart by `type`: one of the eight node types the reference plugin builds with the Figma plugin API. The result route checks every node's `type`, every `imageRef` (each is in the artifact's images), the node count (at most 20 000) and the depth (at most 40); the other members are the worker's contract with the plugin, passed through as the worker wrote them, and a plugin ignores members it does not know.
+         *     Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas position the plugin chooses for the root), `rotation` in degrees counter-clockwise. Only FRAME and GROUP hold children in Figma; the reference plugin builds the children of any other node after it, in the same parent, positioned from that node's top-left.
          */
         Node: components["schemas"]["FrameNode"] | components["schemas"]["GroupNode"] | components["schemas"]["RectangleNode"] | components["schemas"]["EllipseNode"] | components["schemas"]["LineNode"] | components["schemas"]["VectorNode"] | components["schemas"]["TextNode"] | components["schemas"]["SvgNode"];
         /**
@@ -412,32 +403,70 @@ export interface components {
         NodeType: "FRAME" | "GROUP" | "RECTANGLE" | "ELLIPSE" | "LINE" | "VECTOR" | "TEXT" | "SVG";
         /** @description The members every node type may have. */
         NodeCommon: {
-            type: components["schemas"]["NodeType"];
-            /** @description The layer name (default the type's, as Figma names new layers). */
-            name?: string;
-            x?: number;
-            y?: number;
-            width?: number;
-            height?: number;
-            /** @description Degrees, counter-clockwise (as Figma's `rotation`). */
-            rotation?: number;
-            opacity?: number;
-            visible?: boolean;
-            /** @description Ignored on GROUP (a Figma group has no fills of its own). */
-            fills?: components["schemas"]["Paint"][];
-            /** @description Ignored on GROUP. */
-            strokes?: components["schemas"]["Paint"][];
-            strokeWeight?: number;
             /** @description In document order, the first at the back (as in Figma's layer list, read bottom up). */
             children?: components["schemas"]["Node"][];
+            /** @description Shadows, the last painted on top (Figma's `effects`). Ignored on GROUP. */
+            effects?: components["schemas"]["Effect"][];
+            /** @description Ignored on GROUP (a Figma group has no fills of its own). */
+            fills?: components["schemas"]["Paint"][];
+            height?: number;
+            /** @description The layer name (default the type's, as Figma names new layers). */
+            name?: string;
+            opacity?: number;
+            /** @description Degrees, counter-clockwise (as Figma's `rotation`). */
+            rotation?: number;
+            /**
+             * @description Where the strokes lie against the outline (default CENTER, as Figma's).
+             * @enum {string}
+             */
+            strokeAlign?: "INSIDE" | "OUTSIDE" | "CENTER";
+            strokeBottomWeight?: number;
+            strokeLeftWeight?: number;
+            strokeRightWeight?: number;
+            /** @description Per-side weights (FRAME and RECTANGLE), each overriding `strokeWeight` on its side. */
+            strokeTopWeight?: number;
+            strokeWeight?: number;
+            /** @description Ignored on GROUP. */
+            strokes?: components["schemas"]["Paint"][];
+            type: components["schemas"]["NodeType"];
+            visible?: boolean;
+            width?: number;
+            x?: number;
+            y?: number;
         };
         /** @description A frame (`figma.createFrame`); holds children. */
         FrameNode: components["schemas"]["NodeCommon"] & {
-            /** @enum {string} */
-            type: "FRAME";
-            cornerRadius?: number;
+            bottomLeftRadius?: number;
+            bottomRightRadius?: number;
             /** @description Whether children outside the frame are hidden (Figma's default for a new frame is true). */
             clipsContent?: boolean;
+            cornerRadius?: number;
+            /**
+             * @description Auto layout: alignment across the axis (default MIN).
+             * @enum {string}
+             */
+            counterAxisAlignItems?: "MIN" | "CENTER" | "MAX";
+            /** @description Auto layout: the gap between children. */
+            itemSpacing?: number;
+            /**
+             * @description Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the frame keeping its `width` and `height`; their `x` and `y` are then ignored.
+             * @enum {string}
+             */
+            layoutMode?: "NONE" | "HORIZONTAL" | "VERTICAL";
+            paddingBottom?: number;
+            paddingLeft?: number;
+            paddingRight?: number;
+            paddingTop?: number;
+            /**
+             * @description Auto layout: alignment along the axis (default MIN).
+             * @enum {string}
+             */
+            primaryAxisAlignItems?: "MIN" | "CENTER" | "MAX" | "SPACE_BETWEEN";
+            /** @description Per-corner radii, each overriding `cornerRadius` at its corner. */
+            topLeftRadius?: number;
+            topRightRadius?: number;
+            /** @enum {string} */
+            type: "FRAME";
         } & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -445,11 +474,7 @@ export interface components {
              */
             type: "FRAME";
         };
-        /**
-         * @description A group (`figma.group`): its position and size are its children's bounds. A group with
-         *     no children cannot exist in Figma; the reference plugin builds an empty GROUP as an
-         *     empty frame without fills.
-         */
+        /** @description A group (`figma.group`): its position and size are its children's bounds. A group with no children cannot exist in Figma; the reference plugin builds an empty GROUP as an empty frame without fills. */
         GroupNode: components["schemas"]["NodeCommon"] & {
             /** @enum {string} */
             type: "GROUP";
@@ -462,9 +487,14 @@ export interface components {
         };
         /** @description A rectangle (`figma.createRectangle`); an image is a rectangle with an IMAGE fill. */
         RectangleNode: components["schemas"]["NodeCommon"] & {
+            bottomLeftRadius?: number;
+            bottomRightRadius?: number;
+            cornerRadius?: number;
+            /** @description Per-corner radii, each overriding `cornerRadius` at its corner. */
+            topLeftRadius?: number;
+            topRightRadius?: number;
             /** @enum {string} */
             type: "RECTANGLE";
-            cornerRadius?: number;
         } & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -508,13 +538,27 @@ export interface components {
         };
         /** @description A text layer (`figma.createText`); the plugin loads the font first and falls back to Inter Regular when it is not available. */
         TextNode: components["schemas"]["NodeCommon"] & {
-            /** @enum {string} */
-            type: "TEXT";
             characters?: string;
-            fontSize?: number;
             fontName?: components["schemas"]["FontName"];
+            fontSize?: number;
+            letterSpacing?: components["schemas"]["LetterSpacing"];
+            lineHeight?: components["schemas"]["LineHeight"];
             /** @enum {string} */
             textAlignHorizontal?: "LEFT" | "CENTER" | "RIGHT" | "JUSTIFIED";
+            /**
+             * @description How the box follows the text (Figma's `textAutoResize`; default NONE: `width` and `height` are kept, and lines wrap at the width).
+             * @enum {string}
+             */
+            textAutoResize?: "NONE" | "WIDTH_AND_HEIGHT" | "HEIGHT";
+            /**
+             * @description Drawn in this case whatever `characters` is (CSS `text-transform`).
+             * @enum {string}
+             */
+            textCase?: "ORIGINAL" | "UPPER" | "LOWER" | "TITLE";
+            /** @enum {string} */
+            textDecoration?: "NONE" | "UNDERLINE" | "STRIKETHROUGH";
+            /** @enum {string} */
+            type: "TEXT";
         } & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -522,15 +566,11 @@ export interface components {
              */
             type: "TEXT";
         };
-        /**
-         * @description An SVG image the plugin turns into vectors (`figma.createNodeFromSvg`, which makes a frame
-         *     of vector layers): `imageRef` names an `image/svg+xml` image of the result, and `width`
-         *     and `height`, when given, are the size it is scaled to.
-         */
+        /** @description An SVG image the plugin turns into vectors (`figma.createNodeFromSvg`, which makes a frame of vector layers): `imageRef` names an `image/svg+xml` image of the result, and `width` and `height`, when given, are the size it is scaled to. */
         SvgNode: components["schemas"]["NodeCommon"] & {
+            imageRef: string;
             /** @enum {string} */
             type: "SVG";
-            imageRef: string;
         } & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -539,36 +579,85 @@ export interface components {
             type: "SVG";
         };
         /** @description A fill or stroke. */
-        Paint: components["schemas"]["SolidPaint"] | components["schemas"]["ImagePaint"];
+        Paint: components["schemas"]["SolidPaint"] | components["schemas"]["ImagePaint"] | components["schemas"]["GradientPaint"];
         SolidPaint: {
+            color: components["schemas"]["Color"];
+            opacity?: number;
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
             type: "SOLID";
-            color: components["schemas"]["Color"];
-            opacity?: number;
         };
         /** @description An image fill; `imageRef` is a key of the result's images (png, jpeg or gif). */
         ImagePaint: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "IMAGE";
             imageRef: string;
+            opacity?: number;
             /**
              * @description Default FILL.
              * @enum {string}
              */
             scaleMode?: "FILL" | "FIT" | "CROP" | "TILE";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "IMAGE";
+        };
+        /** @description A linear gradient, as Figma's `GradientPaint`: `gradientTransform` maps the node's unit square to the gradient's space, where the colour runs along x from 0 to 1. */
+        GradientPaint: {
+            gradientStops: components["schemas"]["ColorStop"][];
+            /** @description Two rows of an affine transform, `[[a, b, c], [d, e, f]]`. */
+            gradientTransform: number[][];
             opacity?: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "GRADIENT_LINEAR";
+        };
+        ColorStop: {
+            color: components["schemas"]["Rgba"];
+            position: number;
+        };
+        /** @description RGBA channels from 0 to 1, as Figma's `RGBA`. */
+        Rgba: {
+            a: number;
+            b: number;
+            g: number;
+            r: number;
+        };
+        /** @description A shadow, as Figma's `DropShadowEffect` and `InnerShadowEffect` (CSS `box-shadow`). */
+        Effect: {
+            color: components["schemas"]["Rgba"];
+            offset: components["schemas"]["Vector"];
+            /** @description The blur radius, as CSS's. */
+            radius: number;
+            spread?: number;
+            /** @enum {string} */
+            type: "DROP_SHADOW" | "INNER_SHADOW";
+        };
+        Vector: {
+            x: number;
+            y: number;
+        };
+        /** @description Figma's `LineHeight`: `{"unit": "PIXELS", "value": 24}`, or `{"unit": "AUTO"}` (the font's). */
+        LineHeight: {
+            /** @enum {string} */
+            unit: "PIXELS" | "PERCENT" | "AUTO";
+            value?: number;
+        };
+        /** @description Figma's `LetterSpacing`: `{"unit": "PIXELS", "value": 1.5}`. */
+        LetterSpacing: {
+            /** @enum {string} */
+            unit: "PIXELS" | "PERCENT";
+            value: number;
         };
         /** @description RGB channels from 0 to 1, as Figma's `RGB`. */
         Color: {
-            r: number;
-            g: number;
             b: number;
+            g: number;
+            r: number;
         };
         FontName: {
             /** @example Inter */
@@ -577,13 +666,13 @@ export interface components {
             style: string;
         };
         VectorPath: {
+            /** @description SVG path data, as Figma's `VectorPath.data` (`M 0 0 L 10 10 Z`). */
+            data: string;
             /**
              * @description Default NONZERO.
              * @enum {string}
              */
             windingRule?: "NONZERO" | "EVENODD" | "NONE";
-            /** @description SVG path data, as Figma's `VectorPath.data` (`M 0 0 L 10 10 Z`). */
-            data: string;
         };
         Result: {
             code2desId: components["schemas"]["Uuid"];

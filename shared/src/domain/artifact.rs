@@ -13,6 +13,21 @@ use crate::domain::protocol::PROTOCOL_VERSION;
 /// Node types the plugin can build.
 pub const NODE_TYPES: &[&str] = &["FRAME", "GROUP", "RECTANGLE", "ELLIPSE", "LINE", "VECTOR", "TEXT", "SVG"];
 
+/// The codes of the artifact's `warnings` (the fidelity report of issue 30), a fixed list:
+/// docs/WORKER.md, "Warnings", says what each means.
+pub const WARNING_CODES: &[&str] = &[
+    "font_substituted",
+    "unsupported_css",
+    "image_converted",
+    "image_too_large",
+    "image_unavailable",
+    "pseudo_element",
+    "canvas_skipped",
+    "iframe_skipped",
+    "video_skipped",
+    "node_limit",
+];
+
 /// Bounds on what one artifact may ask of the backend and the plugin. Documented in README.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -29,6 +44,8 @@ pub struct Limits {
     pub response_budget: usize,
     /// Parallel S3 reads per request.
     pub fetch_concurrency: usize,
+    /// Entries of the artifact's `warnings`.
+    pub max_warnings: usize,
 }
 
 impl Default for Limits {
@@ -45,6 +62,7 @@ impl Default for Limits {
             // Memory is bounded by response_budget, not by this: every image is sized with
             // HeadObject and planned against the budget before any download starts.
             fetch_concurrency: 32,
+            max_warnings: 1000,
         }
     }
 }
@@ -104,6 +122,9 @@ pub struct ImageEntry {
 pub struct Artifact {
     pub kind: Kind,
     pub warning_count: Option<i64>,
+    /// The fidelity report, as the worker wrote it (checked): `[{code, message, path, node}]`.
+    /// Absent in artifacts that predate it.
+    pub warnings: Option<Value>,
     pub document: Option<Value>,
     /// Images the document uses, in order of first use, each once.
     pub used: Vec<(String, ImageEntry)>,
@@ -256,6 +277,8 @@ fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> 
         },
     };
 
+    let warnings = check_warnings(obj.get("warnings"), warning_count, limits, r)?;
+
     let (images, names) = parse_images(obj.get("images"), expect.prefix, limits, r)?;
     // A failure artifact may leave the document out; which kind applies when `kind` itself is
     // wrong: the job's.
@@ -278,7 +301,70 @@ fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> 
             }
         }
     }
-    Ok(kind.map(|kind| Artifact { kind, warning_count, document, used }))
+    Ok(kind.map(|kind| Artifact { kind, warning_count, warnings, document, used }))
+}
+
+/// The `warnings` member: absent (or null), or at most `max_warnings` objects, each a `code`
+/// of [`WARNING_CODES`], a `message` (1 to 1 000 characters), and where: `path` (the DOM path,
+/// at most 2 000) and `node` (the document node's name, at most 1 000), both optional. When
+/// both are there, `warning_count` is their number.
+fn check_warnings(
+    v: Option<&Value>,
+    warning_count: Option<i64>,
+    limits: &Limits,
+    r: &mut Report,
+) -> Result<Option<Value>, Stop> {
+    let list = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(a)) => a,
+        Some(_) => {
+            r.add("$.warnings", "warnings must be an array")?;
+            return Ok(None);
+        }
+    };
+    if list.len() > limits.max_warnings {
+        r.add("$.warnings", format!("more than {} warnings", limits.max_warnings))?;
+        return Ok(None);
+    }
+    if warning_count.is_some_and(|n| n != list.len() as i64) {
+        r.add("$.warning_count", "warning_count is not the number of warnings")?;
+    }
+    let mut ok = true;
+    for (i, w) in list.iter().enumerate() {
+        let at = format!("$.warnings[{i}]");
+        let Some(o) = w.as_object() else {
+            r.add(&at, "a warning is not an object")?;
+            ok = false;
+            continue;
+        };
+        match o.get("code").and_then(Value::as_str) {
+            Some(c) if WARNING_CODES.contains(&c) => {}
+            Some(c) => {
+                r.add(format!("{at}.code"), format!("unknown warning code {c:?}"))?;
+                ok = false;
+            }
+            None => {
+                r.add(format!("{at}.code"), "a warning has no code")?;
+                ok = false;
+            }
+        }
+        let text = |name: &str, min: usize, max: usize, required: bool| -> Option<String> {
+            match o.get(name) {
+                None | Some(Value::Null) if !required => None,
+                Some(Value::String(t)) if (min..=max).contains(&t.chars().count()) => None,
+                _ => Some(format!("{name} must be a string of {min} to {max} characters")),
+            }
+        };
+        for (name, min, max, required) in
+            [("message", 1, 1000, true), ("path", 0, 2000, false), ("node", 0, 1000, false)]
+        {
+            if let Some(problem) = text(name, min, max, required) {
+                r.add(format!("{at}.{name}"), problem)?;
+                ok = false;
+            }
+        }
+    }
+    Ok(ok.then(|| Value::Array(list.clone())))
 }
 
 /// The valid image entries, and the names of all (valid or not).
@@ -580,6 +666,37 @@ mod tests {
         let wrong_nonce =
             String::from_utf8(art(json!({"type": "FRAME"}), json!({}))).unwrap().replace("n0nce", "other");
         assert!(validate(wrong_nonce.as_bytes(), &expect(&n), &l).is_err());
+    }
+
+    #[test]
+    fn warnings_are_checked_and_counted() {
+        let n = nonce();
+        let l = Limits::default();
+        let with = |warnings: Value, count: i64| {
+            let mut a: Value = serde_json::from_slice(&art(json!({"type": "FRAME"}), json!({}))).unwrap();
+            a["warnings"] = warnings;
+            a["warning_count"] = json!(count);
+            serde_json::to_vec(&a).unwrap()
+        };
+        let good = json!([{"code": "font_substituted", "message": "Helvetica is not available; drawn with Inter",
+                           "path": "body > h1", "node": "Welcome"}, {"code": "canvas_skipped", "message": "x"}]);
+        let a = validate(&with(good.clone(), 2), &expect(&n), &l).unwrap();
+        assert_eq!(a.warnings, Some(good.clone()));
+        // Version 1 artifacts without the list are as valid as ever.
+        assert_eq!(validate(&art(json!({"type": "FRAME"}), json!({})), &expect(&n), &l).unwrap().warnings, None);
+        assert!(validate(&with(good, 3), &expect(&n), &l).unwrap_err().contains("number of warnings"));
+        let bad = [
+            json!({}),
+            json!([{"code": "made_up", "message": "x"}]),
+            json!([{"code": "canvas_skipped"}]),
+            json!([{"code": "canvas_skipped", "message": ""}]),
+            json!([{"code": "canvas_skipped", "message": "x", "path": 3}]),
+            json!(["x"]),
+        ];
+        for b in bad {
+            let count = b.as_array().map_or(0, |a| a.len() as i64);
+            assert!(validate(&with(b.clone(), count), &expect(&n), &l).is_err(), "{b}");
+        }
     }
 
     #[test]

@@ -35,7 +35,11 @@ pub struct Manifest {
     pub organization_id: i32,
     pub project_id: i32,
     pub page_import_id: String,
-    /// The page import's capture, when it has one (`s3://…`).
+    /// The page import's capture, when it has one (`s3://…`): one self-contained page, either
+    /// a single HTML file with its styles inline or in `<style>` and its images and fonts as
+    /// `data:` URIs (as SingleFile saves), or MHTML (as Chromium's `Page.captureSnapshot`
+    /// saves); at most 50 MB. It is laid out at the width of its `<meta name="viewport"
+    /// content="width=N">`, else 1440 px. Nothing else is fetched, and its scripts do not run.
     pub capture_url: Option<String>,
     pub figma_file_key: String,
     pub screen_id: String,

@@ -55,8 +55,30 @@ pub struct NodeCommon {
     strokes: Option<Vec<Paint>>,
     #[schemars(range(min = 0))]
     stroke_weight: Option<f64>,
+    /// Where the strokes lie against the outline (default CENTER, as Figma's).
+    stroke_align: Option<StrokeAlign>,
+    /// Per-side weights (FRAME and RECTANGLE), each overriding `strokeWeight` on its side.
+    #[schemars(range(min = 0))]
+    stroke_top_weight: Option<f64>,
+    #[schemars(range(min = 0))]
+    stroke_right_weight: Option<f64>,
+    #[schemars(range(min = 0))]
+    stroke_bottom_weight: Option<f64>,
+    #[schemars(range(min = 0))]
+    stroke_left_weight: Option<f64>,
+    /// Shadows, the last painted on top (Figma's `effects`). Ignored on GROUP.
+    effects: Option<Vec<Effect>>,
     /// In document order, the first at the back (as in Figma's layer list, read bottom up).
     children: Option<Vec<Node>>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, dead_code)]
+enum StrokeAlign {
+    INSIDE,
+    OUTSIDE,
+    CENTER,
 }
 
 /// The `type` member of one node type, and what only that type has.
@@ -102,11 +124,65 @@ macro_rules! node_type {
     };
 }
 
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, dead_code)]
+enum LayoutMode {
+    NONE,
+    HORIZONTAL,
+    VERTICAL,
+}
+
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, non_camel_case_types, dead_code)]
+enum PrimaryAlign {
+    MIN,
+    CENTER,
+    MAX,
+    SPACE_BETWEEN,
+}
+
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, dead_code)]
+enum CounterAlign {
+    MIN,
+    CENTER,
+    MAX,
+}
+
 own_members!(FrameOwn, FrameTag, FRAME {
     #[schemars(range(min = 0))]
     corner_radius: Option<f64>,
+    /// Per-corner radii, each overriding `cornerRadius` at its corner.
+    #[schemars(range(min = 0))]
+    top_left_radius: Option<f64>,
+    #[schemars(range(min = 0))]
+    top_right_radius: Option<f64>,
+    #[schemars(range(min = 0))]
+    bottom_right_radius: Option<f64>,
+    #[schemars(range(min = 0))]
+    bottom_left_radius: Option<f64>,
     /// Whether children outside the frame are hidden (Figma's default for a new frame is true).
     clips_content: Option<bool>,
+    /// Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the
+    /// frame keeping its `width` and `height`; their `x` and `y` are then ignored.
+    layout_mode: Option<LayoutMode>,
+    /// Auto layout: the gap between children.
+    item_spacing: Option<f64>,
+    #[schemars(range(min = 0))]
+    padding_top: Option<f64>,
+    #[schemars(range(min = 0))]
+    padding_right: Option<f64>,
+    #[schemars(range(min = 0))]
+    padding_bottom: Option<f64>,
+    #[schemars(range(min = 0))]
+    padding_left: Option<f64>,
+    /// Auto layout: alignment along the axis (default MIN).
+    primary_axis_align_items: Option<PrimaryAlign>,
+    /// Auto layout: alignment across the axis (default MIN).
+    counter_axis_align_items: Option<CounterAlign>,
 });
 node_type!(
     /// A frame (`figma.createFrame`); holds children.
@@ -124,6 +200,15 @@ node_type!(
 own_members!(RectangleOwn, RectangleTag, RECTANGLE {
     #[schemars(range(min = 0))]
     corner_radius: Option<f64>,
+    /// Per-corner radii, each overriding `cornerRadius` at its corner.
+    #[schemars(range(min = 0))]
+    top_left_radius: Option<f64>,
+    #[schemars(range(min = 0))]
+    top_right_radius: Option<f64>,
+    #[schemars(range(min = 0))]
+    bottom_right_radius: Option<f64>,
+    #[schemars(range(min = 0))]
+    bottom_left_radius: Option<f64>,
 });
 node_type!(
     /// A rectangle (`figma.createRectangle`); an image is a rectangle with an IMAGE fill.
@@ -161,12 +246,48 @@ enum TextAlign {
     JUSTIFIED,
 }
 
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, dead_code)]
+enum TextDecoration {
+    NONE,
+    UNDERLINE,
+    STRIKETHROUGH,
+}
+
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, dead_code)]
+enum TextCase {
+    ORIGINAL,
+    UPPER,
+    LOWER,
+    TITLE,
+}
+
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, non_camel_case_types, dead_code)]
+enum TextAutoResize {
+    NONE,
+    WIDTH_AND_HEIGHT,
+    HEIGHT,
+}
+
 own_members!(TextOwn, TextTag, TEXT {
     characters: Option<String>,
     #[schemars(range(min = 1))]
     font_size: Option<f64>,
     font_name: Option<FontName>,
     text_align_horizontal: Option<TextAlign>,
+    /// How the box follows the text (Figma's `textAutoResize`; default NONE: `width` and
+    /// `height` are kept, and lines wrap at the width).
+    text_auto_resize: Option<TextAutoResize>,
+    line_height: Option<LineHeight>,
+    letter_spacing: Option<LetterSpacing>,
+    text_decoration: Option<TextDecoration>,
+    /// Drawn in this case whatever `characters` is (CSS `text-transform`).
+    text_case: Option<TextCase>,
 });
 node_type!(
     /// A text layer (`figma.createText`); the plugin loads the font first and falls back to Inter Regular when it is not available.
@@ -253,7 +374,11 @@ impl JsonSchema for Paint {
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         one_of_by_type(
             Some("A fill or stroke."),
-            vec![("SOLID", g.subschema_for::<SolidPaint>()), ("IMAGE", g.subschema_for::<ImagePaint>())],
+            vec![
+                ("SOLID", g.subschema_for::<SolidPaint>()),
+                ("IMAGE", g.subschema_for::<ImagePaint>()),
+                ("GRADIENT_LINEAR", g.subschema_for::<GradientPaint>()),
+            ],
         )
     }
 }
@@ -303,6 +428,111 @@ pub struct ImagePaint {
     scale_mode: Option<ScaleMode>,
     #[schemars(range(min = 0, max = 1))]
     opacity: Option<f64>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, non_camel_case_types, dead_code)]
+enum GradientTag {
+    GRADIENT_LINEAR,
+}
+
+/// A linear gradient, as Figma's `GradientPaint`: `gradientTransform` maps the node's unit
+/// square to the gradient's space, where the colour runs along x from 0 to 1.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct GradientPaint {
+    r#type: GradientTag,
+    /// Two rows of an affine transform, `[[a, b, c], [d, e, f]]`.
+    gradient_transform: [[f64; 3]; 2],
+    #[schemars(length(min = 1))]
+    gradient_stops: Vec<ColorStop>,
+    #[schemars(range(min = 0, max = 1))]
+    opacity: Option<f64>,
+}
+
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct ColorStop {
+    #[schemars(range(min = 0, max = 1))]
+    position: f64,
+    color: Rgba,
+}
+
+/// RGBA channels from 0 to 1, as Figma's `RGBA`.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct Rgba {
+    #[schemars(range(min = 0, max = 1))]
+    r: f64,
+    #[schemars(range(min = 0, max = 1))]
+    g: f64,
+    #[schemars(range(min = 0, max = 1))]
+    b: f64,
+    #[schemars(range(min = 0, max = 1))]
+    a: f64,
+}
+
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, non_camel_case_types, dead_code)]
+enum EffectType {
+    DROP_SHADOW,
+    INNER_SHADOW,
+}
+
+/// A shadow, as Figma's `DropShadowEffect` and `InnerShadowEffect` (CSS `box-shadow`).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct Effect {
+    r#type: EffectType,
+    color: Rgba,
+    offset: Vector,
+    /// The blur radius, as CSS's.
+    #[schemars(range(min = 0))]
+    radius: f64,
+    spread: Option<f64>,
+}
+
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct Vector {
+    x: f64,
+    y: f64,
+}
+
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, dead_code)]
+enum LineHeightUnit {
+    PIXELS,
+    PERCENT,
+    AUTO,
+}
+
+/// Figma's `LineHeight`: `{"unit": "PIXELS", "value": 24}`, or `{"unit": "AUTO"}` (the font's).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct LineHeight {
+    unit: LineHeightUnit,
+    value: Option<f64>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(clippy::upper_case_acronyms, dead_code)]
+enum LetterSpacingUnit {
+    PIXELS,
+    PERCENT,
+}
+
+/// Figma's `LetterSpacing`: `{"unit": "PIXELS", "value": 1.5}`.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct LetterSpacing {
+    unit: LetterSpacingUnit,
+    value: f64,
 }
 
 /// RGB channels from 0 to 1, as Figma's `RGB`.
@@ -408,6 +638,43 @@ pub struct ResultArtifact {
     document: Option<Node>,
     /// The images the document uses, by `imageRef`.
     images: Option<BTreeMap<String, ArtifactImage>>,
+    /// The fidelity report: what the conversion could not reproduce exactly, and where. When
+    /// present, `warning_count` is its length.
+    #[schemars(length(max = 1000))]
+    warnings: Option<Vec<ArtifactWarning>>,
+}
+
+/// The fixed list of warning codes (docs/WORKER.md, "Warnings").
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum WarningCode {
+    FontSubstituted,
+    UnsupportedCss,
+    ImageConverted,
+    ImageTooLarge,
+    ImageUnavailable,
+    PseudoElement,
+    CanvasSkipped,
+    IframeSkipped,
+    VideoSkipped,
+    NodeLimit,
+}
+
+/// One deterministic conversion warning.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct ArtifactWarning {
+    code: WarningCode,
+    /// For the user.
+    #[schemars(length(min = 1, max = 1000))]
+    message: String,
+    /// The element's DOM path in the capture (`body > main > div.card:nth-child(2)`).
+    #[schemars(length(max = 2000))]
+    path: Option<String>,
+    /// The `name` of the document node it concerns.
+    #[schemars(length(max = 1000))]
+    node: Option<String>,
 }
 
 // --- the webhook ---------------------------------------------------------------------------------
@@ -534,6 +801,13 @@ pub const NODE_DEFINITIONS: &[&str] = &[
     "Paint",
     "SolidPaint",
     "ImagePaint",
+    "GradientPaint",
+    "ColorStop",
+    "Rgba",
+    "Effect",
+    "Vector",
+    "LineHeight",
+    "LetterSpacing",
     "Color",
     "FontName",
     "VectorPath",

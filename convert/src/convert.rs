@@ -1,0 +1,1280 @@
+//! From a `DOMSnapshot.captureSnapshot` to the document: the layout tree walked in DOM order,
+//! boxes that paint something (or clip, or fade, or lay out flex items) as frames, the rest
+//! flattened into their nearest frame; text runs (one per line box) as TEXT nodes; images as
+//! image fills or SVG nodes. Children are ordered by Chromium's paint order. A flex container
+//! whose items Figma's auto layout puts exactly where Chromium did becomes an auto layout frame;
+//! everything else keeps absolute positions.
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::doc::{Dimension, Effect, FontName, Image, Node, Paint, Rgb, Rgba, Stop, Vector, Warning};
+use crate::render::STYLES;
+
+/// Frames nest at most this deep (the artifact allows 40 levels); deeper boxes are flattened.
+const MAX_FRAME_DEPTH: usize = 36;
+/// The artifact allows 20 000 nodes; past this the rest of the page is left out (warned).
+pub const MAX_NODES: usize = 19_000;
+/// Figma's `createImage` limit per side, and the artifact's per image.
+const MAX_IMAGE_SIDE: usize = 4096;
+const MAX_IMAGE_BYTES: usize = 3 * 1024 * 1024;
+
+/// The conversion's result.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    pub document: Node,
+    pub images: Vec<Image>,
+    pub warnings: Vec<Warning>,
+    pub title: String,
+}
+
+/// A page rectangle to crop as PNG, for the image named `name`.
+#[derive(Debug, Clone)]
+pub struct Crop {
+    pub name: String,
+    pub rect: [f64; 4],
+}
+
+fn style_index(name: &str) -> usize {
+    STYLES.iter().position(|s| *s == name).expect("a style the snapshot asks for")
+}
+
+/// The snapshot's main document, indexed.
+pub struct Snapshot<'a> {
+    strings: Vec<&'a str>,
+    parent: Vec<i64>,
+    node_type: Vec<i64>,
+    node_name: Vec<&'a str>,
+    node_value: Vec<Option<&'a str>>,
+    attrs: Vec<Vec<(&'a str, &'a str)>>,
+    children: Vec<Vec<usize>>,
+    layout_of: Vec<Option<usize>>,
+    /// Every layout object of a node: a pseudo element's generated text has its own.
+    layouts_of: Vec<Vec<usize>>,
+    current_src: HashMap<usize, &'a str>,
+    input_value: HashMap<usize, &'a str>,
+    pseudo: HashMap<usize, &'a str>,
+    l_styles: Vec<Vec<i64>>,
+    l_bounds: Vec<[f64; 4]>,
+    l_text: Vec<Option<&'a str>>,
+    l_paint: Vec<i64>,
+    text_boxes: HashMap<usize, Vec<([f64; 4], usize, usize)>>,
+}
+
+fn ints(v: &Value) -> Vec<i64> {
+    v.as_array().map(|a| a.iter().map(|x| x.as_i64().unwrap_or(-1)).collect()).unwrap_or_default()
+}
+
+fn rect(v: &Value) -> [f64; 4] {
+    let f = |i: usize| v.get(i).and_then(Value::as_f64).unwrap_or(0.0);
+    [f(0), f(1), f(2), f(3)]
+}
+
+impl<'a> Snapshot<'a> {
+    pub fn parse(snap: &'a Value) -> Option<Self> {
+        let strings: Vec<&str> = snap["strings"].as_array()?.iter().map(|s| s.as_str().unwrap_or("")).collect();
+        let doc = snap["documents"].get(0)?;
+        let nodes = &doc["nodes"];
+        let s = |i: i64| usize::try_from(i).ok().and_then(|i| strings.get(i).copied());
+        let parent = ints(&nodes["parentIndex"]);
+        let n = parent.len();
+        let node_type = ints(&nodes["nodeType"]);
+        let node_name = ints(&nodes["nodeName"]).into_iter().map(|i| s(i).unwrap_or("")).collect();
+        let node_value = ints(&nodes["nodeValue"]).into_iter().map(s).collect();
+        let attrs = nodes["attributes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|pairs| {
+                        ints(pairs).chunks(2).map(|kv| (s(kv[0]).unwrap_or(""), s(kv[1]).unwrap_or(""))).collect()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let rare = |v: &Value| -> HashMap<usize, &'a str> {
+            let idx = ints(&v["index"]);
+            let val = ints(&v["value"]);
+            idx.iter().zip(val).filter_map(|(i, v)| Some((usize::try_from(*i).ok()?, s(v)?))).collect()
+        };
+        let mut children = vec![Vec::new(); n];
+        for (i, p) in parent.iter().enumerate() {
+            if let Ok(p) = usize::try_from(*p) {
+                children[p].push(i);
+            }
+        }
+        let layout = &doc["layout"];
+        let l_nodes = ints(&layout["nodeIndex"]);
+        let mut layout_of = vec![None; n];
+        let mut layouts_of = vec![Vec::new(); n];
+        for (li, ni) in l_nodes.iter().enumerate() {
+            if let Some(ni) = usize::try_from(*ni).ok().filter(|ni| *ni < n) {
+                layout_of[ni].get_or_insert(li);
+                layouts_of[ni].push(li);
+            }
+        }
+        let l_styles = layout["styles"].as_array().map(|a| a.iter().map(ints).collect()).unwrap_or_default();
+        let l_bounds = layout["bounds"].as_array().map(|a| a.iter().map(rect).collect()).unwrap_or_default();
+        let l_text = ints(&layout["text"]).into_iter().map(s).collect();
+        let l_paint = ints(&layout["paintOrders"]);
+        let tb = &doc["textBoxes"];
+        let mut text_boxes: HashMap<usize, Vec<([f64; 4], usize, usize)>> = HashMap::new();
+        let bounds: Vec<[f64; 4]> = tb["bounds"].as_array().map(|a| a.iter().map(rect).collect()).unwrap_or_default();
+        let (starts, lens) = (ints(&tb["start"]), ints(&tb["length"]));
+        for (i, li) in ints(&tb["layoutIndex"]).into_iter().enumerate() {
+            let (Ok(li), Some(b)) = (usize::try_from(li), bounds.get(i)) else { continue };
+            let start = starts.get(i).copied().unwrap_or(0).max(0) as usize;
+            let len = lens.get(i).copied().unwrap_or(0).max(0) as usize;
+            text_boxes.entry(li).or_default().push((*b, start, len));
+        }
+        Some(Self {
+            current_src: rare(&nodes["currentSourceURL"]),
+            input_value: rare(&nodes["inputValue"]),
+            pseudo: rare(&nodes["pseudoType"]),
+            strings,
+            parent,
+            node_type,
+            node_name,
+            node_value,
+            attrs,
+            children,
+            layout_of,
+            layouts_of,
+            l_styles,
+            l_bounds,
+            l_text,
+            l_paint,
+            text_boxes,
+        })
+    }
+
+    fn style(&self, layout: usize, name: &str) -> &'a str {
+        let i = style_index(name);
+        self.l_styles
+            .get(layout)
+            .and_then(|s| s.get(i))
+            .and_then(|i| usize::try_from(*i).ok())
+            .and_then(|i| self.strings.get(i).copied())
+            .unwrap_or("")
+    }
+
+    fn px(&self, layout: usize, name: &str) -> f64 {
+        px(self.style(layout, name))
+    }
+
+    fn attr(&self, node: usize, name: &str) -> Option<&'a str> {
+        self.attrs.get(node)?.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
+    }
+
+    fn tag(&self, node: usize) -> String {
+        self.node_name[node].to_ascii_lowercase()
+    }
+
+    /// `tag#id`, or `tag.first-class`, or `tag`.
+    fn label(&self, node: usize) -> String {
+        let tag = match self.pseudo.get(&node) {
+            Some(p) => format!("::{p}"),
+            None => self.tag(node),
+        };
+        if let Some(id) = self.attr(node, "id").filter(|s| !s.is_empty()) {
+            return format!("{tag}#{id}");
+        }
+        match self.attr(node, "class").and_then(|c| c.split_whitespace().next()) {
+            Some(c) => format!("{tag}.{c}"),
+            None => tag,
+        }
+    }
+
+    /// `body > main > div.card:nth-child(2)`, from below `html`.
+    pub fn path(&self, mut node: usize) -> String {
+        let mut parts = Vec::new();
+        while self.node_type.get(node) == Some(&3) || self.pseudo.contains_key(&node) {
+            match usize::try_from(self.parent[node]) {
+                Ok(p) => node = p,
+                Err(_) => break,
+            }
+        }
+        loop {
+            if self.node_type[node] != 1 || self.tag(node) == "html" {
+                break;
+            }
+            let mut part = self.label(node);
+            if part.starts_with("body") {
+                parts.push(part);
+                break;
+            }
+            if let Ok(p) = usize::try_from(self.parent[node]) {
+                let siblings: Vec<usize> =
+                    self.children[p].iter().copied().filter(|c| self.node_type[*c] == 1).collect();
+                if siblings.len() > 1 {
+                    if let Some(i) = siblings.iter().position(|c| *c == node) {
+                        part.push_str(&format!(":nth-child({})", i + 1));
+                    }
+                }
+                parts.push(part);
+                node = p;
+            } else {
+                parts.push(part);
+                break;
+            }
+        }
+        parts.reverse();
+        parts.join(" > ")
+    }
+
+    fn title(&self) -> Option<String> {
+        let t = (0..self.node_name.len()).find(|i| self.node_name[*i].eq_ignore_ascii_case("title"))?;
+        let text: String = self.children[t].iter().filter_map(|c| self.node_value[*c]).collect();
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        (!text.is_empty()).then_some(text)
+    }
+}
+
+/// `12.5px` → 12.5; anything else → 0.
+fn px(s: &str) -> f64 {
+    s.trim().strip_suffix("px").and_then(|n| n.trim().parse().ok()).unwrap_or(0.0)
+}
+
+fn round(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+/// `rgb(1, 2, 3)`, `rgba(1, 2, 3, 0.5)`, `rgb(1 2 3 / 0.5)`, `transparent`.
+pub fn parse_color(s: &str) -> Option<Rgba> {
+    let s = s.trim();
+    if s == "transparent" {
+        return Some(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 0.0 });
+    }
+    let inner = s.strip_prefix("rgba(").or_else(|| s.strip_prefix("rgb("))?.strip_suffix(')')?;
+    let nums: Vec<f64> = inner
+        .split([',', ' ', '/'])
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.strip_suffix('%') {
+            Some(pc) => pc.parse::<f64>().map(|v| v / 100.0),
+            None => p.parse::<f64>(),
+        })
+        .collect::<Result<_, _>>()
+        .ok()?;
+    if nums.len() < 3 {
+        return None;
+    }
+    let c = |v: f64| round((v / 255.0).clamp(0.0, 1.0) * 1000.0) / 1000.0;
+    Some(Rgba { r: c(nums[0]), g: c(nums[1]), b: c(nums[2]), a: nums.get(3).copied().unwrap_or(1.0).clamp(0.0, 1.0) })
+}
+
+fn solid(c: &Rgba) -> Paint {
+    Paint::Solid { color: Rgb { r: c.r, g: c.g, b: c.b }, opacity: (c.a < 1.0).then_some(round(c.a * 1000.0) / 1000.0) }
+}
+
+/// Splits at commas outside parentheses.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, ch) in s.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(s[start..].trim());
+    out
+}
+
+/// A leading colour function and the rest: `rgba(0, 0, 0, 0.1) 0px 4px` → (colour, `0px 4px`).
+fn take_color(s: &str) -> (Option<Rgba>, String) {
+    let s = s.trim();
+    if let Some(end) = s.find(')').filter(|_| s.starts_with("rgb")) {
+        return (parse_color(&s[..=end]), s[end + 1..].trim().to_owned());
+    }
+    // The colour may also come last.
+    if let Some(start) = s.find("rgb") {
+        let end = s[start..].find(')').map_or(s.len(), |e| start + e + 1);
+        return (parse_color(&s[start..end]), format!("{} {}", &s[..start], &s[end..]).trim().to_owned());
+    }
+    (None, s.to_owned())
+}
+
+/// CSS `box-shadow` (computed) → effects.
+pub fn parse_shadows(s: &str) -> Vec<Effect> {
+    if s.trim() == "none" || s.trim().is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for one in split_top(s) {
+        let (color, rest) = take_color(one);
+        let inset = rest.contains("inset");
+        let lens: Vec<f64> = rest.split_whitespace().filter(|w| *w != "inset").map(px).collect();
+        let color = color.unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
+        out.push(Effect {
+            kind: if inset { "INNER_SHADOW" } else { "DROP_SHADOW" },
+            color,
+            offset: Vector { x: lens.first().copied().unwrap_or(0.0), y: lens.get(1).copied().unwrap_or(0.0) },
+            radius: lens.get(2).copied().unwrap_or(0.0),
+            spread: lens.get(3).copied().unwrap_or(0.0),
+        });
+    }
+    // CSS paints the first shadow on top; Figma paints effects in list order, the last on top.
+    out.reverse();
+    out
+}
+
+/// CSS `linear-gradient(…)` (computed) for a box of `w`×`h` → a Figma linear gradient.
+pub fn parse_linear_gradient(s: &str, w: f64, h: f64) -> Option<Paint> {
+    let inner = s.trim().strip_prefix("linear-gradient(")?.strip_suffix(')')?;
+    let mut args = split_top(inner);
+    let mut angle = 180.0f64;
+    if let Some(first) = args.first() {
+        let f = first.trim();
+        let named = |side: &str| -> Option<f64> {
+            Some(match side {
+                "to top" => 0.0,
+                "to right" => 90.0,
+                "to bottom" => 180.0,
+                "to left" => 270.0,
+                "to top right" | "to right top" => (w / h).atan().to_degrees(),
+                "to bottom right" | "to right bottom" => 180.0 - (w / h).atan().to_degrees(),
+                "to bottom left" | "to left bottom" => 180.0 + (w / h).atan().to_degrees(),
+                "to top left" | "to left top" => 360.0 - (w / h).atan().to_degrees(),
+                _ => return None,
+            })
+        };
+        let parsed = if let Some(d) = f.strip_suffix("deg") {
+            d.parse().ok()
+        } else if let Some(t) = f.strip_suffix("turn") {
+            t.parse::<f64>().ok().map(|t| t * 360.0)
+        } else if let Some(r) = f.strip_suffix("rad") {
+            r.parse::<f64>().ok().map(f64::to_degrees)
+        } else {
+            named(f)
+        };
+        if let Some(a) = parsed {
+            angle = a;
+            args.remove(0);
+        }
+    }
+    let rad = angle.to_radians();
+    let (sin, cos) = (rad.sin(), rad.cos());
+    // The gradient line's length for this box and angle (CSS Images 3, 3.1.1).
+    let len = (w * sin).abs() + (h * cos).abs();
+    if len <= 0.0 || args.is_empty() {
+        return None;
+    }
+    let mut stops: Vec<(Rgba, Option<f64>)> = Vec::new();
+    for a in &args {
+        let (color, rest) = take_color(a);
+        let color = color?;
+        let pos = rest.split_whitespace().next().and_then(|p| {
+            p.strip_suffix('%')
+                .and_then(|v| v.parse::<f64>().ok())
+                .map(|v| v / 100.0)
+                .or_else(|| p.strip_suffix("px").and_then(|v| v.parse::<f64>().ok()).map(|v| v / len))
+        });
+        stops.push((color, pos));
+    }
+    // Missing positions: the first 0, the last 1, the others spread evenly between known ones.
+    let n = stops.len();
+    if stops[0].1.is_none() {
+        stops[0].1 = Some(0.0);
+    }
+    if stops[n - 1].1.is_none() {
+        stops[n - 1].1 = Some(1.0);
+    }
+    let mut i = 0;
+    while i < n {
+        if stops[i].1.is_some() {
+            i += 1;
+            continue;
+        }
+        let prev = i - 1;
+        let next = (i..n).find(|j| stops[*j].1.is_some()).unwrap_or(n - 1);
+        let (a, b) = (stops[prev].1.unwrap_or(0.0), stops[next].1.unwrap_or(1.0));
+        for (k, stop) in stops.iter_mut().enumerate().take(next).skip(i) {
+            stop.1 = Some(a + (b - a) * (k - prev) as f64 / (next - prev) as f64);
+        }
+        i = next;
+    }
+    // t(u, v) for the unit square: the projection on the gradient line, 0 at its start.
+    let a0 = w * sin / len;
+    let b0 = -h * cos / len;
+    let c0 = 0.5 - (a0 + b0) / 2.0;
+    // A second row perpendicular to the first, so the transform is invertible.
+    let (a1, b1) = (-b0, a0);
+    let c1 = 0.5 - (a1 + b1) / 2.0;
+    let r = |v: f64| (v * 10_000.0).round() / 10_000.0;
+    Some(Paint::GradientLinear {
+        gradient_transform: [[r(a0), r(b0), r(c0)], [r(a1), r(b1), r(c1)]],
+        gradient_stops: stops
+            .into_iter()
+            .map(|(color, p)| Stop { position: r(p.unwrap_or(0.0).clamp(0.0, 1.0)), color })
+            .collect(),
+    })
+}
+
+/// A CSS weight and style as Figma names a font's style.
+pub fn font_style(weight: &str, italic: bool) -> String {
+    let w: u32 = weight.trim().parse().unwrap_or(match weight.trim() {
+        "bold" => 700,
+        _ => 400,
+    });
+    let name = match w {
+        0..=149 => "Thin",
+        150..=249 => "Extra Light",
+        250..=349 => "Light",
+        350..=449 => "Regular",
+        450..=549 => "Medium",
+        550..=649 => "Semi Bold",
+        650..=749 => "Bold",
+        750..=849 => "Extra Bold",
+        _ => "Black",
+    };
+    match (name, italic) {
+        ("Regular", true) => "Italic".into(),
+        (n, true) => format!("{n} Italic"),
+        (n, false) => n.into(),
+    }
+}
+
+/// The first family of a CSS `font-family` list, unquoted.
+fn first_family(list: &str) -> String {
+    list.split(',').next().unwrap_or("").trim().trim_matches(['"', '\'']).to_owned()
+}
+
+const GENERIC_FAMILIES: &[&str] =
+    &["serif", "sans-serif", "monospace", "cursive", "fantasy", "system-ui", "ui-sans-serif", "ui-monospace"];
+
+/// A decoded `data:` URL: its MIME type and bytes.
+pub fn decode_data_url(url: &str) -> Option<(String, Vec<u8>)> {
+    let rest = url.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    let mime = meta.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let bytes = if meta.ends_with(";base64") {
+        let clean: String = data.chars().filter(|c| !c.is_whitespace()).collect();
+        base64::engine::general_purpose::STANDARD.decode(clean).ok()?
+    } else {
+        percent_decode(data)
+    };
+    Some((mime, bytes))
+}
+
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            if let Some(v) = b
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Where an image's bytes come from.
+enum ImageSource {
+    /// Figma takes these bytes as they are.
+    Ready(&'static str, Vec<u8>),
+    /// Chromium's rendering of the box, cropped from the page.
+    Crop,
+}
+
+/// A container being filled: its page origin and depth, and the nodes made in it so far, each
+/// with its paint order.
+struct Container {
+    ox: f64,
+    oy: f64,
+    depth: usize,
+    nodes: Vec<(i64, Node)>,
+}
+
+struct Ctx<'s, 'a> {
+    s: &'s Snapshot<'a>,
+    fonts: HashMap<String, String>,
+    images: Vec<Image>,
+    by_url: HashMap<String, String>,
+    crops: Vec<Crop>,
+    warnings: Vec<Warning>,
+    warned_fonts: std::collections::HashSet<(String, String)>,
+    count: usize,
+    root_bg_from: Option<usize>,
+}
+
+impl Ctx<'_, '_> {
+    fn warn(&mut self, code: &'static str, message: impl Into<String>, dom: usize, node: &str) {
+        if self.warnings.len() >= 500 {
+            return;
+        }
+        let path = self.s.path(dom);
+        self.warnings.push(Warning { code, message: message.into(), path, node: node.to_owned() });
+    }
+
+    fn add_image(&mut self, key: &str, mime: &'static str, bytes: Vec<u8>) -> String {
+        if let Some(name) = self.by_url.get(key) {
+            return name.clone();
+        }
+        let name = format!("image-{}", self.images.len() + 1);
+        self.images.push(Image { name: name.clone(), mime, bytes });
+        self.by_url.insert(key.to_owned(), name.clone());
+        name
+    }
+
+    fn crop(&mut self, rect: [f64; 4]) -> String {
+        let name = format!("image-{}", self.images.len() + 1);
+        // Filled in once the page is cropped.
+        self.images.push(Image { name: name.clone(), mime: "image/png", bytes: Vec::new() });
+        self.crops.push(Crop { name: name.clone(), rect });
+        name
+    }
+
+    /// Judges a data: image: Figma-ready, or to crop from the page (with the warning why).
+    fn image_source(&mut self, url: &str, dom: usize, name: &str) -> Option<ImageSource> {
+        let Some((mime, bytes)) = decode_data_url(url) else {
+            self.warn(
+                "image_unavailable",
+                "the image is not embedded in the capture (only data: URIs load)",
+                dom,
+                name,
+            );
+            return None;
+        };
+        let ready = match mime.as_str() {
+            "image/png" => Some("image/png"),
+            "image/jpeg" | "image/jpg" => Some("image/jpeg"),
+            "image/gif" => Some("image/gif"),
+            "image/svg+xml" => Some("image/svg+xml"),
+            _ => None,
+        };
+        match ready {
+            Some("image/svg+xml") => Some(ImageSource::Ready("image/svg+xml", bytes)),
+            Some(m) => {
+                let size = imagesize::blob_size(&bytes).ok();
+                let too_big = bytes.len() > MAX_IMAGE_BYTES
+                    || size.is_some_and(|s| s.width > MAX_IMAGE_SIDE || s.height > MAX_IMAGE_SIDE);
+                if size.is_none() {
+                    self.warn(
+                        "image_converted",
+                        format!("{mime} bytes were unreadable; used the rendered pixels"),
+                        dom,
+                        name,
+                    );
+                    Some(ImageSource::Crop)
+                } else if too_big {
+                    self.warn(
+                        "image_too_large",
+                        "the image is over 4096 px a side or 3 MB; used the rendered pixels at its displayed size",
+                        dom,
+                        name,
+                    );
+                    Some(ImageSource::Crop)
+                } else {
+                    Some(ImageSource::Ready(m, bytes))
+                }
+            }
+            None => {
+                self.warn("image_converted", format!("{mime} converted to PNG"), dom, name);
+                Some(ImageSource::Crop)
+            }
+        }
+    }
+}
+
+/// Converts a snapshot. `crops` lists the page rectangles whose PNGs the caller must put into
+/// the images of the same names.
+pub fn convert(
+    snap: &Value,
+    width: u32,
+    height: f64,
+    platform_fonts: &[(String, String)],
+) -> Option<(Converted, Vec<Crop>)> {
+    let s = Snapshot::parse(snap)?;
+    let mut cx = Ctx {
+        s: &s,
+        fonts: platform_fonts.iter().cloned().collect(),
+        images: Vec::new(),
+        by_url: HashMap::new(),
+        crops: Vec::new(),
+        warnings: Vec::new(),
+        warned_fonts: Default::default(),
+        count: 1,
+        root_bg_from: None,
+    };
+    let title = s.title().unwrap_or_else(|| "Page".into());
+    // The canvas background: the root element's, else body's (CSS 2, 14.2).
+    let html = (0..s.node_name.len()).find(|i| s.node_type[*i] == 1 && s.tag(*i) == "html");
+    let body = html.and_then(|h| s.children[h].iter().copied().find(|c| s.tag(*c) == "body"));
+    let bg = |n: usize| s.layout_of[n].and_then(|l| parse_color(s.style(l, "background-color"))).filter(|c| c.a > 0.0);
+    let mut root_fill = Rgba { r: 1.0, g: 1.0, b: 1.0, a: 1.0 };
+    if let Some(c) = html.and_then(bg) {
+        root_fill = c;
+        cx.root_bg_from = html;
+    } else if let Some(c) = body.and_then(bg) {
+        root_fill = c;
+        cx.root_bg_from = body;
+    }
+    let mut root = Container { ox: 0.0, oy: 0.0, depth: 1, nodes: Vec::new() };
+    if let Some(h) = html {
+        visit(&mut cx, h, &mut root, false);
+    }
+    let mut children: Vec<(i64, Node)> = root.nodes;
+    children.sort_by_key(|(p, _)| *p);
+    let solid_root = Paint::Solid { color: Rgb { r: root_fill.r, g: root_fill.g, b: root_fill.b }, opacity: None };
+    let document = Node {
+        kind: "FRAME",
+        name: title.clone(),
+        width: f64::from(width),
+        height: round(height.max(1.0)),
+        fills: Some(vec![solid_root]),
+        clips_content: Some(true),
+        children: Some(children.into_iter().map(|(_, n)| n).collect()),
+        ..Node::default()
+    };
+    let crops = std::mem::take(&mut cx.crops);
+    Some((Converted { document, images: cx.images, warnings: cx.warnings, title }, crops))
+}
+
+/// What an element's box paints: fills, strokes, radii, effects.
+struct BoxPaint {
+    fills: Vec<Paint>,
+    strokes: Option<(Paint, [f64; 4])>,
+    radii: [f64; 4],
+    effects: Vec<Effect>,
+}
+
+fn box_paint(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], name: &str) -> BoxPaint {
+    let s = cx.s;
+    let mut fills = Vec::new();
+    if cx.root_bg_from != Some(n) {
+        if let Some(c) = parse_color(s.style(l, "background-color")).filter(|c| c.a > 0.0) {
+            fills.push(solid(&c));
+        }
+    }
+    let bgi = s.style(l, "background-image");
+    if bgi != "none" && !bgi.is_empty() {
+        for layer in split_top(bgi).into_iter().rev() {
+            if layer.starts_with("linear-gradient(") {
+                match parse_linear_gradient(layer, b[2], b[3]) {
+                    Some(p) => fills.push(p),
+                    None => cx.warn("unsupported_css", format!("background {layer:.60} not converted"), n, name),
+                }
+            } else if let Some(url) = layer.strip_prefix("url(").and_then(|u| u.strip_suffix(')')) {
+                let url = url.trim_matches(['"', '\'']);
+                let mode = match s.style(l, "background-size") {
+                    "contain" => "FIT",
+                    "cover" => "FILL",
+                    _ => "FILL",
+                };
+                match cx.image_source(url, n, name) {
+                    Some(ImageSource::Ready("image/svg+xml", _)) | Some(ImageSource::Crop) => {
+                        let r = cx.crop(b);
+                        fills.push(Paint::Image { image_ref: r, scale_mode: "FILL" });
+                    }
+                    Some(ImageSource::Ready(m, bytes)) => {
+                        let r = cx.add_image(url, m, bytes);
+                        fills.push(Paint::Image { image_ref: r, scale_mode: mode });
+                    }
+                    None => {}
+                }
+            } else {
+                cx.warn("unsupported_css", format!("background {layer:.60} not converted"), n, name);
+            }
+        }
+    }
+    let sides = ["top", "right", "bottom", "left"];
+    let mut widths = [0.0; 4];
+    let mut colors: Vec<Option<Rgba>> = Vec::new();
+    for (i, side) in sides.iter().enumerate() {
+        let style = s.style(l, &format!("border-{side}-style"));
+        let w = s.px(l, &format!("border-{side}-width"));
+        let c = parse_color(s.style(l, &format!("border-{side}-color"))).filter(|c| c.a > 0.0);
+        if style != "none" && style != "hidden" && w > 0.0 && c.is_some() {
+            widths[i] = w;
+            colors.push(c);
+        }
+    }
+    let strokes = colors.first().cloned().flatten().map(|c| {
+        if colors.iter().any(|o| o.as_ref() != Some(&c)) {
+            cx.warn("unsupported_css", "border sides of different colours drawn in the first side's", n, name);
+        }
+        (solid(&c), widths)
+    });
+    let radius = |corner: &str| {
+        let v = s.style(l, &format!("border-{corner}-radius"));
+        let first = v.split_whitespace().next().unwrap_or("0");
+        match first.strip_suffix('%') {
+            Some(p) => p.parse::<f64>().unwrap_or(0.0) / 100.0 * b[2].min(b[3]),
+            None => px(first),
+        }
+    };
+    let max_r = b[2].min(b[3]) / 2.0;
+    let radii = ["top-left", "top-right", "bottom-right", "bottom-left"].map(|c| round(radius(c).min(max_r)));
+    let effects = parse_shadows(s.style(l, "box-shadow"));
+    BoxPaint { fills, strokes, radii, effects }
+}
+
+fn apply_paint(node: &mut Node, p: BoxPaint) {
+    node.fills = Some(p.fills);
+    if let Some((paint, w)) = p.strokes {
+        node.strokes = Some(vec![paint]);
+        node.stroke_align = Some("INSIDE");
+        if w.iter().all(|x| *x == w[0]) {
+            node.stroke_weight = Some(w[0]);
+        } else {
+            node.stroke_weight = Some(w.iter().copied().fold(0.0, f64::max));
+            node.stroke_top_weight = Some(w[0]);
+            node.stroke_right_weight = Some(w[1]);
+            node.stroke_bottom_weight = Some(w[2]);
+            node.stroke_left_weight = Some(w[3]);
+        }
+    }
+    let r = p.radii;
+    if r.iter().all(|x| *x == r[0]) {
+        if r[0] > 0.0 {
+            node.corner_radius = Some(r[0]);
+        }
+    } else {
+        node.top_left_radius = Some(r[0]);
+        node.top_right_radius = Some(r[1]);
+        node.bottom_right_radius = Some(r[2]);
+        node.bottom_left_radius = Some(r[3]);
+    }
+    if !p.effects.is_empty() {
+        node.effects = Some(p.effects);
+    }
+}
+
+fn paints_something(p: &BoxPaint) -> bool {
+    !p.fills.is_empty() || p.strokes.is_some() || !p.effects.is_empty()
+}
+
+fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) {
+    if cx.count >= MAX_NODES {
+        return;
+    }
+    let s = cx.s;
+    match s.node_type[n] {
+        3 => {
+            if let Some(l) = s.layout_of[n] {
+                text(cx, n, l, into);
+            }
+            return;
+        }
+        1 => {}
+        _ => {
+            for c in s.children[n].clone() {
+                visit(cx, c, into, false);
+            }
+            return;
+        }
+    }
+    let tag = s.tag(n);
+    if matches!(tag.as_str(), "head" | "script" | "style" | "template" | "noscript") {
+        return;
+    }
+    let Some(l) = s.layout_of[n] else {
+        // display: contents, or a node without a box whose children may still have one.
+        for c in s.children[n].clone() {
+            visit(cx, c, into, false);
+        }
+        return;
+    };
+    let b = s.l_bounds[l];
+    let name = s.label(n);
+    let paint_order = s.l_paint.get(l).copied().unwrap_or(0);
+    let visible = s.style(l, "visibility") != "hidden";
+    // Generated content (::before, ::after, ::marker) converts like any box; it is named so.
+    if let Some(p) = s.pseudo.get(&n) {
+        if !matches!(*p, "before" | "after" | "marker") {
+            cx.warn("pseudo_element", format!("::{p} not converted"), n, &name);
+            return;
+        }
+    }
+    let mut node = Node {
+        kind: "FRAME",
+        name: name.clone(),
+        x: round(b[0] - into.ox),
+        y: round(b[1] - into.oy),
+        width: round(b[2]),
+        height: round(b[3]),
+        dom: Some(n),
+        flex_item,
+        ..Node::default()
+    };
+    let opacity: f64 = s.style(l, "opacity").parse().unwrap_or(1.0);
+    if opacity < 1.0 {
+        node.opacity = Some(round(opacity));
+    }
+    if s.style(l, "transform") != "none" && !s.style(l, "transform").is_empty() {
+        cx.warn("unsupported_css", "transform drawn as its bounding box", n, &name);
+    }
+    let paint = if visible {
+        box_paint(cx, n, l, b, &name)
+    } else {
+        BoxPaint { fills: vec![], strokes: None, radii: [0.0; 4], effects: vec![] }
+    };
+    // Replaced content.
+    match tag.as_str() {
+        "img" => {
+            let url = s.current_src.get(&n).copied().or_else(|| s.attr(n, "src")).unwrap_or("");
+            if !visible {
+                return;
+            }
+            let mut content = None;
+            match cx.image_source(url, n, &name) {
+                Some(ImageSource::Ready("image/svg+xml", bytes)) => {
+                    let r = cx.add_image(url, "image/svg+xml", bytes);
+                    node.kind = "SVG";
+                    node.image_ref = Some(r);
+                }
+                Some(ImageSource::Ready(m, bytes)) => {
+                    let r = cx.add_image(url, m, bytes);
+                    let mode = match s.style(l, "object-fit") {
+                        "contain" | "scale-down" => "FIT",
+                        _ => "FILL",
+                    };
+                    content = Some(Paint::Image { image_ref: r, scale_mode: mode });
+                }
+                Some(ImageSource::Crop) => {
+                    let r = cx.crop(b);
+                    content = Some(Paint::Image { image_ref: r, scale_mode: "FILL" });
+                }
+                None => {}
+            }
+            if node.kind != "SVG" {
+                node.kind = "RECTANGLE";
+                apply_paint(&mut node, paint);
+                if let Some(c) = content {
+                    node.fills.get_or_insert_with(Vec::new).push(c);
+                }
+            }
+            cx.count += 1;
+            into.nodes.push((paint_order, node));
+            return;
+        }
+        "svg" => {
+            if visible {
+                let markup = svg_markup(s, n, b);
+                let r = cx.add_image(&markup, "image/svg+xml", markup.clone().into_bytes());
+                node.kind = "SVG";
+                node.image_ref = Some(r);
+                cx.count += 1;
+                into.nodes.push((paint_order, node));
+            }
+            return;
+        }
+        "canvas" | "video" | "iframe" | "object" | "embed" => {
+            let code = match tag.as_str() {
+                "canvas" => "canvas_skipped",
+                "video" => "video_skipped",
+                _ => "iframe_skipped",
+            };
+            cx.warn(code, format!("<{tag}> content is not converted; its box is kept"), n, &name);
+            node.kind = "RECTANGLE";
+            apply_paint(&mut node, paint);
+            cx.count += 1;
+            into.nodes.push((paint_order, node));
+            return;
+        }
+        _ => {}
+    }
+    if s.pseudo.contains_key(&n) {
+        // Generated content: its text is layout objects of the pseudo element itself.
+        let generated: Vec<usize> =
+            s.layouts_of[n].iter().copied().filter(|li| s.text_boxes.contains_key(li)).collect();
+        if !paints_something(&paint) && opacity >= 1.0 {
+            for li in generated {
+                text(cx, n, li, into);
+            }
+            return;
+        }
+    }
+    let display = s.style(l, "display");
+    let clips = s.style(l, "overflow-x") != "visible" || s.style(l, "overflow-y") != "visible";
+    let flex = matches!(display, "flex" | "inline-flex") && s.style(l, "flex-wrap") == "nowrap";
+    let paints = paints_something(&paint);
+    let framed = paints || clips || opacity < 1.0 || flex || flex_item;
+    if !framed || into.depth >= MAX_FRAME_DEPTH {
+        if paints {
+            // Too deep for a frame: its paint as a rectangle, its content beside it.
+            node.kind = "RECTANGLE";
+            apply_paint(&mut node, paint);
+            cx.count += 1;
+            into.nodes.push((paint_order, node.clone()));
+        }
+        for c in s.children[n].clone() {
+            visit(cx, c, into, false);
+        }
+        return;
+    }
+    apply_paint(&mut node, paint);
+    node.clips_content = Some(clips);
+    cx.count += 1;
+    let mut inner = Container { ox: b[0], oy: b[1], depth: into.depth + 1, nodes: Vec::new() };
+    for c in s.children[n].clone() {
+        let item = flex
+            && s.node_type[c] == 1
+            && !s.pseudo.contains_key(&c)
+            && s.layout_of[c].is_some_and(|cl| !matches!(s.style(cl, "position"), "absolute" | "fixed"));
+        visit(cx, c, &mut inner, item);
+    }
+    if matches!(tag.as_str(), "input" | "textarea" | "select") {
+        input_text(cx, n, l, b, &mut inner);
+    }
+    let mut kids = inner.nodes;
+    kids.sort_by_key(|(p, _)| *p);
+    let mut kids: Vec<Node> = kids.into_iter().map(|(_, k)| k).collect();
+    if flex {
+        auto_layout(s, n, l, &mut node, &mut kids);
+    }
+    if !kids.is_empty() {
+        node.children = Some(kids);
+    }
+    into.nodes.push((paint_order, node));
+}
+
+/// Makes `frame` an auto layout frame when Figma would put every child exactly where it is:
+/// all children are the boxes of in-flow flex items, evenly spaced on the main axis, aligned
+/// alike on the cross axis. Otherwise nothing changes.
+fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
+    if kids.is_empty() || !kids.iter().all(|k| k.flex_item) {
+        return;
+    }
+    // Every in-flow element child with a box made exactly one of the kids.
+    let items = s.children[n]
+        .iter()
+        .filter(|c| {
+            s.node_type[**c] == 1
+                && s.layout_of[**c].is_some_and(|cl| !matches!(s.style(cl, "position"), "absolute" | "fixed"))
+        })
+        .count();
+    if items != kids.len() {
+        return;
+    }
+    // Text directly in the container is an anonymous flex item: not reproducible.
+    let loose_text = s.children[n].iter().any(|c| {
+        s.node_type[*c] == 3 && s.node_value[*c].is_some_and(|v| !v.trim().is_empty()) && s.layout_of[*c].is_some()
+    });
+    if loose_text {
+        return;
+    }
+    let row = s.style(l, "flex-direction").starts_with("row");
+    let main = |k: &Node| if row { (k.x, k.width) } else { (k.y, k.height) };
+    let cross = |k: &Node| if row { (k.y, k.height) } else { (k.x, k.width) };
+    let mut order: Vec<usize> = (0..kids.len()).collect();
+    order.sort_by(|a, b| main(&kids[*a]).0.total_cmp(&main(&kids[*b]).0));
+    let first = &kids[order[0]];
+    let tol = 0.5;
+    let mut gap = 0.0;
+    for w in order.windows(2) {
+        let (a, b) = (main(&kids[w[0]]), main(&kids[w[1]]));
+        let g = b.0 - (a.0 + a.1);
+        if w[0] == order[0] {
+            gap = g;
+        } else if (g - gap).abs() > tol {
+            return;
+        }
+    }
+    if gap < -tol {
+        return;
+    }
+    let (fw, fh) = (frame.width, frame.height);
+    let (size_main, size_cross) = if row { (fw, fh) } else { (fh, fw) };
+    let last = main(&kids[*order.last().unwrap_or(&0)]);
+    let pad_start = main(first).0;
+    let pad_end = (size_main - (last.0 + last.1)).max(0.0);
+    // Cross axis: the CSS padding and border, then whichever alignment puts every item where it is.
+    let (ps, pe) = if row {
+        (
+            s.px(l, "padding-top") + s.px(l, "border-top-width"),
+            s.px(l, "padding-bottom") + s.px(l, "border-bottom-width"),
+        )
+    } else {
+        (
+            s.px(l, "padding-left") + s.px(l, "border-left-width"),
+            s.px(l, "padding-right") + s.px(l, "border-right-width"),
+        )
+    };
+    let all = |f: &dyn Fn(&Node) -> bool| kids.iter().all(f);
+    let (align, cs, ce) = if all(&|k| (cross(k).0 - cross(first).0).abs() <= tol) {
+        ("MIN", cross(first).0, 0.0)
+    } else if all(&|k| (cross(k).0 + cross(k).1 / 2.0 - (ps + (size_cross - ps - pe) / 2.0)).abs() <= tol) {
+        ("CENTER", ps, pe)
+    } else if all(&|k| ((cross(k).0 + cross(k).1) - (cross(first).0 + cross(first).1)).abs() <= tol) {
+        ("MAX", 0.0, size_cross - (cross(first).0 + cross(first).1))
+    } else {
+        return;
+    };
+    frame.layout_mode = Some(if row { "HORIZONTAL" } else { "VERTICAL" });
+    frame.item_spacing = Some(round(gap.max(0.0)));
+    frame.primary_axis_align_items = Some("MIN");
+    frame.counter_axis_align_items = Some(align);
+    let (pl, pr, pt, pb) = if row { (pad_start, pad_end, cs, ce) } else { (cs, ce, pad_start, pad_end) };
+    frame.padding_left = Some(round(pl));
+    frame.padding_right = Some(round(pr));
+    frame.padding_top = Some(round(pt));
+    frame.padding_bottom = Some(round(pb));
+    // Auto layout places children in list order: the main axis order.
+    let sorted: Vec<Node> = order.iter().map(|i| kids[*i].clone()).collect();
+    kids.clone_from_slice(&sorted);
+}
+
+fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
+    let s = cx.s;
+    let Some(boxes) = s.text_boxes.get(&l) else { return };
+    let full: Vec<u16> = s.l_text[l].or(s.node_value[n]).unwrap_or("").encode_utf16().collect();
+    // The text's style is its layout object's; a text node shares its parent's computed style.
+    if s.style(l, "visibility") == "hidden" {
+        return;
+    }
+    let color = parse_color(s.style(l, "color")).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
+    if color.a == 0.0 {
+        return;
+    }
+    let css_family = s.style(l, "font-family");
+    let wanted = first_family(css_family);
+    let used = cx.fonts.get(css_family).cloned().unwrap_or_else(|| wanted.clone());
+    let style = font_style(s.style(l, "font-weight"), matches!(s.style(l, "font-style"), "italic" | "oblique"));
+    let font_size = s.px(l, "font-size");
+    let line_height = match s.style(l, "line-height") {
+        "normal" | "" => Dimension { unit: "AUTO", value: None },
+        v => Dimension { unit: "PIXELS", value: Some(round(px(v))) },
+    };
+    let letter = px(s.style(l, "letter-spacing"));
+    // Decoration is not inherited: it is drawn by the nearest inline ancestor that has it.
+    let mut decoration = None;
+    let mut up = usize::try_from(s.parent[n]).ok();
+    while let Some(p) = up {
+        let Some(pl) = s.layout_of[p] else { break };
+        match s.style(pl, "text-decoration-line") {
+            v if v.contains("underline") => decoration = Some("UNDERLINE"),
+            v if v.contains("line-through") => decoration = Some("STRIKETHROUGH"),
+            _ => {}
+        }
+        if decoration.is_some() || !s.style(pl, "display").starts_with("inline") {
+            break;
+        }
+        up = usize::try_from(s.parent[p]).ok();
+    }
+    let case = match s.style(l, "text-transform") {
+        "uppercase" => Some("UPPER"),
+        "lowercase" => Some("LOWER"),
+        "capitalize" => Some("TITLE"),
+        _ => None,
+    };
+    let align = match s.style(l, "text-align") {
+        "center" | "-webkit-center" => "CENTER",
+        "right" | "end" | "-webkit-right" => "RIGHT",
+        "justify" => "JUSTIFIED",
+        _ => "LEFT",
+    };
+    let paint_order = s.l_paint.get(l).copied().unwrap_or(0);
+    let owner = usize::try_from(s.parent[n]).unwrap_or(n);
+    for (b, start, len) in boxes {
+        let end = (start + len).min(full.len());
+        let chars = String::from_utf16_lossy(&full[(*start).min(end)..end]);
+        let chars = chars.trim_end_matches('\n').to_owned();
+        if chars.trim().is_empty() {
+            continue;
+        }
+        if cx.count >= MAX_NODES {
+            cx.warn("node_limit", format!("over {MAX_NODES} nodes: the rest of the page is left out"), owner, "");
+            return;
+        }
+        let name: String = chars.trim().chars().take(40).collect();
+        // Chromium's box is the glyphs' (ascent to descent); Figma's text box is the line box,
+        // the half-leading above and below them.
+        let (y, h) = match line_height.value {
+            Some(lh) if lh > b[3] => (b[1] - (lh - b[3]) / 2.0, lh),
+            _ => (b[1], b[3]),
+        };
+        if used != wanted
+            && !GENERIC_FAMILIES.contains(&wanted.as_str())
+            && cx.warned_fonts.insert((wanted.clone(), used.clone()))
+        {
+            cx.warn("font_substituted", format!("{wanted} is not available; drawn with {used}"), owner, &name);
+        }
+        cx.count += 1;
+        into.nodes.push((
+            paint_order,
+            Node {
+                kind: "TEXT",
+                name,
+                x: round(b[0] - into.ox),
+                y: round(y - into.oy),
+                width: round(b[2]),
+                height: round(h),
+                fills: Some(vec![solid(&color)]),
+                characters: Some(chars),
+                font_size: Some(round(font_size)),
+                font_name: Some(FontName { family: used.clone(), style: style.clone() }),
+                text_align_horizontal: Some(align),
+                // One line box per node: its width follows the glyphs, so no line wraps in Figma.
+                text_auto_resize: Some("WIDTH_AND_HEIGHT"),
+                line_height: Some(line_height.clone()),
+                letter_spacing: (letter != 0.0).then_some(Dimension { unit: "PIXELS", value: Some(round(letter)) }),
+                text_decoration: decoration,
+                text_case: case,
+                dom: Some(n),
+                ..Node::default()
+            },
+        ));
+    }
+}
+
+/// A form control's value (or its placeholder, greyed), which lives in the control's user-agent
+/// shadow tree that the snapshot does not hold: one line at the content box's left, centred.
+fn input_text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], into: &mut Container) {
+    let s = cx.s;
+    let kind = s.attr(n, "type").unwrap_or("text").to_ascii_lowercase();
+    if matches!(kind.as_str(), "checkbox" | "radio" | "hidden" | "range" | "color" | "file" | "image") {
+        return;
+    }
+    // A select shows its selected option (the first when none is marked).
+    let selected = (s.tag(n) == "select").then(|| {
+        let options: Vec<usize> = s.children[n].iter().copied().filter(|c| s.tag(*c) == "option").collect();
+        let pick = options.iter().copied().find(|o| s.attr(*o, "selected").is_some()).or(options.first().copied());
+        pick.map(|o| s.children[o].iter().filter_map(|t| s.node_value[*t]).collect::<String>().trim().to_owned())
+    });
+    let value = match selected {
+        Some(v) => v.filter(|v| !v.is_empty()),
+        None => s.input_value.get(&n).map(|v| (*v).to_owned()).filter(|v| !v.is_empty()),
+    };
+    let (chars, placeholder) = match value {
+        Some(v) if kind == "password" => ("•".repeat(v.chars().count()), false),
+        Some(v) => (v, false),
+        None => match s.attr(n, "placeholder").filter(|p| !p.is_empty()) {
+            Some(p) => (p.to_owned(), true),
+            None => return,
+        },
+    };
+    let mut color = parse_color(s.style(l, "color")).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
+    if placeholder {
+        // Chromium's placeholder colour: the text colour at a little under half strength.
+        color.a *= 0.46;
+    }
+    let size = s.px(l, "font-size");
+    let line = match px(s.style(l, "line-height")) {
+        v if v > 0.0 => v,
+        _ => (size * 1.2).round(),
+    };
+    let left = s.px(l, "border-left-width") + s.px(l, "padding-left");
+    let top =
+        if s.tag(n) == "textarea" { s.px(l, "border-top-width") + s.px(l, "padding-top") } else { (b[3] - line) / 2.0 };
+    let css_family = s.style(l, "font-family");
+    let family = cx.fonts.get(css_family).cloned().unwrap_or_else(|| first_family(css_family));
+    let style = font_style(s.style(l, "font-weight"), s.style(l, "font-style") == "italic");
+    let name: String = chars.chars().take(40).collect();
+    cx.count += 1;
+    into.nodes.push((
+        i64::MAX,
+        Node {
+            kind: "TEXT",
+            name,
+            x: round(left),
+            y: round(top),
+            width: round((b[2] - 2.0 * left).max(1.0)),
+            height: round(line),
+            fills: Some(vec![solid(&color)]),
+            characters: Some(chars),
+            font_size: Some(round(size)),
+            font_name: Some(FontName { family, style }),
+            text_align_horizontal: Some("LEFT"),
+            text_auto_resize: Some("WIDTH_AND_HEIGHT"),
+            line_height: Some(Dimension { unit: "PIXELS", value: Some(round(line)) }),
+            dom: Some(n),
+            ..Node::default()
+        },
+    ));
+}
+
+/// An inline `<svg>` element as standalone markup, from the snapshot's nodes.
+fn svg_markup(s: &Snapshot<'_>, n: usize, b: [f64; 4]) -> String {
+    fn esc(v: &str) -> String {
+        v.replace('&', "&amp;").replace('<', "&lt;").replace('"', "&quot;")
+    }
+    fn write(s: &Snapshot<'_>, n: usize, out: &mut String, root: bool, b: [f64; 4]) {
+        match s.node_type[n] {
+            3 => out.push_str(&esc(s.node_value[n].unwrap_or(""))),
+            1 => {
+                let tag = s.node_name[n];
+                out.push('<');
+                out.push_str(tag);
+                let mut has_ns = false;
+                let mut has_size = (false, false);
+                for (k, v) in s.attrs.get(n).into_iter().flatten() {
+                    has_ns |= *k == "xmlns";
+                    has_size.0 |= *k == "width";
+                    has_size.1 |= *k == "height";
+                    out.push_str(&format!(" {k}=\"{}\"", esc(v)));
+                }
+                if root {
+                    if !has_ns {
+                        out.push_str(" xmlns=\"http://www.w3.org/2000/svg\"");
+                    }
+                    if !has_size.0 {
+                        out.push_str(&format!(" width=\"{}\"", b[2]));
+                    }
+                    if !has_size.1 {
+                        out.push_str(&format!(" height=\"{}\"", b[3]));
+                    }
+                }
+                out.push('>');
+                for c in &s.children[n] {
+                    write(s, *c, out, false, b);
+                }
+                out.push_str(&format!("</{tag}>"));
+            }
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    write(s, n, &mut out, true, b);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_shadows_gradients() {
+        assert_eq!(parse_color("rgba(255, 0, 0, 0.5)"), Some(Rgba { r: 1.0, g: 0.0, b: 0.0, a: 0.5 }));
+        assert_eq!(parse_color("rgb(0 0 255)").map(|c| c.b), Some(1.0));
+        let e = parse_shadows("rgba(0, 0, 0, 0.1) 0px 4px 6px -1px, rgb(255, 0, 0) 1px 2px 3px 0px inset");
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[1].kind, "DROP_SHADOW");
+        assert_eq!((e[1].offset.y, e[1].radius, e[1].spread), (4.0, 6.0, -1.0));
+        assert_eq!(e[0].kind, "INNER_SHADOW");
+        let Some(Paint::GradientLinear { gradient_transform: t, gradient_stops }) =
+            parse_linear_gradient("linear-gradient(90deg, rgb(255, 0, 0), rgb(0, 0, 255) 100%)", 200.0, 100.0)
+        else {
+            panic!("a gradient")
+        };
+        // Left to right: t = u.
+        assert_eq!(t[0], [1.0, 0.0, 0.0]);
+        assert_eq!(gradient_stops.len(), 2);
+        let Some(Paint::GradientLinear { gradient_transform: t, .. }) =
+            parse_linear_gradient("linear-gradient(rgb(255, 0, 0), rgb(0, 0, 255))", 200.0, 100.0)
+        else {
+            panic!("a gradient")
+        };
+        // Top to bottom: t = v.
+        assert_eq!(t[0], [0.0, 1.0, 0.0]);
+        assert_eq!(font_style("700", false), "Bold");
+        assert_eq!(font_style("400", true), "Italic");
+        assert_eq!(font_style("600", true), "Semi Bold Italic");
+    }
+}

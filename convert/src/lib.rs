@@ -1,0 +1,98 @@
+//! Converts a captured web page into the Code2Des document (issue 30): the capture (HTML or
+//! MHTML, self-contained) is rendered in headless Chromium with scripts off and no network but
+//! `data:`, one `DOMSnapshot.captureSnapshot` is taken, and its layout, styles, text boxes and
+//! paint order become Figma nodes: frames, TEXT, image fills, SVG, auto layout where exact.
+//!
+//! Start one [`Renderer`] per process and convert many captures with it: each gets its own
+//! browser context and page, and a hard time limit.
+
+pub mod capture;
+mod cdp;
+pub mod convert;
+pub mod doc;
+pub mod render;
+
+use std::time::{Duration, Instant};
+
+pub use capture::{Capture, CaptureError};
+pub use doc::{Image, Node, Warning, WARNING_CODES};
+pub use render::{Options, RenderError, Renderer};
+
+/// Why a capture could not be converted; the message is for the user.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    #[error("the page has no content to convert")]
+    NoContent,
+}
+
+/// How long each step took.
+#[derive(Debug, Clone, Default)]
+pub struct Timings {
+    pub load: Duration,
+    /// Chromium: parse, layout, snapshot (and crops).
+    pub render: Duration,
+    pub convert: Duration,
+}
+
+/// A converted page.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The document root, ready for the artifact's `document`.
+    pub document: serde_json::Value,
+    pub images: Vec<Image>,
+    pub warnings: Vec<Warning>,
+    pub title: String,
+    pub width: u32,
+    pub height: f64,
+    /// Requests the page made that were refused (anything but `data:`).
+    pub blocked_requests: usize,
+    /// Chromium's own picture of the page, when asked for (the fidelity benchmark).
+    pub screenshot: Option<Vec<u8>>,
+    pub timings: Timings,
+}
+
+/// Converts one capture with a running renderer.
+pub async fn convert(renderer: &Renderer, bytes: &[u8], screenshot: bool) -> Result<Output, ConvertError> {
+    let t0 = Instant::now();
+    let capture = capture::load(bytes)?;
+    let load = t0.elapsed();
+    let t1 = Instant::now();
+    let mut convert_time = Duration::ZERO;
+    let (rendered, converted) = renderer
+        .render(&capture.html, capture.width, screenshot, |snap, height, fonts| {
+            let t = Instant::now();
+            let out = convert::convert(snap, capture.width, height, fonts);
+            convert_time = t.elapsed();
+            match out {
+                Some((c, crops)) => {
+                    let rects = crops.iter().map(|c| c.rect).collect();
+                    (Some((c, crops)), rects)
+                }
+                None => (None, Vec::new()),
+            }
+        })
+        .await?;
+    let render = t1.elapsed().saturating_sub(convert_time);
+    let (mut converted, crops) = converted.ok_or(ConvertError::NoContent)?;
+    for (crop, png) in crops.iter().zip(rendered.crops) {
+        if let Some(img) = converted.images.iter_mut().find(|i| i.name == crop.name) {
+            img.bytes = png;
+        }
+    }
+    let document = serde_json::to_value(&converted.document).map_err(|_| ConvertError::NoContent)?;
+    Ok(Output {
+        document,
+        images: converted.images,
+        warnings: converted.warnings,
+        title: converted.title,
+        width: capture.width,
+        height: rendered.height,
+        blocked_requests: rendered.blocked_requests,
+        screenshot: rendered.screenshot,
+        timings: Timings { load, render, convert: convert_time },
+    })
+}

@@ -15,6 +15,18 @@ use http::StatusCode;
 /// Seconds a client should wait before retrying a 503.
 pub const RETRY_AFTER_SECS: u32 = 2;
 
+/// Seconds a client should wait before retrying a 503 of the database (`DB_RETRY_AFTER_SECONDS`):
+/// a cluster that pauses at 0 ACU takes about 15 s to resume, so "2" would only fail again.
+static DATABASE_RETRY_AFTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(RETRY_AFTER_SECS);
+
+/// Sets the database's Retry-After for this process (`crate::app::resources::Resources::new`).
+pub fn set_database_retry_after(secs: u32) {
+    DATABASE_RETRY_AFTER.store(secs.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// What a dependency's 503 names as the database.
+pub const DATABASE: &str = "the database";
+
 /// Declares [`ErrorCode`] and its wire names from one list, so the two cannot drift apart.
 macro_rules! error_codes {
     ($($(#[$doc:meta])* $variant:ident = $name:literal => $status:ident,)*) => {
@@ -173,6 +185,21 @@ impl ApiError {
         matches!(self, Self::Unavailable(_) | Self::DependencyTimeout(_))
     }
 
+    /// The Retry-After of a dependency's 503 (`None` for any other answer), the database's
+    /// being `database_secs`.
+    pub fn retry_after(&self, database_secs: u32) -> Option<u32> {
+        match self {
+            Self::Unavailable(d) | Self::DependencyTimeout(d) if *d == DATABASE => Some(database_secs),
+            Self::Unavailable(_) | Self::DependencyTimeout(_) => Some(RETRY_AFTER_SECS),
+            _ => None,
+        }
+    }
+
+    /// [`Self::retry_after`] with this process's database Retry-After.
+    pub fn retry_after_now(&self) -> Option<u32> {
+        self.retry_after(DATABASE_RETRY_AFTER.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     pub fn status(&self) -> StatusCode {
         self.code().status()
     }
@@ -242,6 +269,15 @@ pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_503_says_when_the_database_can_answer_again() {
+        for e in [ApiError::Unavailable(DATABASE), ApiError::DependencyTimeout(DATABASE)] {
+            assert_eq!(e.retry_after(20), Some(20), "{e}");
+        }
+        assert_eq!(ApiError::Unavailable("artifact storage").retry_after(20), Some(RETRY_AFTER_SECS));
+        assert_eq!(ApiError::Internal.retry_after(20), None);
+    }
 
     #[test]
     fn every_code_has_one_distinct_snake_case_name() {

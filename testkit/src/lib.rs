@@ -68,6 +68,7 @@ mod stack {
             purge_after_days: shared::config::DEFAULT_PURGE_AFTER_DAYS,
             max_active_jobs_per_org: shared::domain::quota::DEFAULT_MAX_ACTIVE_JOBS_PER_ORG,
             triggers_per_minute: shared::domain::quota::DEFAULT_TRIGGERS_PER_MINUTE,
+            db_retry_after: shared::error::RETRY_AFTER_SECS,
         }
     }
 

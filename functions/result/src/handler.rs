@@ -95,7 +95,12 @@ struct ResultBody<'a> {
     document: Option<&'a RawValue>,
     images: BTreeMap<&'a str, ImageOut>,
     deferred_images: Vec<&'a str>,
+    /// The fidelity report: the artifact's validated `warnings`, or none.
+    warnings: &'a serde_json::Value,
 }
+
+/// `warnings` of an artifact that lists none.
+static NO_WARNINGS: serde_json::Value = serde_json::Value::Array(Vec::new());
 
 fn parse_requested(raw: Option<&str>) -> Result<Option<Vec<&str>>, ApiError> {
     let Some(raw) = raw else { return Ok(None) };
@@ -408,6 +413,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         document: doc_json.as_deref(),
         images: fetched.into_iter().collect(),
         deferred_images: deferred,
+        warnings: art.warnings.as_ref().unwrap_or(&NO_WARNINGS),
     };
     // Our own types: a failure here is our bug (500), never the worker's artifact (502).
     let text = serde_json::to_string(&body).map_err(|e| internal("encoding a result", &e))?;

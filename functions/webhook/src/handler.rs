@@ -261,5 +261,5 @@ async fn decide(
             }
         }
     }
-    Err(ApiError::Unavailable("the database"))
+    Err(ApiError::Unavailable(shared::error::DATABASE))
 }

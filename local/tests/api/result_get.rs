@@ -293,3 +293,27 @@ async fn an_s3_403_is_a_500_configuration_error_not_an_invalid_artifact() {
     assert!(a.headers.get("retry-after").is_none(), "retrying cannot help");
     assert!(capture.total("ConfigurationError", None) >= 1.0);
 }
+
+/// The fidelity report (issue 30): the artifact's warnings come back with the result, each
+/// with its code, message, DOM path and node name; an artifact that lists none answers [].
+#[tokio::test]
+async fn the_result_carries_the_artifacts_warnings() {
+    let app = TestApp::new().await;
+    let (t, id, nonce) = completed_job(&app).await;
+    let mut art = artifact(&id, &nonce, json!({}), &[]);
+    let warnings = json!([
+        {"code": "font_substituted", "message": "Brand Sans is not installed; Inter used", "path": "body > h1", "node": "Title"},
+        {"code": "canvas_skipped", "message": "a canvas has no content in a capture", "path": "body > canvas", "node": null},
+    ]);
+    art["warnings"] = warnings.clone();
+    art["warning_count"] = json!(2);
+    assert_eq!(app.complete_with(&id, art, &[]).await.status, 200);
+    let a = app.result(&t, Some(&t.sub), &id).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(a.json["warnings"], warnings);
+    assert_eq!(a.json["warningCount"], 2);
+
+    let (t2, other, n2) = completed_job(&app).await;
+    assert_eq!(app.complete_with(&other, artifact(&other, &n2, json!({}), &[]), &[]).await.status, 200);
+    assert_eq!(app.result(&t2, Some(&t2.sub), &other).await.json["warnings"], json!([]));
+}

@@ -124,6 +124,7 @@ impl Resources {
     }
 
     pub fn new(settings: Settings) -> Self {
+        crate::error::set_database_retry_after(settings.db_retry_after);
         Self { settings, pool: OnceCell::new(), bucket: OnceCell::new(), secret: OnceCell::new() }
     }
 

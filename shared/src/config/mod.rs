@@ -119,6 +119,9 @@ pub struct Settings {
     pub max_active_jobs_per_org: i32,
     /// `TRIGGERS_PER_MINUTE`: triggers and retries a subject may make per minute.
     pub triggers_per_minute: i32,
+    /// `DB_RETRY_AFTER_SECONDS`: the Retry-After of a 503 for the database (default 2; 20 for a
+    /// cluster that pauses, whose resume takes about 15 s).
+    pub db_retry_after: u32,
 }
 
 impl Settings {
@@ -151,6 +154,7 @@ impl Settings {
             purge_after_days: positive("PURGE_AFTER_DAYS", DEFAULT_PURGE_AFTER_DAYS)?,
             max_active_jobs_per_org: positive("MAX_ACTIVE_JOBS_PER_ORG", DEFAULT_MAX_ACTIVE_JOBS_PER_ORG)?,
             triggers_per_minute: positive("TRIGGERS_PER_MINUTE", DEFAULT_TRIGGERS_PER_MINUTE)?,
+            db_retry_after: positive("DB_RETRY_AFTER_SECONDS", crate::error::RETRY_AFTER_SECS)?,
             artifact_retention: match var("ARTIFACT_RETENTION_DAYS") {
                 None => None,
                 Some(_) => Some(Duration::from_secs(positive::<u64>("ARTIFACT_RETENTION_DAYS", 1)? * 24 * 60 * 60)),

@@ -20,7 +20,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::budget::bounded;
 use crate::config::DbEndpoint;
-use crate::error::{out_of_time, unavailable, ApiError};
+use crate::error::{out_of_time, unavailable, ApiError, DATABASE};
 
 /// Longest a single database call may take, when the request's budget has that much left
 /// (`crate::budget`): the budget, not this, bounds a request.
@@ -352,8 +352,8 @@ pub fn pool_with_auth(
 pub async fn conn(pool: &Pool) -> Result<deadpool_postgres::Object, ApiError> {
     match bounded(CHECKOUT_TIMEOUT, pool.get()).await {
         Ok(Ok(client)) => Ok(client),
-        Ok(Err(e)) => Err(unavailable("the database", &e)),
-        Err(why) => Err(out_of_time("the database", why)),
+        Ok(Err(e)) => Err(unavailable(DATABASE, &e)),
+        Err(why) => Err(out_of_time(DATABASE, why)),
     }
 }
 
@@ -365,9 +365,9 @@ pub async fn conn(pool: &Pool) -> Result<deadpool_postgres::Object, ApiError> {
 pub async fn timed<T>(fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> Result<T, ApiError> {
     match bounded(QUERY_TIMEOUT, fut).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) if is_outage(&e) => Err(unavailable("the database", &e)),
+        Ok(Err(e)) if is_outage(&e) => Err(unavailable(DATABASE, &e)),
         Ok(Err(e)) => Err(crate::error::internal("a database statement", &e)),
-        Err(why) => Err(out_of_time("the database", why)),
+        Err(why) => Err(out_of_time(DATABASE, why)),
     }
 }
 
@@ -388,11 +388,11 @@ pub async fn timed_on<T>(
 ) -> Result<T, ApiError> {
     match bounded(QUERY_TIMEOUT, fut).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) if is_outage(&e) => Err(unavailable("the database", &e)),
+        Ok(Err(e)) if is_outage(&e) => Err(unavailable(DATABASE, &e)),
         Ok(Err(e)) => Err(crate::error::internal("a database statement", &e)),
         Err(why) => {
             cancel(client).await;
-            Err(out_of_time("the database", why))
+            Err(out_of_time(DATABASE, why))
         }
     }
 }

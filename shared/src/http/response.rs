@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::budget::{Budget, FUNCTION_TIMEOUT};
 use crate::domain::quota::QuotaState;
-use crate::error::{ApiError, RETRY_AFTER_SECS};
+use crate::error::ApiError;
 
 /// The fields of draft-ietf-httpapi-ratelimit-headers-11 (lowercase, as HTTP/2 sends them).
 pub const RATELIMIT_POLICY: &str = "ratelimit-policy";
@@ -90,8 +90,8 @@ pub fn error_response(err: &ApiError, request_id: &str) -> Response<Body> {
         format!(r#"{{"error":{{"code":"{}","message":"internal error"}},"requestId":""}}"#, err.code().as_str())
     });
     let mut resp = json_response(err.status(), bytes);
-    if err.is_retryable_fault() {
-        resp.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(RETRY_AFTER_SECS));
+    if let Some(secs) = err.retry_after_now() {
+        resp.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
     }
     if let Some(r) = refusal {
         resp.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(r.retry_after_secs));

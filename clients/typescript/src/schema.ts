@@ -699,6 +699,22 @@ export interface components {
             };
             /** @description Image refs not inlined (the response's byte budget, or S3 could not deliver them within the request's time budget); fetch them with `?images=`. */
             deferredImages: string[];
+            /**
+             * @description The fidelity report: what the conversion could not reproduce exactly, as the worker's
+             *     artifact lists it (`warningCount` is their number when the worker lists them; empty
+             *     when it lists none). docs/WORKER.md, "Warnings", says what each code means.
+             */
+            warnings: components["schemas"]["ResultWarning"][];
+        };
+        ResultWarning: {
+            /** @enum {string} */
+            code: "font_substituted" | "unsupported_css" | "image_converted" | "image_too_large" | "image_unavailable" | "pseudo_element" | "canvas_skipped" | "iframe_skipped" | "video_skipped" | "node_limit";
+            /** @description For the user. */
+            message: string;
+            /** @description The element's DOM path in the capture. */
+            path?: string | null;
+            /** @description The `name` of the document node it concerns. */
+            node?: string | null;
         };
         WebhookRequest: {
             code2des_id: components["schemas"]["Uuid"];

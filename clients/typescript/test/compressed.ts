@@ -78,6 +78,7 @@ export function fullResult() {
     },
     images: { logo: { mimeType: "image/svg+xml" as const, size: LOGO_SVG.length, data: base64(LOGO_SVG) } },
     deferredImages: ["photo"],
+    warnings: [],
   };
 }
 

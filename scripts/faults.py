@@ -391,6 +391,8 @@ def fault_s3_killed(pg):
         # ephemeral port and accept S3's requests without answering them (docs/RELIABILITY.md,
         # the 38.94 s flake).
         held = socket.socket()
+        # REUSEADDR: the killed server's connections linger in TIME_WAIT on that port.
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         held.bind(("127.0.0.1", int(endpoint.rsplit(":", 1)[1])))
         st, body, hd, lat = timed_call(s, "POST", s.jobs_path(t), t.sub,
                                        {"pageImportId": t.page_import, "figmaFileKey": "FILEkey123",

@@ -28,6 +28,16 @@ impl Deps {
     }
 }
 
+impl shared::app::function::Function for Deps {
+    fn new(r: &Resources) -> impl std::future::Future<Output = Result<Self, SetupError>> {
+        Deps::new(r)
+    }
+
+    fn handle(&self, req: Request) -> impl std::future::Future<Output = Response<Body>> + Send {
+        handle(self, req)
+    }
+}
+
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = request_id(&req);
     serve("placement", &request_id, &req, run(deps, &req, &request_id)).await

@@ -49,6 +49,16 @@ impl Deps {
     }
 }
 
+impl shared::app::function::Function for Deps {
+    fn new(r: &Resources) -> impl std::future::Future<Output = Result<Self, SetupError>> {
+        Deps::new(r)
+    }
+
+    fn handle(&self, req: Request) -> impl std::future::Future<Output = Response<Body>> + Send {
+        handle(self, req)
+    }
+}
+
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = request::request_id(&req);
     match request::route(&req).map(|r| r.id) {

@@ -4,5 +4,6 @@
 //! Manager. It may import every other layer but `http`.
 
 pub mod dispatch;
+pub mod function;
 pub mod resources;
 pub mod webhook_keys;

@@ -65,6 +65,16 @@ impl Deps {
     }
 }
 
+impl shared::app::function::Function for Deps {
+    fn new(r: &Resources) -> impl std::future::Future<Output = Result<Self, SetupError>> {
+        Deps::new(r)
+    }
+
+    fn handle(&self, req: Request) -> impl std::future::Future<Output = Response<Body>> + Send {
+        handle(self, req)
+    }
+}
+
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = request_id(&req);
     serve("result", &request_id, &req, run(deps, &req, &request_id)).await
@@ -120,7 +130,7 @@ fn escaped_len(s: &str) -> usize {
 }
 
 fn fetch_error(job: &Job, what: &str, e: BucketError) -> ApiError {
-    e.into_api(|e| match e {
+    shared::http::faults::bucket(e, |e| match e {
         BucketError::TooLarge(n) => invalid(job, format!("{what} is {n} bytes, over the limit")),
         _ => invalid(job, format!("{what} is missing")),
     })
@@ -252,7 +262,7 @@ struct Images<'a> {
 /// refused role (500), or the storage's fault or lack of time, which defers the image.
 fn image_problem(job: &Job, e: BucketError) -> Skipped {
     if matches!(e, BucketError::Unavailable | BucketError::TimedOut(_)) {
-        return Skipped::Fault(e.into_api(|_| ApiError::Internal));
+        return Skipped::Fault(shared::http::faults::storage(e));
     }
     Skipped::Refused(fetch_error(job, "an image", e))
 }

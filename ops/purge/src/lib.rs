@@ -76,7 +76,7 @@ pub async fn purge(deps: &Deps) -> Result<Purged, ApiError> {
             .buffer_unordered(S3_CONCURRENCY)
             .try_collect()
             .await
-            .map_err(|e| e.into_api(|_| ApiError::Unavailable("artifact storage")))?;
+            .map_err(shared::http::faults::storage)?;
         done.objects += objects.iter().sum::<u64>();
         done.jobs += purge::purge(&**client, &due, deps.after_days).await? as u64;
         if (due.len() as i64) < BATCH {

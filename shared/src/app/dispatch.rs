@@ -45,7 +45,7 @@ pub async fn transaction<T>(
     statement: impl AsyncFnOnce(&tokio_postgres::Client) -> Result<Tx<T>, ApiError>,
 ) -> Result<Ended<T>, ApiError> {
     let (begun, decided) = tokio::join!(timed(client.batch_execute("BEGIN")), statement(&client));
-    let decided = match begun.and(decided) {
+    let decided = match begun.map_err(ApiError::from).and(decided) {
         Ok(d) => d,
         Err(e) => {
             discard(client);
@@ -63,7 +63,7 @@ pub async fn transaction<T>(
             Ok(()) => Ok(Ended::Committed(client, v)),
             Err(e) => {
                 discard(client);
-                Ok(Ended::Uncertain(v, e))
+                Ok(Ended::Uncertain(v, e.into()))
             }
         },
     }
@@ -108,7 +108,7 @@ impl Dispatcher {
         self.bucket
             .put_json(&Manifest::key(&manifest.code2des_id, manifest.attempt), body)
             .await
-            .map_err(|e| e.into_api(|_| ApiError::Unavailable("artifact storage")))
+            .map_err(crate::http::faults::storage)
     }
 
     /// Dispatches a committed attempt. If the manifest cannot be written, the attempt is failed

@@ -11,7 +11,6 @@ use aws_sdk_s3::error::SdkError;
 use aws_sdk_s3::primitives::ByteStream;
 
 use crate::budget::{bounded, OutOfTime};
-use crate::error::ApiError;
 
 /// Longest one S3 request may take (the SDK's operation timeout is 12 s, two attempts of 5 s),
 /// when the request's budget has that much left.
@@ -45,20 +44,6 @@ pub enum BucketError {
 }
 
 impl BucketError {
-    /// A fault of the storage is a 503 (`dependency_timeout` when the budget ran out), a
-    /// refused role a 500 (retrying cannot help; the operator is alarmed); anything about the
-    /// object itself is for the caller to judge (a missing artifact is an invalid artifact).
-    pub fn into_api(self, on_object_problem: impl FnOnce(BucketError) -> ApiError) -> ApiError {
-        match self {
-            BucketError::Unavailable | BucketError::TimedOut(OutOfTime::Cap) => {
-                ApiError::Unavailable("artifact storage")
-            }
-            BucketError::TimedOut(OutOfTime::Budget) => ApiError::DependencyTimeout("artifact storage"),
-            BucketError::Forbidden => ApiError::Internal,
-            other => on_object_problem(other),
-        }
-    }
-
     /// Whether this is about the storage (a fault or a lack of time) rather than the object.
     pub fn is_fault(&self) -> bool {
         matches!(self, BucketError::Unavailable | BucketError::TimedOut(_) | BucketError::Forbidden)

@@ -20,7 +20,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::budget::bounded;
 use crate::config::DbEndpoint;
-use crate::error::{out_of_time, unavailable, ApiError, DATABASE};
+use crate::db::error::DbError;
 
 /// Longest a single database call may take, when the request's budget has that much left
 /// (`crate::budget`): the budget, not this, bounds a request.
@@ -348,26 +348,25 @@ pub fn pool_with_auth(
         .map_err(|e| DbSetupError::Pool(e.to_string()))
 }
 
-/// A pooled connection within the request's budget, or 503.
-pub async fn conn(pool: &Pool) -> Result<deadpool_postgres::Object, ApiError> {
+/// A pooled connection within the request's budget.
+pub async fn conn(pool: &Pool) -> Result<deadpool_postgres::Object, DbError> {
     match bounded(CHECKOUT_TIMEOUT, pool.get()).await {
         Ok(Ok(client)) => Ok(client),
-        Ok(Err(e)) => Err(unavailable(DATABASE, &e)),
-        Err(why) => Err(out_of_time(DATABASE, why)),
+        Ok(Err(e)) => {
+            tracing::error!(dependency = "the database", error = %crate::error::chain(&e), "no pooled connection");
+            Err(DbError::Unavailable)
+        }
+        Err(why) => Err(DbError::out_of_time(why)),
     }
 }
 
-/// Runs one database call within [`QUERY_TIMEOUT`] and the request's budget. An outage (no
-/// connection, a timeout, the
-/// server shutting down or out of resources, a lost serialization race) becomes a logged 503
-/// with Retry-After; anything else the database refuses (a constraint, a statement that does
-/// not parse) is our bug: a logged 500, which a client must not retry forever.
-pub async fn timed<T>(fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> Result<T, ApiError> {
+/// Runs one database call within [`QUERY_TIMEOUT`] and the request's budget; its error as
+/// [`DbError::from_driver`] judges it.
+pub async fn timed<T>(fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>) -> Result<T, DbError> {
     match bounded(QUERY_TIMEOUT, fut).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) if is_outage(&e) => Err(unavailable(DATABASE, &e)),
-        Ok(Err(e)) => Err(crate::error::internal("a database statement", &e)),
-        Err(why) => Err(out_of_time(DATABASE, why)),
+        Ok(Err(e)) => Err(DbError::from_driver("a database statement", &e)),
+        Err(why) => Err(DbError::out_of_time(why)),
     }
 }
 
@@ -385,14 +384,13 @@ const CANCEL_TIMEOUT: Duration = Duration::from_secs(1);
 pub async fn timed_on<T>(
     client: &tokio_postgres::Client,
     fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
-) -> Result<T, ApiError> {
+) -> Result<T, DbError> {
     match bounded(QUERY_TIMEOUT, fut).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) if is_outage(&e) => Err(unavailable(DATABASE, &e)),
-        Ok(Err(e)) => Err(crate::error::internal("a database statement", &e)),
+        Ok(Err(e)) => Err(DbError::from_driver("a database statement", &e)),
         Err(why) => {
             cancel(client).await;
-            Err(out_of_time(DATABASE, why))
+            Err(DbError::out_of_time(why))
         }
     }
 }
@@ -413,17 +411,6 @@ async fn cancel(client: &tokio_postgres::Client) {
         Ok(Err(e)) => tracing::warn!(error = %e, "cancelling a timed-out statement failed"),
         Err(_) => tracing::warn!("cancelling a timed-out statement timed out"),
     }
-}
-
-/// Whether a database error is an outage worth retrying rather than a bug. Errors without a
-/// SQLSTATE are the client's own: I/O, a closed connection, a TLS failure.
-pub fn is_outage(e: &tokio_postgres::Error) -> bool {
-    let Some(db) = e.as_db_error() else { return true };
-    let code = db.code().code();
-    // 08 connection exception, 53 insufficient resources, 57P0x shutdown / cannot connect now,
-    // 58 system error, 28 invalid authorization (a rotated password), 40001/40P01 lost races,
-    // 55P03 lock not available, 57014 statement cancelled (statement_timeout).
-    ["08", "53", "57P", "58", "28", "40001", "40P01", "55P03", "57014"].iter().any(|p| code.starts_with(p))
 }
 
 /// Opens one plain connection (migrations, database creation) with the same TLS policy.

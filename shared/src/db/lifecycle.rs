@@ -9,11 +9,11 @@ use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
 use crate::db::columns::Layout;
+use crate::db::error::DbError;
 use crate::db::sql::{col, fresh_attempt, job, overdue, read_columns, the_job, visible, Binds};
 use crate::domain::ids::{Code2desId, FigmaFileKey};
 use crate::domain::job::{Job, Status};
 use crate::domain::scope::{JobRef, Scope};
-use crate::error::ApiError;
 
 /// GET_JOB's statement (`read_columns!` under `visible!`) lives in migration V5 as the PL/pgSQL
 /// function `code2des_read_job`, whose plan the server keeps per session: `query_typed` plans
@@ -25,16 +25,12 @@ use crate::error::ApiError;
 const GET_JOB: &str = "SELECT code2des_read_job($1, $2, $3, $4, $5)";
 
 /// One job visible to the caller, as of now (the deadline applied by the read, not written).
-pub async fn get_job(
-    client: &impl GenericClient,
-    target: &JobRef,
-    deadline: Duration,
-) -> Result<Option<Job>, ApiError> {
+pub async fn get_job(client: &impl GenericClient, target: &JobRef, deadline: Duration) -> Result<Option<Job>, DbError> {
     let rows = Binds::job(&target.id, &target.scope).deadline(deadline).query(client, GET_JOB).await?;
     let Some(row) = rows.first() else {
         return Ok(None);
     };
-    crate::db::columns::from_read_row(row).map_err(|e| crate::error::internal("reading a job record", &*e))
+    crate::db::columns::from_read_row(row).map_err(|e| DbError::bug("reading a job record", crate::error::chain(&*e)))
 }
 
 /// Filters and position of one page of the discovery list.
@@ -61,7 +57,7 @@ pub async fn list_jobs(
     scope: &Scope,
     q: &ListQuery<'_>,
     deadline: Duration,
-) -> Result<Option<Vec<Job>>, ApiError> {
+) -> Result<Option<Vec<Job>>, DbError> {
     let status = q.status.map(Status::db_label);
     let figma_file_key = q.figma_file_key.map(FigmaFileKey::as_str);
     let (after_ts, after_id) = match &q.after {
@@ -85,7 +81,8 @@ pub async fn list_jobs(
     rows.iter()
         .filter(|r| layout.has_job(r))
         .map(|r| {
-            crate::db::columns::from_laid_row(r, &layout).map_err(|e| crate::error::internal("reading a job row", &*e))
+            crate::db::columns::from_laid_row(r, &layout)
+                .map_err(|e| DbError::bug("reading a job row", crate::error::chain(&*e)))
         })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
@@ -113,8 +110,8 @@ const CANCEL: &str = concat!(
     visible!("$4"),
     " FOR NO KEY UPDATE OF c), ",
     // The same fence as the webhook's: processing, not deleted, within the deadline.
-    "cancelled AS (UPDATE code2des AS c SET status = '2', error_message = 'cancelled', updated_at = now(), ",
-    "updated_by = $4 FROM target t WHERE c.id = t.id AND c.attempt = t.attempt AND c.status = '0' ",
+    "cancelled AS (UPDATE code2des AS c SET status = ", crate::db::sql::status_failed!(), ", error_message = ", crate::db::sql::message_cancelled!(), ", updated_at = now(), ",
+    "updated_by = $4 FROM target t WHERE c.id = t.id AND c.attempt = t.attempt AND c.status = ", crate::db::sql::status_processing!(), " ",
     "AND c.deleted_at IS NULL AND NOT t.overdue ",
     "RETURNING c.id, c.attempt, c.created_at, c.updated_at, c.updated_by), ",
     "marked AS (INSERT INTO code2des_attempt AS a (code2des_id, attempt, started_at, cancelled_at, cancelled_by) ",
@@ -125,8 +122,8 @@ const CANCEL: &str = concat!(
     // The attempt row as this call left it (`marked`), or as it is now (`fresh`): see
     // `fresh_attempt!` for why not `target`'s.
     " SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
-    "t.placement_target, COALESCE(CASE WHEN x.id IS NOT NULL THEN '2' END, t.status) AS status, t.attempt, t.nonce, ",
-    "t.result_url, t.warning_count, COALESCE(CASE WHEN x.id IS NOT NULL THEN 'cancelled' END, t.error_message) AS error_message, ",
+    "t.placement_target, COALESCE(CASE WHEN x.id IS NOT NULL THEN ", crate::db::sql::status_failed!(), " END, t.status) AS status, t.attempt, t.nonce, ",
+    "t.result_url, t.warning_count, COALESCE(CASE WHEN x.id IS NOT NULL THEN ", crate::db::sql::message_cancelled!(), " END, t.error_message) AS error_message, ",
     "t.materialized_at, t.materialized_node_id, t.created_at, COALESCE(x.updated_at, t.updated_at) AS updated_at, ",
     "t.created_by, COALESCE(x.updated_by, t.updated_by) AS updated_by, ",
     "CASE WHEN m.started_at IS NOT NULL THEN m.progress_percent ELSE f.progress_percent END AS progress_percent, ",
@@ -139,7 +136,7 @@ const CANCEL: &str = concat!(
 );
 
 /// The user's cancel: the webhook's fenced transition, to failed `cancelled`.
-pub async fn cancel(client: &impl GenericClient, target: &JobRef, deadline: Duration) -> Result<Cancelled, ApiError> {
+pub async fn cancel(client: &impl GenericClient, target: &JobRef, deadline: Duration) -> Result<Cancelled, DbError> {
     let rows = Binds::job(&target.id, &target.scope).deadline(deadline).query(client, CANCEL).await?;
     let Some(row) = rows.first() else {
         return Ok(Cancelled::NotFound);
@@ -159,7 +156,7 @@ const DELETE_JOB: &str = concat!(
 
 /// The soft delete: true when this call deleted the job, false when there was nothing (left)
 /// for this caller to delete.
-pub async fn delete_job(client: &impl GenericClient, target: &JobRef) -> Result<bool, ApiError> {
+pub async fn delete_job(client: &impl GenericClient, target: &JobRef) -> Result<bool, DbError> {
     let rows = Binds::job(&target.id, &target.scope).query(client, DELETE_JOB).await?;
     Ok(!rows.is_empty())
 }

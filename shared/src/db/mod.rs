@@ -12,6 +12,7 @@
 
 pub mod columns;
 pub mod connect;
+pub mod error;
 pub mod lifecycle;
 pub mod migrate;
 pub mod placement;

@@ -5,11 +5,11 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
+use crate::db::error::DbError;
 use crate::db::sql::{job, read_columns, the_job, visible, Binds};
 use crate::domain::ids::NodeId;
 use crate::domain::job::{Job, Status};
 use crate::domain::scope::JobRef;
-use crate::error::ApiError;
 
 #[derive(Debug)]
 pub enum Placed {
@@ -33,7 +33,9 @@ const PLACE: &str = concat!(
     " FOR NO KEY UPDATE OF c), ",
     "placed AS (UPDATE code2des AS c SET materialized_at = now(), materialized_node_id = $6, ",
     "updated_at = now(), updated_by = $4 FROM target t ",
-    "WHERE c.id = t.id AND c.status = '1' AND c.deleted_at IS NULL AND c.materialized_node_id IS NULL ",
+    "WHERE c.id = t.id AND c.status = ",
+    crate::db::sql::status_completed!(),
+    " AND c.deleted_at IS NULL AND c.materialized_node_id IS NULL ",
     "RETURNING c.id, c.materialized_at, c.materialized_node_id, c.updated_at, c.updated_by) ",
     "SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
     "t.placement_target, t.status, t.attempt, t.nonce, t.result_url, t.warning_count, t.error_message, ",
@@ -50,7 +52,7 @@ pub async fn place(
     target: &JobRef,
     node_id: &NodeId,
     deadline: Duration,
-) -> Result<Placed, ApiError> {
+) -> Result<Placed, DbError> {
     let rows = Binds::job(&target.id, &target.scope)
         .deadline(deadline)
         .and(&node_id.as_str(), Type::VARCHAR)

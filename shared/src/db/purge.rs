@@ -8,9 +8,9 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
+use crate::db::error::DbError;
 use crate::db::sql::{col, Binds};
 use crate::domain::ids::Code2desId;
-use crate::error::ApiError;
 
 /// Jobs deleted more than `$1` days ago, the longest-deleted first, at most `$2`.
 const DUE: &str = "SELECT id FROM code2des WHERE deleted_at < now() - make_interval(days => $1) \
@@ -32,18 +32,18 @@ const EXPIRE_DELIVERIES: &str = "DELETE FROM code2des_webhook_delivery d USING (
      WHERE d.webhook_id = old.webhook_id RETURNING 1";
 
 /// The jobs due for the purge, at most `limit`.
-pub async fn due(client: &impl GenericClient, after_days: i32, limit: i64) -> Result<Vec<Code2desId>, ApiError> {
+pub async fn due(client: &impl GenericClient, after_days: i32, limit: i64) -> Result<Vec<Code2desId>, DbError> {
     let rows = Binds::none().and(&after_days, Type::INT4).and(&limit, Type::INT8).query(client, DUE).await?;
     rows.iter()
         .map(|r| {
             let id: &str = col(r, 0)?;
-            Code2desId::from_db(id).ok_or_else(|| crate::error::bug("a job due for the purge", format!("id {id:?}")))
+            Code2desId::from_db(id).ok_or_else(|| DbError::bug("a job due for the purge", format!("id {id:?}")))
         })
         .collect()
 }
 
 /// Deletes `ids` that are still due; answers how many it deleted.
-pub async fn purge(client: &impl GenericClient, ids: &[Code2desId], after_days: i32) -> Result<i64, ApiError> {
+pub async fn purge(client: &impl GenericClient, ids: &[Code2desId], after_days: i32) -> Result<i64, DbError> {
     let ids: Vec<String> = ids.iter().map(|id| id.to_db()).collect();
     let rows = Binds::none().and(&ids, Type::VARCHAR_ARRAY).and(&after_days, Type::INT4).query(client, PURGE).await?;
     Ok(match rows.first() {
@@ -53,14 +53,14 @@ pub async fn purge(client: &impl GenericClient, ids: &[Code2desId], after_days: 
 }
 
 /// Deletes at most `limit` idempotency keys older than `ttl`; answers how many.
-pub async fn expire_keys(client: &impl GenericClient, ttl: Duration, limit: i64) -> Result<i64, ApiError> {
+pub async fn expire_keys(client: &impl GenericClient, ttl: Duration, limit: i64) -> Result<i64, DbError> {
     let rows =
         Binds::none().and(&ttl.as_secs_f64(), Type::FLOAT8).and(&limit, Type::INT8).query(client, EXPIRE_KEYS).await?;
     Ok(rows.len() as i64)
 }
 
 /// Deletes at most `limit` recorded webhook answers older than `ttl`; answers how many.
-pub async fn expire_deliveries(client: &impl GenericClient, ttl: Duration, limit: i64) -> Result<i64, ApiError> {
+pub async fn expire_deliveries(client: &impl GenericClient, ttl: Duration, limit: i64) -> Result<i64, DbError> {
     let rows = Binds::none()
         .and(&ttl.as_secs_f64(), Type::FLOAT8)
         .and(&limit, Type::INT8)

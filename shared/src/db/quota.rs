@@ -26,10 +26,10 @@
 use tokio_postgres::types::Type;
 use tokio_postgres::{GenericClient, Row};
 
+use crate::db::error::DbError;
 use crate::db::sql::{col, Binds};
 use crate::domain::ids::OrganizationId;
 use crate::domain::quota::{QuotaState, BURST_WINDOW};
-use crate::error::ApiError;
 
 /// The first key of the organization's advisory lock: this module's class of lock, so that no
 /// other use of two-key advisory locks can collide with it ("C2DQ"). The migrate function's
@@ -40,7 +40,7 @@ const LOCK_ORGANIZATION: &str = "SELECT 1 FROM pg_advisory_xact_lock($1, $2)";
 
 /// Takes the organization's quota lock until the transaction ends. Sent in the same flight as
 /// BEGIN and the statement that follows it (`crate::app::dispatch::transaction`).
-pub async fn lock_organization(client: &impl GenericClient, organization: &OrganizationId) -> Result<(), ApiError> {
+pub async fn lock_organization(client: &impl GenericClient, organization: &OrganizationId) -> Result<(), DbError> {
     Binds::none()
         .and(&ORGANIZATION_LOCK_CLASS, Type::INT4)
         .and(organization, Type::INT4)
@@ -68,7 +68,9 @@ macro_rules! quota_ctes {
             $crate::db::sql::attempt_of_each!(),
             " WHERE c.organization_id = ",
             $org,
-            " AND c.status = '0' AND c.deleted_at IS NULL AND c.attempt > 0 AND NOT ",
+            " AND c.status = ",
+            $crate::db::sql::status_processing!(),
+            " AND c.deleted_at IS NULL AND c.attempt > 0 AND NOT ",
             $crate::db::sql::overdue!($d),
             " LIMIT (SELECT max_active FROM limits)) x)"
         )
@@ -81,7 +83,8 @@ macro_rules! quota_ctes {
 /// and `win` (that window as counted, or as stored when nothing was counted; `tried` tells
 /// which). A caller has one window per organization (V11).
 macro_rules! burst_ctes {
-    ($org:literal, $sub:literal, $w:literal, $from:literal) => {
+    // `$from` may be several `concat!` arguments (a label macro among literals).
+    ($org:literal, $sub:literal, $w:literal, $($from:tt)+) => {
         concat!(
             "burst AS (INSERT INTO code2des_org_trigger_window AS w (organization_id, subject, window_start, hits) ",
             "SELECT ",
@@ -89,7 +92,7 @@ macro_rules! burst_ctes {
             ", ",
             $sub,
             ", now(), 1 ",
-            $from,
+            $($from)+,
             " ON CONFLICT ON CONSTRAINT code2des_org_trigger_window_pkey DO UPDATE SET ",
             "window_start = CASE WHEN w.window_start > now() - make_interval(secs => ",
             $w,
@@ -122,7 +125,7 @@ macro_rules! quota_ok {
 /// The columns [`state`] reads; `$checked` is true when the call would have created an attempt
 /// but for the quotas (the limits were put to it).
 macro_rules! quota_columns {
-    ($w:literal, $checked:literal) => {
+    ($w:literal, $($checked:tt)+) => {
         concat!(
             "(SELECT max_active FROM limits) AS quota_max_active, (SELECT n FROM active) AS quota_active, ",
             "(SELECT per_window FROM limits) AS quota_per_window, (SELECT hits FROM win) AS quota_window_hits, ",
@@ -130,7 +133,7 @@ macro_rules! quota_columns {
             "window_start + make_interval(secs => ",
             $w,
             ") - now()))::int4 FROM win) AS quota_window_resets_in, ",
-            $checked,
+            $($checked)+,
             " AS quota_checked"
         )
     };
@@ -140,7 +143,7 @@ pub(crate) use {burst_ctes, quota_columns, quota_ctes, quota_ok};
 
 /// The quotas as the statement saw them; `created` when it created the attempt (whose job then
 /// counts among the active ones, and whose call among the window's).
-pub(crate) fn state(row: &Row, created: bool) -> Result<QuotaState, ApiError> {
+pub(crate) fn state(row: &Row, created: bool) -> Result<QuotaState, DbError> {
     let max_active: i32 = col(row, "quota_max_active")?;
     let before: i64 = col(row, "quota_active")?;
     let per_window: i32 = col(row, "quota_per_window")?;

@@ -4,12 +4,12 @@
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
+use crate::db::error::DbError;
 use crate::db::quota::{self, burst_ctes, quota_columns, quota_ctes, quota_ok};
 use crate::db::sql::{col, fresh_attempt, job, job_columns, overdue, read_columns, the_job, visible, Binds};
 use crate::domain::job::{Job, Nonce, Policy};
 use crate::domain::quota::{Quota, QuotaState, BURST_WINDOW};
 use crate::domain::scope::JobRef;
-use crate::error::ApiError;
 
 #[derive(Debug)]
 pub enum Retried {
@@ -46,16 +46,22 @@ const RETRY: &str = concat!(
     // The quotas are put only to a retry that would create the next attempt: one that would
     // not (a job not failed, attempts used up, a racing retry's attempt) answers as it always
     // did, never 429.
-    "would AS (SELECT t.id FROM target t WHERE (t.raw_status = '2' OR t.overdue) AND t.attempt < $7 ",
+    "would AS (SELECT t.id FROM target t WHERE (t.raw_status = ",
+    crate::db::sql::status_failed!(),
+    " OR t.overdue) AND t.attempt < $7 ",
     "AND ($8::int4 IS NULL OR t.attempt = $8)), ",
     quota_ctes!("$2", "$9", "$10", "$5"),
     ", ",
     burst_ctes!("$2", "$4", "$11", "FROM would"),
     ", ",
-    "retried AS (UPDATE code2des AS c SET attempt = c.attempt + 1, nonce = $6, status = '0', ",
+    "retried AS (UPDATE code2des AS c SET attempt = c.attempt + 1, nonce = $6, status = ",
+    crate::db::sql::status_processing!(),
+    ", ",
     "result_url = NULL, warning_count = NULL, error_message = NULL, updated_at = now(), updated_by = $4 ",
     "FROM target t WHERE c.id = t.id AND c.deleted_at IS NULL ",
-    "AND (t.raw_status = '2' OR t.overdue) AND c.attempt = t.attempt AND t.attempt < $7 ",
+    "AND (t.raw_status = ",
+    crate::db::sql::status_failed!(),
+    " OR t.overdue) AND c.attempt = t.attempt AND t.attempt < $7 ",
     "AND ($8::int4 IS NULL OR t.attempt = $8) AND ",
     quota_ok!(),
     " RETURNING ",
@@ -94,7 +100,7 @@ pub async fn retry(
     expected: Option<i32>,
     policy: &Policy,
     limits: &Quota,
-) -> Result<Retried, ApiError> {
+) -> Result<Retried, DbError> {
     let rows = Binds::job(&target.id, &target.scope)
         .deadline(policy.deadline)
         .and(&nonce.expose(), Type::VARCHAR)

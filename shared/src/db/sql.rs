@@ -15,9 +15,9 @@ use tokio_postgres::{GenericClient, Row};
 
 use crate::db::columns::BoxError;
 use crate::db::connect::timed_on;
+use crate::db::error::DbError;
 use crate::domain::ids::{Code2desId, OrganizationId, ProjectId, Subject};
 use crate::domain::scope::Scope;
-use crate::error::ApiError;
 
 /// The column list every job query returns, in the names [`crate::db::columns::from_row`] reads.
 /// `status` comes back as its label text so no enum OID lookup is needed.
@@ -118,10 +118,14 @@ macro_rules! read_columns {
             "c.id, c.organization_id, c.project_id, c.page_import_id, c.figma_file_key, c.screen_id, ",
             "c.placement_target, CASE WHEN ",
             $crate::db::sql::overdue!($d),
-            " THEN '2' ELSE c.status::text END AS status, c.attempt, c.nonce, c.result_url, c.warning_count, ",
+            " THEN ",
+            $crate::db::sql::status_failed!(),
+            " ELSE c.status::text END AS status, c.attempt, c.nonce, c.result_url, c.warning_count, ",
             "CASE WHEN ",
             $crate::db::sql::overdue!($d),
-            " THEN 'timed out' ELSE c.error_message END AS error_message, ",
+            " THEN ",
+            $crate::db::sql::message_timed_out!(),
+            " ELSE c.error_message END AS error_message, ",
             "c.materialized_at, c.materialized_node_id, c.created_at, ",
             "CASE WHEN ",
             $crate::db::sql::overdue!($d),
@@ -130,7 +134,9 @@ macro_rules! read_columns {
             ") ELSE c.updated_at END AS updated_at, c.created_by, ",
             "CASE WHEN ",
             $crate::db::sql::overdue!($d),
-            " THEN 'system:deadline' ELSE c.updated_by END AS updated_by, ",
+            " THEN ",
+            $crate::db::sql::actor_deadline!(),
+            " ELSE c.updated_by END AS updated_by, ",
             "a.progress_percent, a.progress_stage, a.progress_updated_at, ",
             "COALESCE(a.started_at, c.created_at) AS attempt_started_at, a.cancelled_at"
         )
@@ -171,6 +177,61 @@ macro_rules! the_job {
 }
 
 pub(crate) use {attempt_of_each, fresh_attempt, overdue, read_columns, the_job, visible};
+
+// The labels the statements compare and write, each named once, as the SQL literal `concat!`
+// takes (a `const &str` cannot go into `concat!`; a macro that expands to a literal can). The
+// test `labels_are_the_rust_values` holds each to the Rust value it stands for, so a label
+// cannot mean one thing in SQL and another in Rust.
+macro_rules! status_processing {
+    () => {
+        "'0'"
+    };
+}
+macro_rules! status_completed {
+    () => {
+        "'1'"
+    };
+}
+macro_rules! status_failed {
+    () => {
+        "'2'"
+    };
+}
+/// `page_import.status` of a completed capture, the one a trigger accepts.
+macro_rules! page_import_completed {
+    () => {
+        "'1'"
+    };
+}
+macro_rules! actor_deadline {
+    () => {
+        "'system:deadline'"
+    };
+}
+macro_rules! actor_worker {
+    () => {
+        "'system:worker'"
+    };
+}
+macro_rules! actor_trigger {
+    () => {
+        "'system:trigger'"
+    };
+}
+macro_rules! message_timed_out {
+    () => {
+        "'timed out'"
+    };
+}
+macro_rules! message_cancelled {
+    () => {
+        "'cancelled'"
+    };
+}
+pub(crate) use {
+    actor_deadline, actor_trigger, actor_worker, message_cancelled, message_timed_out, page_import_completed,
+    status_completed, status_failed, status_processing,
+};
 
 /// The leading parameters of a statement, bound in one fixed order, then its own:
 ///
@@ -218,7 +279,7 @@ impl<'a> Binds<'a> {
     }
 
     /// Runs `sql` with these parameters, within the query timeout.
-    pub async fn query(&self, client: &impl GenericClient, sql: &str) -> Result<Vec<Row>, ApiError> {
+    pub async fn query(&self, client: &impl GenericClient, sql: &str) -> Result<Vec<Row>, DbError> {
         let mut params: Vec<(&(dyn ToSql + Sync), Type)> = Vec::with_capacity(5 + self.more.len());
         if let Some(id) = self.id {
             params.push((id, Type::VARCHAR));
@@ -241,13 +302,13 @@ impl<'a> Binds<'a> {
 pub(crate) fn col<'a, T: tokio_postgres::types::FromSql<'a>>(
     row: &'a Row,
     name: impl tokio_postgres::row::RowIndex + std::fmt::Display,
-) -> Result<T, ApiError> {
-    row.try_get(name).map_err(|e| crate::error::internal("reading a column", &e))
+) -> Result<T, DbError> {
+    row.try_get(name).map_err(|e| DbError::bug("reading a column", crate::error::chain(&e)))
 }
 
 /// A job read by a statement, or a logged 500 when the row does not read (a bug).
-pub(crate) fn job(row: &Row) -> Result<crate::domain::job::Job, ApiError> {
-    crate::db::columns::from_row(row).map_err(|e| crate::error::internal("reading a job row", &*e))
+pub(crate) fn job(row: &Row) -> Result<crate::domain::job::Job, DbError> {
+    crate::db::columns::from_row(row).map_err(|e| DbError::bug("reading a job row", crate::error::chain(&*e)))
 }
 
 // The ids bind as the columns they are stored in: job ids as their lowercase hyphenated text
@@ -331,6 +392,23 @@ pub(crate) fn placeholders(sql: &str) -> std::collections::BTreeSet<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_are_the_rust_values() {
+        use crate::domain::job::{
+            Status, CANCELLED, DEADLINE_ACTOR, PAGE_IMPORT_COMPLETED, TIMED_OUT, TRIGGER_ACTOR, WORKER_ACTOR,
+        };
+        let sql = |s: &str| format!("'{s}'");
+        assert_eq!(status_processing!(), sql(Status::Processing.db_label()));
+        assert_eq!(status_completed!(), sql(Status::Completed.db_label()));
+        assert_eq!(status_failed!(), sql(Status::Failed.db_label()));
+        assert_eq!(page_import_completed!(), sql(PAGE_IMPORT_COMPLETED));
+        assert_eq!(actor_deadline!(), sql(DEADLINE_ACTOR));
+        assert_eq!(actor_worker!(), sql(WORKER_ACTOR));
+        assert_eq!(actor_trigger!(), sql(TRIGGER_ACTOR));
+        assert_eq!(message_timed_out!(), sql(TIMED_OUT));
+        assert_eq!(message_cancelled!(), sql(CANCELLED));
+    }
 
     #[test]
     fn placeholders_are_read_whole() {

@@ -6,9 +6,9 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
+use crate::db::error::DbError;
 use crate::db::sql::{attempt_of_each, col, overdue, Binds};
 use crate::domain::ids::Code2desId;
-use crate::error::ApiError;
 
 /// The jobs `EXPIRE_*` fail: those of `$ids` (an array of job ids) that are processing, not
 /// deleted and past the deadline `$1` seconds; `s` is the attempt each was found on, `started`
@@ -20,15 +20,25 @@ macro_rules! expire {
         concat!(
             "WITH due AS (SELECT ",
             $ids,
-            " AS ids) UPDATE code2des AS c SET status = '2', error_message = 'timed out', ",
-            "updated_at = s.started + make_interval(secs => $1), updated_by = 'system:deadline' ",
+            " AS ids) UPDATE code2des AS c SET status = ",
+            $crate::db::sql::status_failed!(),
+            ", error_message = ",
+            $crate::db::sql::message_timed_out!(),
+            ", ",
+            "updated_at = s.started + make_interval(secs => $1), updated_by = ",
+            $crate::db::sql::actor_deadline!(),
+            " ",
             "FROM (SELECT c.id, c.attempt, COALESCE(a.started_at, c.created_at) AS started FROM code2des c ",
             $crate::db::sql::attempt_of_each!(),
             " WHERE c.id = ANY ((SELECT ids FROM due)::varchar[]) ",
-            "AND c.status = '0' AND c.deleted_at IS NULL AND ",
+            "AND c.status = ",
+            $crate::db::sql::status_processing!(),
+            " AND c.deleted_at IS NULL AND ",
             overdue!("$1"),
             ") s WHERE c.id = ANY ((SELECT ids FROM due)::varchar[]) AND c.id = s.id AND c.attempt = s.attempt ",
-            "AND c.status = '0' AND c.deleted_at IS NULL ",
+            "AND c.status = ",
+            $crate::db::sql::status_processing!(),
+            " AND c.deleted_at IS NULL ",
             "RETURNING c.id, (extract(epoch FROM now() - s.started) * 1000)::float8 AS duration_ms"
         )
     };
@@ -41,7 +51,9 @@ macro_rules! expire {
 const EXPIRE_BATCH: &str = expire!(concat!(
     "ARRAY(SELECT c.id FROM code2des c ",
     attempt_of_each!(),
-    " WHERE c.status = '0' AND c.deleted_at IS NULL AND c.created_at < now() - make_interval(secs => $1) AND ",
+    " WHERE c.status = ",
+    crate::db::sql::status_processing!(),
+    " AND c.deleted_at IS NULL AND c.created_at < now() - make_interval(secs => $1) AND ",
     overdue!("$1"),
     " ORDER BY c.created_at LIMIT $2)"
 ));
@@ -49,7 +61,7 @@ const EXPIRE_BATCH: &str = expire!(concat!(
 /// One job, by its id `$2` (the webhook and retry persist the deadline of the job they touch).
 const EXPIRE_ONE: &str = expire!("ARRAY[$2::varchar]");
 
-fn durations(rows: &[tokio_postgres::Row]) -> Result<Vec<Duration>, ApiError> {
+fn durations(rows: &[tokio_postgres::Row]) -> Result<Vec<Duration>, DbError> {
     rows.iter().map(|r| Ok(Duration::from_secs_f64(col::<f64>(r, "duration_ms")?.max(0.0) / 1000.0))).collect()
 }
 
@@ -61,13 +73,13 @@ pub async fn expire_overdue(
     client: &impl GenericClient,
     deadline: Duration,
     limit: i64,
-) -> Result<Vec<Duration>, ApiError> {
+) -> Result<Vec<Duration>, DbError> {
     let rows = Binds::none().deadline(deadline).and(&limit, Type::INT8).query(client, EXPIRE_BATCH).await?;
     durations(&rows)
 }
 
 /// Applies the deadline to one job; true if this call failed it.
-pub async fn expire_one(client: &impl GenericClient, id: Code2desId, deadline: Duration) -> Result<bool, ApiError> {
+pub async fn expire_one(client: &impl GenericClient, id: Code2desId, deadline: Duration) -> Result<bool, DbError> {
     let rows = Binds::none().deadline(deadline).and(&id, Type::VARCHAR).query(client, EXPIRE_ONE).await?;
     Ok(!rows.is_empty())
 }

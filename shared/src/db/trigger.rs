@@ -6,13 +6,13 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
+use crate::db::error::DbError;
 use crate::db::quota::{self, burst_ctes, quota_columns, quota_ctes, quota_ok};
 use crate::db::sql::{col, job, job_columns, read_columns, visible, Binds};
 use crate::domain::ids::{Code2desId, FigmaFileKey, PageImportId, PlacementTarget, ScreenId};
 use crate::domain::job::{Job, Nonce, IDEMPOTENCY_KEY_TTL};
 use crate::domain::quota::{Quota, QuotaState, BURST_WINDOW};
 use crate::domain::scope::Scope;
-use crate::error::ApiError;
 
 /// Everything trigger inserts.
 #[derive(Debug)]
@@ -65,9 +65,9 @@ const INSERT_JOB: &str = concat!(
     "AND k.project_id = $3 AND k.idempotency_key = $10 AND k.created_at >= now() - make_interval(secs => $12)), ",
     quota_ctes!("$2", "$13", "$14", "$16"),
     ", ",
-    burst_ctes!("$2", "$4", "$15", "FROM scope WHERE scope.page_status = '1' AND NOT EXISTS (SELECT 1 FROM taken)"),
+    burst_ctes!("$2", "$4", "$15", "FROM scope WHERE scope.page_status = ", crate::db::sql::page_import_completed!(), " AND NOT EXISTS (SELECT 1 FROM taken)"),
     ", ",
-    "ok AS (SELECT 1 FROM scope WHERE scope.page_status = '1' AND NOT EXISTS (SELECT 1 FROM taken) AND ",
+    "ok AS (SELECT 1 FROM scope WHERE scope.page_status = ", crate::db::sql::page_import_completed!(), " AND NOT EXISTS (SELECT 1 FROM taken) AND ",
     quota_ok!(),
     "), ",
     // Only when the job will be inserted: the key's row refers to it (a foreign key checked at
@@ -89,7 +89,7 @@ const INSERT_JOB: &str = concat!(
     "SELECT id, attempt, created_at FROM ins RETURNING started_at) ",
     "SELECT s.page_status, s.capture_url, i.*, (SELECT started_at FROM att) AS attempt_started_at, ",
     "EXISTS (SELECT 1 FROM taken) AS key_taken, ",
-    quota_columns!("$15", "(s.page_status = '1' AND NOT EXISTS (SELECT 1 FROM taken))"),
+    quota_columns!("$15", "(s.page_status = ", crate::db::sql::page_import_completed!(), " AND NOT EXISTS (SELECT 1 FROM taken))"),
     " FROM scope s LEFT JOIN ins i ON true"
 );
 
@@ -102,7 +102,7 @@ pub async fn insert_job(
     new: &NewJob<'_>,
     limits: &Quota,
     deadline: Duration,
-) -> Result<Inserted, ApiError> {
+) -> Result<Inserted, DbError> {
     let (key, hash) = match new.idempotency {
         Some((k, h)) => (Some(k), Some(h)),
         None => (None, None),
@@ -127,7 +127,7 @@ pub async fn insert_job(
         return Ok(Inserted::NotFound);
     };
     let page_status: String = col(row, "page_status")?;
-    if page_status != "1" {
+    if page_status != crate::domain::job::PAGE_IMPORT_COMPLETED {
         return Ok(Inserted::PageImportNotCompleted);
     }
     if col::<Option<String>>(row, "id")?.is_some() {
@@ -145,7 +145,7 @@ pub async fn insert_job(
     } else if state.refused().is_some() {
         Inserted::QuotaExceeded { quota: state }
     } else {
-        return Err(crate::error::bug("trigger's statement", "no job, no key, no quota refused"));
+        return Err(DbError::bug("trigger's statement", "no job, no key, no quota refused"));
     })
 }
 
@@ -175,7 +175,7 @@ pub async fn find_by_idempotency_key(
     scope: &Scope,
     key: &str,
     deadline: Duration,
-) -> Result<Option<Keyed>, ApiError> {
+) -> Result<Option<Keyed>, DbError> {
     let rows = Binds::scope(scope)
         .deadline(deadline)
         .and(&key, Type::VARCHAR)
@@ -205,8 +205,14 @@ pub enum Undispatched {
 }
 
 const FAIL_UNDISPATCHED: &str = concat!(
-    "WITH failed AS (UPDATE code2des SET status = '2', error_message = $4, updated_at = now(), ",
-    "updated_by = 'system:trigger' WHERE id = $1 AND attempt = $2 AND nonce = $3 AND status = '0' ",
+    "WITH failed AS (UPDATE code2des SET status = ",
+    crate::db::sql::status_failed!(),
+    ", error_message = $4, updated_at = now(), ",
+    "updated_by = ",
+    crate::db::sql::actor_trigger!(),
+    " WHERE id = $1 AND attempt = $2 AND nonce = $3 AND status = ",
+    crate::db::sql::status_processing!(),
+    " ",
     "AND deleted_at IS NULL RETURNING id) ",
     "DELETE FROM code2des_idempotency WHERE code2des_id = $1 AND $5 AND EXISTS (SELECT 1 FROM failed)"
 );
@@ -220,7 +226,7 @@ pub async fn fail_undispatched(
     nonce: &Nonce,
     message: &str,
     what: Undispatched,
-) -> Result<(), ApiError> {
+) -> Result<(), DbError> {
     let release = what == Undispatched::NewJob;
     Binds::none()
         .and(&id, Type::VARCHAR)

@@ -12,10 +12,10 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::GenericClient;
 
+use crate::db::error::DbError;
 use crate::db::sql::{col, job, job_columns, overdue, Binds};
 use crate::domain::ids::{Code2desId, ProgressStage};
 use crate::domain::job::{Job, Status};
-use crate::error::ApiError;
 
 /// A worker's terminal report, validated.
 #[derive(Debug)]
@@ -48,8 +48,12 @@ const RECORD_OUTCOME: &str = concat!(
     "WITH t AS (SELECT x.id, a.attempt, a.started_at FROM code2des x ",
     "LEFT JOIN code2des_attempt a ON a.code2des_id = x.id WHERE x.id = $1), ",
     "up AS (UPDATE code2des AS c SET status = $4::code2des_status, result_url = $5, warning_count = $6, ",
-    "error_message = $7, updated_at = now(), updated_by = 'system:worker' FROM t ",
-    "WHERE c.id = t.id AND c.attempt = $2 AND c.nonce = $3 AND c.status = '0' AND c.deleted_at IS NULL ",
+    "error_message = $7, updated_at = now(), updated_by = ",
+    crate::db::sql::actor_worker!(),
+    " FROM t ",
+    "WHERE c.id = t.id AND c.attempt = $2 AND c.nonce = $3 AND c.status = ",
+    crate::db::sql::status_processing!(),
+    " AND c.deleted_at IS NULL ",
     "AND NOT code2des_overdue(c.status, c.attempt, c.created_at, t.attempt, t.started_at, $8) ",
     "RETURNING c.id, (extract(epoch FROM now() - COALESCE(CASE WHEN t.attempt = c.attempt THEN t.started_at END, ",
     "c.created_at)) * 1000)::float8 AS duration_ms), ",
@@ -66,7 +70,7 @@ pub async fn record_outcome(
     at: AttemptRef<'_>,
     outcome: &Outcome<'_>,
     deadline: Duration,
-) -> Result<Option<Duration>, ApiError> {
+) -> Result<Option<Duration>, DbError> {
     record_outcome_for(client, at, outcome, deadline, None).await
 }
 
@@ -78,7 +82,7 @@ pub async fn record_outcome_for(
     outcome: &Outcome<'_>,
     deadline: Duration,
     delivery: Option<DeliveryRef<'_>>,
-) -> Result<Option<Duration>, ApiError> {
+) -> Result<Option<Duration>, DbError> {
     let status = outcome.status.db_label();
     let (webhook_id, ack) = (delivery.map(|d| d.webhook_id), delivery.map(|d| d.ack));
     let rows = Binds::none()
@@ -116,7 +120,7 @@ const PROGRESS: &str = concat!(
     // the row it committed: a progress report never lands on a terminal attempt.
     "WITH j AS (SELECT c.id, c.attempt, c.created_at FROM code2des c ",
     "LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
-    "WHERE c.id = $1 AND c.attempt = $2 AND c.nonce = $3 AND c.status = '0' AND c.deleted_at IS NULL AND NOT ",
+    "WHERE c.id = $1 AND c.attempt = $2 AND c.nonce = $3 AND c.status = ", crate::db::sql::status_processing!(), " AND c.deleted_at IS NULL AND NOT ",
     overdue!("$6"),
     " FOR SHARE OF c), ",
     "up AS (INSERT INTO code2des_attempt AS a (code2des_id, attempt, started_at, progress_percent, ",
@@ -139,7 +143,7 @@ pub async fn progress(
     percent: i16,
     stage: &ProgressStage,
     deadline: Duration,
-) -> Result<Progressed, ApiError> {
+) -> Result<Progressed, DbError> {
     progress_for(client, at, percent, stage, deadline, None).await
 }
 
@@ -152,7 +156,7 @@ pub async fn progress_for(
     stage: &ProgressStage,
     deadline: Duration,
     delivery: Option<DeliveryRef<'_>>,
-) -> Result<Progressed, ApiError> {
+) -> Result<Progressed, DbError> {
     let (webhook_id, ack) = (delivery.map(|d| d.webhook_id), delivery.map(|d| d.ack));
     let rows = Binds::none()
         .and(&at.id, Type::VARCHAR)
@@ -197,7 +201,7 @@ const FENCE: &str = concat!(
 );
 
 /// The row as committed now (a new statement, so a new snapshot that includes the winner).
-pub async fn fence(client: &impl GenericClient, id: Code2desId, deadline: Duration) -> Result<Option<Fence>, ApiError> {
+pub async fn fence(client: &impl GenericClient, id: Code2desId, deadline: Duration) -> Result<Option<Fence>, DbError> {
     fence_for(client, id, deadline, None).await
 }
 
@@ -207,7 +211,7 @@ pub async fn fence_for(
     id: Code2desId,
     deadline: Duration,
     webhook_id: Option<&str>,
-) -> Result<Option<Fence>, ApiError> {
+) -> Result<Option<Fence>, DbError> {
     let rows = Binds::none()
         .and(&id, Type::VARCHAR)
         .and(&deadline.as_secs_f64(), Type::FLOAT8)
@@ -234,10 +238,10 @@ pub async fn fence_for(
 
 /// A stored answer's status, as the table's CHECK allows it (200–499); anything else is a bug,
 /// never an answer of 200.
-fn stored_status(status: i16) -> Result<u16, ApiError> {
+fn stored_status(status: i16) -> Result<u16, DbError> {
     match u16::try_from(status) {
         Ok(s @ 200..=499) => Ok(s),
-        _ => Err(crate::error::bug("a stored webhook answer", format!("status {status}"))),
+        _ => Err(DbError::bug("a stored webhook answer", format!("status {status}"))),
     }
 }
 
@@ -262,7 +266,7 @@ pub async fn record_delivery(
     code2des_id: Code2desId,
     status: u16,
     body: &str,
-) -> Result<(u16, String), ApiError> {
+) -> Result<(u16, String), DbError> {
     let status_i16 = status as i16;
     let rows = Binds::none()
         .and(&webhook_id, Type::VARCHAR)

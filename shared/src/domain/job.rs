@@ -23,6 +23,8 @@ pub const CANCELLED: &str = "cancelled";
 pub const WORKER_ACTOR: &str = "system:worker";
 /// `updated_by` of a trigger or retry whose manifest could not be written.
 pub const TRIGGER_ACTOR: &str = "system:trigger";
+/// `page_import.status` of a completed capture, the only one a job can be triggered from.
+pub const PAGE_IMPORT_COMPLETED: &str = "1";
 
 /// Processing deadline of an attempt when `JOB_DEADLINE_SECONDS` is not set (SPEC section 4).
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(15 * 60);

@@ -56,6 +56,16 @@ impl Deps {
     }
 }
 
+impl shared::app::function::Function for Deps {
+    fn new(r: &Resources) -> impl std::future::Future<Output = Result<Self, SetupError>> {
+        Deps::new(r)
+    }
+
+    fn handle(&self, req: Request) -> impl std::future::Future<Output = Response<Body>> + Send {
+        handle(self, req)
+    }
+}
+
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = request_id(&req);
     let outcome = within_budget(&req, run(deps, &req, &request_id)).await;
@@ -147,14 +157,15 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     };
     let body = WebhookBody::parse(&json_object(bytes)?, &deps.bucket)?;
     let client = conn(&deps.pool).await?;
-    let answer = decide(deps, &client, &body, webhook_id.as_deref()).await?;
-    let Some(webhook_id) = webhook_id else { return answer.and_then(|(status, text)| stored(status, text)) };
-    match answer {
-        Ok((status, text)) => stored(status, text),
+    let refused = match decide(deps, &client, &body, webhook_id.as_deref()).await? {
+        Decision::Answer(status, text) => return stored(status, text),
+        Decision::Refused(e) => e,
+    };
+    match (webhook_id, refused) {
         // A refusal that is final for this delivery (the job exists: 409, 410) is stored, so a
         // redelivery is answered the same even if the job moves on; unless a concurrent delivery
         // of the same id stored its answer first, which then stands for both.
-        Err(e @ (ApiError::Conflict { .. } | ApiError::Gone(_))) => {
+        (Some(webhook_id), e @ (ApiError::Conflict { .. } | ApiError::Gone(_))) => {
             let rendered = error_response(&e, request_id);
             let text = match rendered.body() {
                 Body::Text(t) => t.clone(),
@@ -168,98 +179,134 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
                 stored(status, standing)
             }
         }
-        Err(e) => Err(e),
+        (_, e) => Err(e),
     }
 }
 
-/// Applies the report, or explains why not. `Ok(Ok((200, ack)))` for an answer of 200 (already
-/// stored for `webhook_id` when the fenced statement applied it), `Ok(Ok(stored))` for an answer
-/// given before to `webhook_id`, `Ok(Err(refusal))` for a refusal to answer now; `Err` only for
-/// what fails the request (the database).
+/// What the webhook answers a report, when the request itself did not fail.
+enum Decision {
+    /// An answer to give: 200 and its ack (already stored for the webhook-id when the fenced
+    /// statement applied it), or the answer a webhook-id was given before.
+    Answer(u16, String),
+    /// A refusal to give now (404, 409, 410).
+    Refused(ApiError),
+}
+
+/// What reading the row as it is says about a report the fenced write did not apply.
+enum Explained {
+    Decided(Decision),
+    /// Still processing, at the deadline's edge: the fenced write is tried once more.
+    WriteAgain,
+    /// This read changed the row (it persisted the deadline): read it again.
+    ReadAgain,
+}
+
+/// Applies the report, or explains why not; `Err` only for what fails the request (the
+/// database). The fenced write is tried first; when it is refused, the row as committed now
+/// says why. Two passes always suffice; the third is a guard.
 async fn decide(
     deps: &Deps,
     client: &tokio_postgres::Client,
     body: &WebhookBody,
     webhook_id: Option<&str>,
-) -> Result<Result<(u16, String), ApiError>, ApiError> {
+) -> Result<Decision, ApiError> {
+    // The answer if the report is applied, rendered first so that the statement stores it.
+    let ack = ack_body(body.code2des_id, if body.progress.is_some() { Status::Processing } else { body.status })?;
+    let delivery = webhook_id.map(|w| DeliveryRef { webhook_id: w, ack: &ack });
+    let mut write = true;
+    for _ in 0..3 {
+        if write && apply(deps, client, body, delivery).await? {
+            return Ok(Decision::Answer(200, ack));
+        }
+        match explain(deps, client, body, webhook_id).await? {
+            Explained::Decided(d) => return Ok(d),
+            Explained::WriteAgain => write = true,
+            Explained::ReadAgain => write = false,
+        }
+    }
+    Err(ApiError::Unavailable(shared::error::DATABASE))
+}
+
+/// The fenced write of the report: whether it applied (a progress report past its attempt's
+/// last one is applied by being ignored).
+async fn apply(
+    deps: &Deps,
+    client: &tokio_postgres::Client,
+    body: &WebhookBody,
+    delivery: Option<DeliveryRef<'_>>,
+) -> Result<bool, ApiError> {
     let at = AttemptRef { id: body.code2des_id, attempt: body.attempt, nonce: &body.nonce };
-    let id = body.code2des_id;
+    if let Some(p) = &body.progress {
+        return Ok(match progress_for(client, at, p.percent, &p.stage, deps.deadline, delivery).await? {
+            Progressed::Stored | Progressed::Ignored => true,
+            Progressed::Fenced => false,
+        });
+    }
     let outcome = Outcome {
         status: body.status,
         result_url: body.result_url.as_deref(),
         warning_count: body.warning_count,
         error_message: body.error_message.as_deref(),
     };
-    // The answer if the report is applied, rendered first so that the statement stores it.
-    let ack = ack_body(id, if body.progress.is_some() { Status::Processing } else { body.status })?;
-    let delivery = webhook_id.map(|w| DeliveryRef { webhook_id: w, ack: &ack });
-    // One attempt at the fenced write; if it is refused, explain why from the row as it is.
-    let mut write = true;
-    for _ in 0..3 {
-        if write {
-            match &body.progress {
-                Some(p) => match progress_for(client, at, p.percent, &p.stage, deps.deadline, delivery).await? {
-                    Progressed::Stored | Progressed::Ignored => return Ok(Ok((200, ack))),
-                    Progressed::Fenced => {}
-                },
-                None => {
-                    if let Some(took) = record_outcome_for(client, at, &outcome, deps.deadline, delivery).await? {
-                        match body.status {
-                            Status::Completed => metrics::job_completed(Some(took)),
-                            _ => metrics::job_failed(Some(took)),
-                        }
-                        tracing::info!(code2des_id = %id, status = body.status.api_name(), "job finished");
-                        return Ok(Ok((200, ack)));
-                    }
-                }
+    let Some(took) = record_outcome_for(client, at, &outcome, deps.deadline, delivery).await? else {
+        return Ok(false);
+    };
+    match body.status {
+        Status::Completed => metrics::job_completed(Some(took)),
+        _ => metrics::job_failed(Some(took)),
+    }
+    tracing::info!(code2des_id = %body.code2des_id, status = body.status.api_name(), "job finished");
+    Ok(true)
+}
+
+/// Why the fenced write did not apply, from the row as committed now.
+async fn explain(
+    deps: &Deps,
+    client: &tokio_postgres::Client,
+    body: &WebhookBody,
+    webhook_id: Option<&str>,
+) -> Result<Explained, ApiError> {
+    let id = body.code2des_id;
+    let refused = |e| Ok(Explained::Decided(Decision::Refused(e)));
+    let Some(f) = fence_for(client, id, deps.deadline, webhook_id).await? else {
+        return refused(ApiError::NotFound("job not found"));
+    };
+    if let Some((status, text)) = f.delivered {
+        // A redelivery: answered as the first delivery was, whatever the job is now.
+        return Ok(Explained::Decided(Decision::Answer(status, text)));
+    }
+    if f.job.attempt != body.attempt || !f.job.nonce.matches(&body.nonce) {
+        return refused(ApiError::conflict(ErrorCode::Fenced, "attempt or nonce does not match the job"));
+    }
+    if f.deleted {
+        return refused(ApiError::Gone("the job was deleted"));
+    }
+    match f.job.status {
+        Status::Processing if f.overdue => {
+            if expire_one(client, id, deps.deadline).await? {
+                metrics::job_timed_out(1);
             }
+            Ok(Explained::ReadAgain)
         }
-        write = false;
-        // Nothing changed. Each pass reads the row as committed now; a pass that itself changes
-        // the row (the deadline) reads again. Two passes always suffice; the third is a guard.
-        let Some(f) = fence_for(client, body.code2des_id, deps.deadline, webhook_id).await? else {
-            return Ok(Err(ApiError::NotFound("job not found")));
-        };
-        if let Some(answered) = f.delivered {
-            // A redelivery: answered as the first delivery was, whatever the job is now.
-            return Ok(Ok(answered));
+        Status::Processing => Ok(Explained::WriteAgain),
+        _ if body.progress.is_none() && same_outcome(&f.job, body) => {
+            let replay = ack_body(id, f.job.status)?;
+            // A replay of the stored outcome under a new webhook-id: remembered too.
+            let (status, text) = match webhook_id {
+                Some(w) => record_delivery(client, w, id, 200, &replay).await?,
+                None => (200, replay),
+            };
+            Ok(Explained::Decided(Decision::Answer(status, text)))
         }
-        if f.job.attempt != body.attempt || !f.job.nonce.matches(&body.nonce) {
-            return Ok(Err(ApiError::conflict(ErrorCode::Fenced, "attempt or nonce does not match the job")));
-        }
-        if f.deleted {
-            return Ok(Err(ApiError::Gone("the job was deleted")));
-        }
-        match f.job.status {
-            Status::Processing if f.overdue => {
-                if expire_one(client, body.code2des_id, deps.deadline).await? {
-                    metrics::job_timed_out(1);
-                }
-            }
-            // Only at the deadline's edge: the fenced write is tried once more.
-            Status::Processing => write = true,
-            _ if body.progress.is_none() && same_outcome(&f.job, body) => {
-                let replay = ack_body(id, f.job.status)?;
-                return Ok(match webhook_id {
-                    // A replay of the stored outcome under a new webhook-id: remembered too.
-                    Some(w) => Ok(record_delivery(client, w, id, 200, &replay).await?),
-                    None => Ok((200, replay)),
-                });
-            }
-            _ => {
-                let why = if f.job.updated_by == DEADLINE_ACTOR {
-                    "timed out"
-                } else if f.job.is_cancelled() {
-                    "cancelled"
-                } else {
-                    f.job.status.api_name()
-                };
-                return Ok(Err(ApiError::conflict(
-                    ErrorCode::AlreadyTerminal,
-                    format!("the job is already terminal ({why})"),
-                )));
-            }
+        _ => {
+            let why = if f.job.updated_by == DEADLINE_ACTOR {
+                "timed out"
+            } else if f.job.is_cancelled() {
+                "cancelled"
+            } else {
+                f.job.status.api_name()
+            };
+            refused(ApiError::conflict(ErrorCode::AlreadyTerminal, format!("the job is already terminal ({why})")))
         }
     }
-    Err(ApiError::Unavailable(shared::error::DATABASE))
 }

@@ -1,13 +1,6 @@
-use lambda_http::{run, service_fn, Error};
-
 // A Lambda instance handles one event at a time, on a fraction of a vCPU at its memory size:
 // worker threads would add only their start-up to the cold start (docs/PERFORMANCE.md §1).
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Error> {
-    shared::obs::telemetry::init_lambda();
-    let deps = code2des_webhook::handler::Deps::new(&shared::app::resources::Resources::from_env()?).await?;
-    run(service_fn(|req| async {
-        Ok::<_, std::convert::Infallible>(code2des_webhook::handler::handle(&deps, req).await)
-    }))
-    .await
+async fn main() -> Result<(), lambda_http::Error> {
+    shared::app::function::run::<code2des_webhook::handler::Deps>().await
 }

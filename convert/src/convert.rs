@@ -519,7 +519,7 @@ impl Ctx<'_, '_> {
             return;
         }
         let path = self.s.path(dom);
-        self.warnings.push(Warning { code, message: message.into(), path, node: node.to_owned() });
+        self.warnings.push(Warning { code, message: message.into(), path, node: node.to_owned(), indices: None, dom });
     }
 
     fn add_image(&mut self, key: &str, mime: &'static str, bytes: Vec<u8>) -> String {
@@ -613,37 +613,105 @@ pub fn convert(
         root_bg_from: None,
     };
     let title = s.title().unwrap_or_else(|| "Page".into());
-    // The canvas background: the root element's, else body's (CSS 2, 14.2).
+    // The canvas background: the root element's, else body's (CSS 2, 14.2), colour and images
+    // alike; the element itself then paints none. Its images are sized for the root element's
+    // box (CSS Backgrounds 3, 2.11.2), which may be shorter than the page.
     let html = (0..s.node_name.len()).find(|i| s.node_type[*i] == 1 && s.tag(*i) == "html");
     let body = html.and_then(|h| s.children[h].iter().copied().find(|c| s.tag(*c) == "body"));
-    let bg = |n: usize| s.layout_of[n].and_then(|l| parse_color(s.style(l, "background-color"))).filter(|c| c.a > 0.0);
-    let mut root_fill = Rgba { r: 1.0, g: 1.0, b: 1.0, a: 1.0 };
-    if let Some(c) = html.and_then(bg) {
-        root_fill = c;
-        cx.root_bg_from = html;
-    } else if let Some(c) = body.and_then(bg) {
-        root_fill = c;
-        cx.root_bg_from = body;
+    let paints_background = |n: usize| {
+        s.layout_of[n].is_some_and(|l| {
+            parse_color(s.style(l, "background-color")).is_some_and(|c| c.a > 0.0)
+                || !matches!(s.style(l, "background-image"), "none" | "")
+        })
+    };
+    cx.root_bg_from = html.filter(|h| paints_background(*h)).or(body.filter(|b| paints_background(*b)));
+    let page = [0.0, 0.0, f64::from(width), round(height.max(1.0))];
+    let mut root_fills = Vec::new();
+    let mut tiles = Vec::new();
+    if let (Some(n), Some(h)) = (cx.root_bg_from, html) {
+        let root_box = s.layout_of[h].map_or(page, |l| s.l_bounds[l]);
+        let l = s.layout_of[n].unwrap_or(0);
+        let name = s.label(n);
+        let fills = background_fills(&mut cx, n, l, root_box, &name);
+        // A gradient repeats below a root element shorter than the page (a short page in a
+        // taller viewport): each repeat is a rectangle behind everything.
+        let gradients: Vec<Paint> =
+            fills.iter().filter(|p| matches!(p, Paint::GradientLinear { .. })).cloned().collect();
+        let repeat = s.style(l, "background-repeat");
+        let repeats_y = match repeat.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [one] => matches!(*one, "repeat" | "repeat-y" | "space" | "round"),
+            [_, y] => matches!(*y, "repeat" | "space" | "round"),
+            _ => false,
+        };
+        if !gradients.is_empty() && repeats_y && root_box[3] >= 1.0 {
+            let mut top = root_box[1] + root_box[3];
+            while top < page[3] - 0.5 && tiles.len() < 100 {
+                tiles.push(Node {
+                    kind: "RECTANGLE",
+                    name: format!("{name} background"),
+                    x: round(root_box[0]),
+                    y: round(top),
+                    width: round(root_box[2]),
+                    height: round(root_box[3]),
+                    fills: Some(gradients.clone()),
+                    dom: Some(n),
+                    ..Node::default()
+                });
+                top += root_box[3];
+            }
+        }
+        root_fills = fills.into_iter().map(|p| stretch_paint(p, root_box, page)).collect();
     }
-    let mut root = Container { ox: 0.0, oy: 0.0, depth: 1, nodes: Vec::new() };
+    // Browsers show white where the canvas background is not opaque.
+    let opaque = matches!(root_fills.first(), Some(Paint::Solid { opacity: None, .. }));
+    if !opaque {
+        root_fills.insert(0, Paint::Solid { color: Rgb { r: 1.0, g: 1.0, b: 1.0 }, opacity: None });
+    }
+    cx.count += tiles.len();
+    let nodes = tiles.into_iter().map(|t| (i64::MIN, t)).collect();
+    let mut root = Container { ox: 0.0, oy: 0.0, depth: 1, nodes };
     if let Some(h) = html {
         visit(&mut cx, h, &mut root, false);
     }
     let mut children: Vec<(i64, Node)> = root.nodes;
     children.sort_by_key(|(p, _)| *p);
-    let solid_root = Paint::Solid { color: Rgb { r: root_fill.r, g: root_fill.g, b: root_fill.b }, opacity: None };
     let document = Node {
         kind: "FRAME",
         name: title.clone(),
-        width: f64::from(width),
-        height: round(height.max(1.0)),
-        fills: Some(vec![solid_root]),
+        width: page[2],
+        height: page[3],
+        fills: Some(root_fills),
         clips_content: Some(true),
         children: Some(children.into_iter().map(|(_, n)| n).collect()),
         ..Node::default()
     };
+    locate(&document, &mut cx.warnings);
     let crops = std::mem::take(&mut cx.crops);
     Some((Converted { document, images: cx.images, warnings: cx.warnings, title }, crops))
+}
+
+/// Gives each warning that names a node the child indices of the first node (in document order)
+/// made from its element under that name, or from its element at all.
+fn locate(root: &Node, warnings: &mut [Warning]) {
+    fn walk<'n>(n: &'n Node, at: &mut Vec<usize>, found: &mut HashMap<usize, Vec<(&'n str, Vec<usize>)>>) {
+        if let Some(dom) = n.dom {
+            found.entry(dom).or_default().push((n.name.as_str(), at.clone()));
+        }
+        for (i, c) in n.children.iter().flatten().enumerate() {
+            at.push(i);
+            walk(c, at, found);
+            at.pop();
+        }
+    }
+    let mut found = HashMap::new();
+    walk(root, &mut Vec::new(), &mut found);
+    for w in warnings.iter_mut().filter(|w| !w.node.is_empty()) {
+        let made = found.get(&w.dom);
+        w.indices = made
+            .and_then(|m| m.iter().find(|(name, _)| *name == w.node).or(m.first()))
+            .map(|(_, at)| at.clone())
+            .or_else(|| (w.node == root.name).then(Vec::new));
+    }
 }
 
 /// What an element's box paints: fills, strokes, radii, effects.
@@ -654,13 +722,35 @@ struct BoxPaint {
     effects: Vec<Effect>,
 }
 
+/// A paint made for the box `from` (page coordinates), for a node whose box is `to`: a gradient
+/// keeps its page position and size (the transform works in the node's unit square).
+fn stretch_paint(p: Paint, from: [f64; 4], to: [f64; 4]) -> Paint {
+    match p {
+        Paint::GradientLinear { gradient_transform: t, gradient_stops } if from[2] > 0.0 && from[3] > 0.0 => {
+            // Unit square of `to` → of `from`: u = (x0' + u' w') / w - x0 / w, likewise v.
+            let (su, sv) = (to[2] / from[2], to[3] / from[3]);
+            let (du, dv) = ((to[0] - from[0]) / from[2], (to[1] - from[1]) / from[3]);
+            let r = |v: f64| (v * 10_000.0).round() / 10_000.0;
+            let row = |[a, b, c]: [f64; 3]| [r(a * su), r(b * sv), r(a * du + b * dv + c)];
+            Paint::GradientLinear { gradient_transform: [row(t[0]), row(t[1])], gradient_stops }
+        }
+        p => p,
+    }
+}
+
 fn box_paint(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], name: &str) -> BoxPaint {
+    // The canvas took this element's background.
+    let fills = if cx.root_bg_from == Some(n) { Vec::new() } else { background_fills(cx, n, l, b, name) };
+    let (strokes, radii, effects) = box_edges(cx, n, l, b, name);
+    BoxPaint { fills, strokes, radii, effects }
+}
+
+/// An element's background colour and images, bottom first.
+fn background_fills(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], name: &str) -> Vec<Paint> {
     let s = cx.s;
     let mut fills = Vec::new();
-    if cx.root_bg_from != Some(n) {
-        if let Some(c) = parse_color(s.style(l, "background-color")).filter(|c| c.a > 0.0) {
-            fills.push(solid(&c));
-        }
+    if let Some(c) = parse_color(s.style(l, "background-color")).filter(|c| c.a > 0.0) {
+        fills.push(solid(&c));
     }
     let bgi = s.style(l, "background-image");
     if bgi != "none" && !bgi.is_empty() {
@@ -693,6 +783,19 @@ fn box_paint(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], name: &str) 
             }
         }
     }
+    fills
+}
+
+/// An element's border (one colour, per-side widths), corner radii and shadows.
+#[allow(clippy::type_complexity)]
+fn box_edges(
+    cx: &mut Ctx<'_, '_>,
+    n: usize,
+    l: usize,
+    b: [f64; 4],
+    name: &str,
+) -> (Option<(Paint, [f64; 4])>, [f64; 4], Vec<Effect>) {
+    let s = cx.s;
     let sides = ["top", "right", "bottom", "left"];
     let mut widths = [0.0; 4];
     let mut colors: Vec<Option<Rgba>> = Vec::new();
@@ -722,7 +825,7 @@ fn box_paint(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], name: &str) 
     let max_r = b[2].min(b[3]) / 2.0;
     let radii = ["top-left", "top-right", "bottom-right", "bottom-left"].map(|c| round(radius(c).min(max_r)));
     let effects = parse_shadows(s.style(l, "box-shadow"));
-    BoxPaint { fills, strokes, radii, effects }
+    (strokes, radii, effects)
 }
 
 fn apply_paint(node: &mut Node, p: BoxPaint) {
@@ -753,6 +856,50 @@ fn apply_paint(node: &mut Node, p: BoxPaint) {
     }
     if !p.effects.is_empty() {
         node.effects = Some(p.effects);
+    }
+}
+
+/// An SVG node whose element paints a box (corners, border, shadow, background) or clips: a
+/// frame with that paint, clipping, holding the SVG in its content box (Figma's SVG node has
+/// no corners of its own).
+fn boxed_svg(cx: &mut Ctx<'_, '_>, l: usize, svg: Node, paint: BoxPaint) -> Node {
+    let s = cx.s;
+    if !paints_something(&paint) && paint.radii.iter().all(|r| *r == 0.0) {
+        return svg;
+    }
+    let inset = |side: &str| s.px(l, &format!("border-{side}-width")) + s.px(l, &format!("padding-{side}"));
+    let (top, right, bottom, left) = (inset("top"), inset("right"), inset("bottom"), inset("left"));
+    let mut frame = Node {
+        kind: "FRAME",
+        name: svg.name.clone(),
+        x: svg.x,
+        y: svg.y,
+        width: svg.width,
+        height: svg.height,
+        clips_content: Some(true),
+        dom: svg.dom,
+        flex_item: svg.flex_item,
+        ..Node::default()
+    };
+    apply_paint(&mut frame, paint);
+    let inner = Node {
+        x: round(left),
+        y: round(top),
+        width: round((svg.width - left - right).max(0.0)),
+        height: round((svg.height - top - bottom).max(0.0)),
+        flex_item: false,
+        ..svg
+    };
+    cx.count += 1;
+    frame.children = Some(vec![inner]);
+    frame
+}
+
+/// A cell of a table whose borders collapse: Chromium's cell box runs to the middle of each
+/// shared border, so the border is centred on the box's edge, not inside it.
+fn collapsed_border(s: &Snapshot<'_>, l: usize, node: &mut Node) {
+    if node.strokes.is_some() && s.style(l, "display") == "table-cell" && s.style(l, "border-collapse") == "collapse" {
+        node.stroke_align = Some("CENTER");
     }
 }
 
@@ -859,6 +1006,8 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
                 if let Some(c) = content {
                     node.fills.get_or_insert_with(Vec::new).push(c);
                 }
+            } else {
+                node = boxed_svg(cx, l, node, paint);
             }
             cx.count += 1;
             into.nodes.push((paint_order, node));
@@ -870,6 +1019,22 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
                 let r = cx.add_image(&markup, "image/svg+xml", markup.clone().into_bytes());
                 node.kind = "SVG";
                 node.image_ref = Some(r);
+                node = boxed_svg(cx, l, node, paint);
+                cx.count += 1;
+                into.nodes.push((paint_order, node));
+            }
+            return;
+        }
+        "input"
+            if matches!(s.attr(n, "type").map(str::to_ascii_lowercase).as_deref(), Some("checkbox" | "radio"))
+                && s.style(l, "appearance") != "none" =>
+        {
+            // Chromium draws these with its own theme, in no CSS the snapshot holds: the
+            // control is its rendered picture.
+            if visible {
+                let r = cx.crop(b);
+                node.kind = "RECTANGLE";
+                node.fills = Some(vec![Paint::Image { image_ref: r, scale_mode: "FILL" }]);
                 cx.count += 1;
                 into.nodes.push((paint_order, node));
             }
@@ -896,7 +1061,9 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
             s.layouts_of[n].iter().copied().filter(|li| s.text_boxes.contains_key(li)).collect();
         if !paints_something(&paint) && opacity >= 1.0 {
             for li in generated {
-                text(cx, n, li, into);
+                if !symbol_marker(cx, n, li, into) {
+                    text(cx, n, li, into);
+                }
             }
             return;
         }
@@ -911,6 +1078,7 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
             // Too deep for a frame: its paint as a rectangle, its content beside it.
             node.kind = "RECTANGLE";
             apply_paint(&mut node, paint);
+            collapsed_border(s, l, &mut node);
             cx.count += 1;
             into.nodes.push((paint_order, node.clone()));
         }
@@ -919,7 +1087,20 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
         }
         return;
     }
+    if display == "inline" && paints && !clips && opacity >= 1.0 && !flex_item {
+        let lines = inline_lines(s, n);
+        if lines.len() > 1 {
+            // Broken across lines: CSS paints each line's fragment (box-decoration-break:
+            // slice), not the bounding box, which would cover the lines' other text.
+            inline_fragments(cx, n, l, &node, paint, &lines, paint_order, into);
+            for c in s.children[n].clone() {
+                visit(cx, c, into, false);
+            }
+            return;
+        }
+    }
     apply_paint(&mut node, paint);
+    collapsed_border(s, l, &mut node);
     node.clips_content = Some(clips);
     cx.count += 1;
     let mut inner = Container { ox: b[0], oy: b[1], depth: into.depth + 1, nodes: Vec::new() };
@@ -1031,6 +1212,150 @@ fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mu
     kids.clone_from_slice(&sorted);
 }
 
+/// The line fragments of an inline element, top to bottom, in page pixels: per line, the span of
+/// the glyph boxes of its text (its own text's when the line has some, else its descendants').
+fn inline_lines(s: &Snapshot<'_>, n: usize) -> Vec<[f64; 4]> {
+    // (box, is the element's own text)
+    let mut boxes: Vec<([f64; 4], bool)> = Vec::new();
+    let mut stack: Vec<(usize, bool)> = s.children[n].iter().map(|c| (*c, true)).collect();
+    while let Some((c, own)) = stack.pop() {
+        if s.node_type[c] == 3 {
+            if let Some(li) = s.layout_of[c] {
+                for (b, _, len) in s.text_boxes.get(&li).into_iter().flatten() {
+                    if *len > 0 && b[3] > 0.0 {
+                        boxes.push((*b, own));
+                    }
+                }
+            }
+        } else if s.node_type[c] == 1 && s.layout_of[c].is_some_and(|cl| s.style(cl, "display") == "inline") {
+            stack.extend(s.children[c].iter().map(|g| (*g, false)));
+        }
+    }
+    boxes.sort_by(|a, b| (a.0[1] + a.0[3] / 2.0).total_cmp(&(b.0[1] + b.0[3] / 2.0)));
+    let mut lines: Vec<Vec<([f64; 4], bool)>> = Vec::new();
+    for bx in boxes {
+        let mid = bx.0[1] + bx.0[3] / 2.0;
+        match lines.last_mut() {
+            Some(line) if line.iter().any(|(o, _)| mid > o[1] && mid < o[1] + o[3]) => line.push(bx),
+            _ => lines.push(vec![bx]),
+        }
+    }
+    lines
+        .into_iter()
+        .map(|line| {
+            let own = line.iter().any(|(_, o)| *o);
+            let it = || line.iter().filter(|(_, o)| *o || !own).map(|(b, _)| b);
+            let x0 = it().map(|b| b[0]).fold(f64::MAX, f64::min);
+            let x1 = it().map(|b| b[0] + b[2]).fold(f64::MIN, f64::max);
+            let y0 = it().map(|b| b[1]).fold(f64::MAX, f64::min);
+            let y1 = it().map(|b| b[1] + b[3]).fold(f64::MIN, f64::max);
+            [x0, y0, x1 - x0, y1 - y0]
+        })
+        .collect()
+}
+
+/// One rectangle per line fragment of an inline element: padding and border above and below
+/// on each, the start side's on the first only, the end side's on the last only (left to right).
+#[allow(clippy::too_many_arguments)]
+fn inline_fragments(
+    cx: &mut Ctx<'_, '_>,
+    n: usize,
+    l: usize,
+    node: &Node,
+    paint: BoxPaint,
+    lines: &[[f64; 4]],
+    paint_order: i64,
+    into: &mut Container,
+) {
+    let s = cx.s;
+    let edge = |side: &str| s.px(l, &format!("padding-{side}")) + s.px(l, &format!("border-{side}-width"));
+    let (top, right, bottom, left) = (edge("top"), edge("right"), edge("bottom"), edge("left"));
+    let last = lines.len() - 1;
+    for (i, line) in lines.iter().enumerate() {
+        let (first, end) = (i == 0, i == last);
+        let x0 = line[0] - if first { left } else { 0.0 };
+        let x1 = line[0] + line[2] + if end { right } else { 0.0 };
+        let (y0, y1) = (line[1] - top, line[1] + line[3] + bottom);
+        let mut p = BoxPaint {
+            fills: paint.fills.clone(),
+            strokes: paint.strokes.clone(),
+            radii: paint.radii,
+            effects: paint.effects.clone(),
+        };
+        if let Some((_, w)) = p.strokes.as_mut() {
+            w[1] = if end { w[1] } else { 0.0 };
+            w[3] = if first { w[3] } else { 0.0 };
+        }
+        // radii: top-left, top-right, bottom-right, bottom-left
+        if !first {
+            p.radii[0] = 0.0;
+            p.radii[3] = 0.0;
+        }
+        if !end {
+            p.radii[1] = 0.0;
+            p.radii[2] = 0.0;
+        }
+        let mut frag = Node {
+            kind: "RECTANGLE",
+            name: node.name.clone(),
+            x: round(x0 - into.ox),
+            y: round(y0 - into.oy),
+            width: round(x1 - x0),
+            height: round(y1 - y0),
+            dom: Some(n),
+            ..Node::default()
+        };
+        apply_paint(&mut frag, p);
+        cx.count += 1;
+        into.nodes.push((paint_order, frag));
+    }
+}
+
+/// A list marker Chromium paints as a shape rather than a glyph (disc, circle, square), as
+/// Blink's `ListMarker::RelativeSymbolMarkerRect` places it in the marker's fragment: a side
+/// of the fragment's width less 2, 1 px in, and (3/2 of the ascent less two thirds of it) down,
+/// the ascent being 3/2 (2 × side − 1) by the same formula. Answers whether it was one.
+fn symbol_marker(cx: &mut Ctx<'_, '_>, n: usize, li: usize, into: &mut Container) -> bool {
+    let s = cx.s;
+    let kind = s.style(li, "list-style-type");
+    let symbol = match s.l_text[li].map(str::trim) {
+        Some("•") => "disc",
+        Some("◦") => "circle",
+        Some("▪") => "square",
+        _ => return false,
+    };
+    let Some((b, _, _)) = s.text_boxes.get(&li).and_then(|v| v.first()) else { return false };
+    let side = b[2] - 2.0;
+    if kind != symbol || side <= 0.0 || s.style(li, "visibility") == "hidden" {
+        return false;
+    }
+    let Some(color) = parse_color(s.style(li, "color")).filter(|c| c.a > 0.0) else { return true };
+    // Blink draws the pixel-snapped rectangle.
+    let (x, y, d) = ((b[0] + 1.0).round(), (b[1] + 0.75 * (2.0 * side - 1.0)).round(), side.round());
+    let mut node = Node {
+        kind: if symbol == "square" { "RECTANGLE" } else { "ELLIPSE" },
+        name: s.label(n),
+        x: round(x - into.ox),
+        y: round(y - into.oy),
+        width: d,
+        height: d,
+        dom: Some(n),
+        ..Node::default()
+    };
+    if symbol == "circle" {
+        // A 1 px line on the outline.
+        node.fills = Some(Vec::new());
+        node.strokes = Some(vec![solid(&color)]);
+        node.stroke_weight = Some(1.0);
+        node.stroke_align = Some("CENTER");
+    } else {
+        node.fills = Some(vec![solid(&color)]);
+    }
+    cx.count += 1;
+    into.nodes.push((s.l_paint.get(li).copied().unwrap_or(0), node));
+    true
+}
+
 fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
     let s = cx.s;
     let Some(boxes) = s.text_boxes.get(&l) else { return };
@@ -1095,9 +1420,10 @@ fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
         }
         let name: String = chars.trim().chars().take(40).collect();
         // Chromium's box is the glyphs' (ascent to descent); Figma's text box is the line box,
-        // the half-leading above and below them.
+        // the half-leading above and below them (negative when the line is the shorter: Figma
+        // then still centres the glyphs on it, so the box must be centred too).
         let (y, h) = match line_height.value {
-            Some(lh) if lh > b[3] => (b[1] - (lh - b[3]) / 2.0, lh),
+            Some(lh) if lh > 0.0 => (b[1] - (lh - b[3]) / 2.0, lh),
             _ => (b[1], b[3]),
         };
         if used != wanted
@@ -1170,7 +1496,35 @@ fn input_text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], into: &mut 
         v if v > 0.0 => v,
         _ => (size * 1.2).round(),
     };
-    let left = s.px(l, "border-left-width") + s.px(l, "padding-left");
+    let themed = s.style(l, "appearance") != "none";
+    let select = s.tag(n) == "select";
+    // A themed select lays its text out 4 px past the padding (Chromium's
+    // LayoutThemeDefault::PopupInternalPaddingStart).
+    let left = s.px(l, "border-left-width") + s.px(l, "padding-left") + if select && themed { 4.0 } else { 0.0 };
+    if select && themed {
+        // Its arrow is the theme's drawing in the last 16 px inside the right border
+        // (PopupInternalPaddingEnd: the arrow box, 15 px, and 1): its picture.
+        let (bt, br, bb) = (s.px(l, "border-top-width"), s.px(l, "border-right-width"), s.px(l, "border-bottom-width"));
+        let rect = [b[0] + b[2] - br - 16.0, b[1] + bt, 16.0, b[3] - bt - bb];
+        if rect[0] > b[0] && rect[3] > 0.0 {
+            let r = cx.crop(rect);
+            cx.count += 1;
+            into.nodes.push((
+                i64::MAX,
+                Node {
+                    kind: "RECTANGLE",
+                    name: "arrow".into(),
+                    x: round(rect[0] - b[0]),
+                    y: round(bt),
+                    width: 16.0,
+                    height: round(rect[3]),
+                    fills: Some(vec![Paint::Image { image_ref: r, scale_mode: "FILL" }]),
+                    dom: Some(n),
+                    ..Node::default()
+                },
+            ));
+        }
+    }
     let top =
         if s.tag(n) == "textarea" { s.px(l, "border-top-width") + s.px(l, "padding-top") } else { (b[3] - line) / 2.0 };
     let css_family = s.style(l, "font-family");

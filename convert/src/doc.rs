@@ -209,4 +209,11 @@ pub struct Warning {
     pub path: String,
     /// The `name` of the document node it concerns (empty when no node was made).
     pub node: String,
+    /// Where that node is: the child indices from the document root (`[]` is the root), so a
+    /// plugin can select it. Absent when no node was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub indices: Option<Vec<usize>>,
+    /// The element it was found on, to find `indices` once the tree is built.
+    #[serde(skip)]
+    pub dom: usize,
 }

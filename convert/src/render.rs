@@ -118,6 +118,10 @@ pub const STYLES: &[&str] = &[
     "object-fit",
     "transform",
     "white-space",
+    "appearance",
+    "list-style-type",
+    "border-collapse",
+    "background-repeat",
 ];
 
 pub struct Renderer {
@@ -154,6 +158,9 @@ impl Renderer {
                 "--disable-default-apps",
                 "--mute-audio",
                 "--hide-scrollbars",
+                // Shared memory in /tmp: a container's /dev/shm is small (Docker's 64 MB) or
+                // missing (Lambda), and a renderer that runs out of it crashes the page.
+                "--disable-dev-shm-usage",
                 // The pictures do not depend on the machine's hinting settings.
                 "--font-render-hinting=none",
                 // No host resolves: the Fetch interception is the first wall, this the second.

@@ -297,3 +297,55 @@ Content-Location: cid:css-1@mhtml.blink\r\n\r\n.x {{ color: rgb(255, 0, 0) }}\r\
     assert_eq!(out.images.len(), 1);
     assert_eq!(out.blocked_requests, 0);
 }
+
+/// What the fidelity benchmark found Figma would draw otherwise than Chromium (docs/FIDELITY.md).
+#[test]
+fn paints_as_chromium_draws_them() {
+    let out = run(r#"<!DOCTYPE html><html><head><style>
+        body { margin: 0; font: 18px/30px "DejaVu Serif", serif; min-height: 300px;
+               background: linear-gradient(rgb(255, 0, 0) 0px, rgb(0, 0, 255) 100px) }
+        p { width: 300px; margin: 0 }
+        mark { background: rgb(255, 255, 0); padding: 0 2px }
+        h1 { font: 56px/40px "DejaVu Sans", sans-serif; margin: 0 }
+        table { border-collapse: collapse } td { border: 1px solid rgb(0, 0, 0); padding: 4px }
+        #rounded { display: block; width: 60px; height: 20px; border-radius: 8px }
+        </style></head><body>
+        <p>Some words before the <mark id="m">marked words that wrap onto the next line</mark> and after.</p>
+        <ul><li>one</li><li>two</li></ul>
+        <h1>Tight</h1>
+        <table><tr><td>a</td><td>b</td></tr></table>
+        <img id="rounded" src="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='60' height='20'%3E%3Crect width='60' height='20' fill='red'/%3E%3C/svg%3E">
+        <input id="box" type="checkbox" checked>
+        </body></html>"#);
+    let doc = &out.document;
+    let all = nodes(doc);
+    // The canvas takes body's gradient, sized for the root element; body paints none of it.
+    let fills = doc["fills"].as_array().expect("root fills");
+    assert!(fills.iter().any(|f| f["type"] == "GRADIENT_LINEAR"), "{fills:?}");
+    assert!(all.iter().filter(|n| n["name"] == "body").all(|b| b["fills"].as_array().is_none_or(|f| f.is_empty())));
+    // The page (the 900 px viewport) is taller than the root element: the gradient repeats.
+    let tile = all.iter().find(|n| n["name"] == "body background").expect("a repeat of the gradient");
+    assert_eq!(tile["fills"][0]["type"], "GRADIENT_LINEAR");
+    assert!(tile["absY"].as_f64().is_some_and(|y| y > 0.0));
+    // An inline box broken across lines paints one rectangle per line, not its bounding box.
+    let marks: Vec<&Value> = all.iter().filter(|n| n["name"] == "mark#m").collect();
+    assert!(marks.len() >= 2 && marks.iter().all(|m| m["type"] == "RECTANGLE"), "{marks:?}");
+    assert!(marks.iter().all(|m| m["height"].as_f64().is_some_and(|h| h < 30.0)), "{marks:?}");
+    // Disc markers are the circles Chromium draws, not a bullet glyph.
+    let discs = all.iter().filter(|n| n["type"] == "ELLIPSE").count();
+    assert_eq!(discs, 2);
+    assert!(all.iter().all(|n| n["characters"].as_str().is_none_or(|c| c.trim() != "•")));
+    // A line shorter than the glyphs: the text box is the line box, centred on them.
+    assert_eq!(text(&all, "Tight")["height"], 40.0);
+    // Collapsed table borders are shared: centred on the cell's edge.
+    let cell = all.iter().find(|n| n["name"] == "td").expect("a cell");
+    assert_eq!(cell["strokeAlign"], "CENTER");
+    // An SVG image with rounded corners: a clipping frame holds it.
+    let rounded = all.iter().find(|n| n["name"] == "img#rounded").expect("the image");
+    assert_eq!((rounded["type"].as_str(), rounded["cornerRadius"].as_f64()), (Some("FRAME"), Some(8.0)));
+    assert_eq!(rounded["clipsContent"], true);
+    assert!(all.iter().any(|n| n["type"] == "SVG" && n["absX"] == rounded["absX"]));
+    // A themed checkbox is its picture.
+    let check = all.iter().find(|n| n["name"] == "input#box").expect("the checkbox");
+    assert_eq!(check["fills"][0]["type"], "IMAGE");
+}

@@ -210,6 +210,20 @@ fn every_error_code_is_documented() {
 }
 
 #[test]
+fn every_warning_code_is_documented() {
+    let spec = spec();
+    let documented: Vec<String> = spec["components"]["schemas"]["ResultWarning"]["properties"]["code"]["enum"]
+        .as_array()
+        .expect("ResultWarning code enum")
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    // The result route accepts exactly these (worker/tests/warning_codes.rs holds the converter
+    // to the same list; the artifact schema is held to it in shared::domain::wire's tests).
+    assert_eq!(documented, shared::domain::artifact::WARNING_CODES, "openapi.yaml's ResultWarning codes");
+}
+
+#[test]
 fn statuses_headers_and_security_are_documented() {
     let spec = spec();
     let expected: &[(&str, &[&str])] = &[

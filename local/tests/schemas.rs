@@ -90,3 +90,15 @@ fn openapi_node_is_the_artifact_schemas_node() {
         assert!(NODE_DEFINITIONS.contains(&name), "{name} is referred to but not compared");
     }
 }
+
+#[test]
+fn the_artifact_schemas_warning_codes_are_the_accepted_ones() {
+    let (_, artifact) = schemas().into_iter().find(|(n, _)| *n == "artifact.schema.json").unwrap();
+    let codes: Vec<&str> = artifact["$defs"]["WarningCode"]["enum"]
+        .as_array()
+        .expect("WarningCode enum")
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(codes, shared::domain::artifact::WARNING_CODES);
+}

@@ -306,8 +306,9 @@ fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> 
 
 /// The `warnings` member: absent (or null), or at most `max_warnings` objects, each a `code`
 /// of [`WARNING_CODES`], a `message` (1 to 1 000 characters), and where: `path` (the DOM path,
-/// at most 2 000) and `node` (the document node's name, at most 1 000), both optional. When
-/// both are there, `warning_count` is their number.
+/// at most 2 000), `node` (the document node's name, at most 1 000) and `indices` (the node's
+/// child indices from the root, at most `max_depth`), all optional. When both the list and
+/// `warning_count` are there, `warning_count` is their number.
 fn check_warnings(
     v: Option<&Value>,
     warning_count: Option<i64>,
@@ -362,6 +363,16 @@ fn check_warnings(
                 r.add(format!("{at}.{name}"), problem)?;
                 ok = false;
             }
+        }
+        let indices_ok = match o.get("indices") {
+            None | Some(Value::Null) => true,
+            Some(Value::Array(a)) => a.len() <= limits.max_depth && a.iter().all(|i| i.as_u64().is_some()),
+            Some(_) => false,
+        };
+        if !indices_ok {
+            let problem = format!("indices must be an array of at most {} non-negative integers", limits.max_depth);
+            r.add(format!("{at}.indices"), problem)?;
+            ok = false;
         }
     }
     Ok(ok.then(|| Value::Array(list.clone())))
@@ -679,7 +690,8 @@ mod tests {
             serde_json::to_vec(&a).unwrap()
         };
         let good = json!([{"code": "font_substituted", "message": "Helvetica is not available; drawn with Inter",
-                           "path": "body > h1", "node": "Welcome"}, {"code": "canvas_skipped", "message": "x"}]);
+                           "path": "body > h1", "node": "Welcome", "indices": [0, 2]},
+                          {"code": "canvas_skipped", "message": "x", "indices": []}]);
         let a = validate(&with(good.clone(), 2), &expect(&n), &l).unwrap();
         assert_eq!(a.warnings, Some(good.clone()));
         // Version 1 artifacts without the list are as valid as ever.
@@ -691,6 +703,9 @@ mod tests {
             json!([{"code": "canvas_skipped"}]),
             json!([{"code": "canvas_skipped", "message": ""}]),
             json!([{"code": "canvas_skipped", "message": "x", "path": 3}]),
+            json!([{"code": "canvas_skipped", "message": "x", "indices": [-1]}]),
+            json!([{"code": "canvas_skipped", "message": "x", "indices": "0/2"}]),
+            json!([{"code": "canvas_skipped", "message": "x", "indices": vec![0; l.max_depth + 1]}]),
             json!(["x"]),
         ];
         for b in bad {

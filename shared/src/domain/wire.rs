@@ -1,5 +1,5 @@
 //! The worker protocol's JSON as types: what `schemas/*.schema.json` is generated from
-//! ([`schemas`], `UPDATE_SCHEMAS=1 cargo test -p code2des-shared --test schemas` writes them).
+//! ([`schemas`], `UPDATE_SCHEMAS=1 cargo test -p code2des-local --test schemas` writes them).
 //!
 //! These types describe shapes; they validate nothing. The backend reads the manifest through
 //! [`crate::domain::protocol::Manifest`], a webhook body through
@@ -675,6 +675,10 @@ pub struct ArtifactWarning {
     /// The `name` of the document node it concerns.
     #[schemars(length(max = 1000))]
     node: Option<String>,
+    /// Where that node is: its child indices from the document root (`[]` is the root, `[2, 0]`
+    /// the first child of the root's third), so a plugin can select it.
+    #[schemars(length(max = 40))]
+    indices: Option<Vec<u32>>,
 }
 
 // --- the webhook ---------------------------------------------------------------------------------

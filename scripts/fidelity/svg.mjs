@@ -1,0 +1,474 @@
+// The converted document (openapi.yaml's `Node` tree) as one SVG, drawn the way the reference
+// plugin (plugin/src/build.ts) has Figma build it: frames hold children in their own
+// coordinates, a group's children are placed from the group's origin, a leaf's children follow
+// it in its parent, auto layout places children in list order, fills paint bottom to top,
+// strokes lie INSIDE/CENTER/OUTSIDE the outline with per-side weights, a frame's strokes and
+// clipping sit above its children, shadows are knocked out under their node, TEXT nodes that
+// follow their text keep their top-left and put the baseline where Figma does (the leading
+// split evenly above and below the font's ascender and descender).
+
+import { metricsFor, parseStyle } from "./fonts.mjs";
+
+const f = (v) => (Number.isFinite(v) ? Math.round(v * 1000) / 1000 : 0);
+
+function esc(s) {
+  return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+function rgb(c) {
+  const ch = (v) => Math.round(Math.min(1, Math.max(0, v ?? 0)) * 255);
+  return `rgb(${ch(c.r)},${ch(c.g)},${ch(c.b)})`;
+}
+
+/** A rounded rectangle, each corner its own (rx, ry) radii, as path data. */
+function roundRect(x, y, w, h, radii) {
+  if (w <= 0 || h <= 0) return "";
+  const cl = ([rx, ry]) => [Math.max(0, Math.min(rx, w / 2)), Math.max(0, Math.min(ry, h / 2))];
+  const [tl, tr, br, bl] = radii.map(cl);
+  const p = [`M${f(x + tl[0])} ${f(y)}`, `H${f(x + w - tr[0])}`];
+  if (tr[0] > 0 && tr[1] > 0) p.push(`A${f(tr[0])} ${f(tr[1])} 0 0 1 ${f(x + w)} ${f(y + tr[1])}`);
+  p.push(`V${f(y + h - br[1])}`);
+  if (br[0] > 0 && br[1] > 0) p.push(`A${f(br[0])} ${f(br[1])} 0 0 1 ${f(x + w - br[0])} ${f(y + h)}`);
+  p.push(`H${f(x + bl[0])}`);
+  if (bl[0] > 0 && bl[1] > 0) p.push(`A${f(bl[0])} ${f(bl[1])} 0 0 1 ${f(x)} ${f(y + h - bl[1])}`);
+  p.push(`V${f(y + tl[1])}`);
+  if (tl[0] > 0 && tl[1] > 0) p.push(`A${f(tl[0])} ${f(tl[1])} 0 0 1 ${f(x + tl[0])} ${f(y)}`);
+  p.push("Z");
+  return p.join("");
+}
+
+function ellipsePath(x, y, w, h) {
+  if (w <= 0 || h <= 0) return "";
+  const rx = w / 2;
+  const ry = h / 2;
+  return `M${f(x)} ${f(y + ry)}A${f(rx)} ${f(ry)} 0 1 0 ${f(x + w)} ${f(y + ry)}A${f(rx)} ${f(ry)} 0 1 0 ${f(x)} ${f(y + ry)}Z`;
+}
+
+/** The four corner radii of a node: `cornerRadius`, each overridden by its corner's own. */
+function radii(n) {
+  const r = n.cornerRadius ?? 0;
+  return [n.topLeftRadius ?? r, n.topRightRadius ?? r, n.bottomRightRadius ?? r, n.bottomLeftRadius ?? r];
+}
+
+/** The node's outline offset outwards by (top, right, bottom, left) (negative: inwards). */
+function outline(n, [t, r, b, l] = [0, 0, 0, 0]) {
+  const w = n.width ?? 0;
+  const h = n.height ?? 0;
+  if (n.type === "ELLIPSE") return ellipsePath(-l, -t, w + l + r, h + t + b);
+  const [tl, tr, br, bl] = radii(n);
+  const corner = (c, dx, dy) => (c > 0 ? [Math.max(0, c + dx), Math.max(0, c + dy)] : [0, 0]);
+  return roundRect(-l, -t, w + l + r, h + t + b, [
+    corner(tl, l, t),
+    corner(tr, r, t),
+    corner(br, r, b),
+    corner(bl, l, b),
+  ]);
+}
+
+function invert([[a, b, c], [d, e, g]]) {
+  const det = a * e - b * d;
+  if (Math.abs(det) < 1e-12) return null;
+  return [
+    [e / det, -b / det, (b * g - c * e) / det],
+    [-d / det, a / det, (c * d - a * g) / det],
+  ];
+}
+
+const SCALE_MODE = { FILL: "xMidYMid slice", FIT: "xMidYMid meet", CROP: "none", TILE: "xMidYMid slice" };
+
+/** Auto layout: children in list order along the axis, from the padding, `itemSpacing` apart. */
+export function autoLayout(n, kids) {
+
+  const row = n.layoutMode === "HORIZONTAL";
+  const [ps, pe] = row ? [n.paddingLeft ?? 0, n.paddingRight ?? 0] : [n.paddingTop ?? 0, n.paddingBottom ?? 0];
+  const [cs, ce] = row ? [n.paddingTop ?? 0, n.paddingBottom ?? 0] : [n.paddingLeft ?? 0, n.paddingRight ?? 0];
+  const size = row ? n.width ?? 0 : n.height ?? 0;
+  const cross = row ? n.height ?? 0 : n.width ?? 0;
+  const flow = kids.filter((k) => k.visible !== false);
+  const main = (k) => (row ? k.width ?? 0 : k.height ?? 0);
+  const side = (k) => (row ? k.height ?? 0 : k.width ?? 0);
+  const total = flow.reduce((s, k) => s + main(k), 0);
+  let gap = n.itemSpacing ?? 0;
+  const free = size - ps - pe - total - gap * Math.max(0, flow.length - 1);
+  let at = ps;
+  switch (n.primaryAxisAlignItems) {
+    case "CENTER":
+      at += free / 2;
+      break;
+    case "MAX":
+      at += free;
+      break;
+    case "SPACE_BETWEEN":
+      if (flow.length > 1) gap = (size - ps - pe - total) / (flow.length - 1);
+      break;
+    default:
+  }
+  const out = [];
+  for (const k of flow) {
+    let c = cs;
+    if (n.counterAxisAlignItems === "CENTER") c = cs + (cross - cs - ce - side(k)) / 2;
+    else if (n.counterAxisAlignItems === "MAX") c = cross - ce - side(k);
+    out.push(row ? { ...k, x: at, y: c } : { ...k, x: c, y: at });
+    at += main(k) + gap;
+  }
+  return out;
+}
+
+export class SvgWriter {
+  /**
+   * @param images Map imageRef → { mime, bytes }
+   * @param warn   called with what the writer could not draw as Figma would
+   */
+  constructor(images, warn = () => {}) {
+    this.images = images;
+    this.warn = warn;
+    this.defs = [];
+    this.ids = 0;
+    this.uris = new Map();
+  }
+
+  id(prefix) {
+    this.ids += 1;
+    return `${prefix}${this.ids}`;
+  }
+
+  dataUri(ref) {
+    let uri = this.uris.get(ref);
+    if (uri === undefined) {
+      const img = this.images.get(ref);
+      if (!img) {
+        this.warn(`image ${ref} missing`);
+        return null;
+      }
+      uri = `data:${img.mime};base64,${img.bytes.toString("base64")}`;
+      this.uris.set(ref, uri);
+    }
+    return uri;
+  }
+
+  /** The whole document, `width`×`height` px (the reference picture's size). */
+  write(doc, width, height) {
+    const body = this.node(doc, 0, 0).join("\n");
+    return (
+      `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ` +
+      `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">\n` +
+      `<defs>${this.defs.join("\n")}</defs>\n${body}\n</svg>\n`
+    );
+  }
+
+  /** One node placed from (ox, oy) in its parent: itself, then a leaf's children after it. */
+  node(n, ox, oy) {
+    if (n.visible === false) return [];
+    const x = ox + (n.x ?? 0);
+    const y = oy + (n.y ?? 0);
+    const t = `translate(${f(x)} ${f(y)})${n.rotation ? ` rotate(${f(-n.rotation)})` : ""}`;
+    const op = n.opacity !== undefined && n.opacity < 1 ? ` opacity="${f(n.opacity)}"` : "";
+    if (n.type === "GROUP") {
+      const inner = (n.children ?? []).flatMap((c) => this.node(c, 0, 0));
+      return [`<g transform="${t}"${op}>${inner.join("")}</g>`];
+    }
+    let content = "";
+    switch (n.type) {
+      case "FRAME":
+        content = this.frame(n);
+        break;
+      case "RECTANGLE":
+      case "ELLIPSE":
+        content = this.shape(n, "");
+        break;
+      case "LINE":
+        content = this.line(n);
+        break;
+      case "VECTOR":
+        content = this.vector(n);
+        break;
+      case "TEXT":
+        content = this.text(n);
+        break;
+      case "SVG":
+        content = this.svg(n);
+        break;
+      default:
+        this.warn(`node type ${n.type} not drawn`);
+    }
+    const out = [`<g transform="${t}"${op}>${content}</g>`];
+    if (n.type !== "FRAME") for (const c of n.children ?? []) out.push(...this.node(c, x, y));
+    return out;
+  }
+
+  frame(n) {
+    const kids = n.children ?? [];
+    const placed = n.layoutMode === "HORIZONTAL" || n.layoutMode === "VERTICAL" ? autoLayout(n, kids) : kids;
+    let inner = placed.flatMap((c) => this.node(c, 0, 0)).join("");
+    // Figma's default for a new frame is to clip.
+    if (n.clipsContent !== false && inner) {
+      const clip = this.id("c");
+      this.defs.push(`<clipPath id="${clip}"><path d="${outline(n)}"/></clipPath>`);
+      inner = `<g clip-path="url(#${clip})">${inner}</g>`;
+    }
+    return this.shape(n, inner);
+  }
+
+  /** A shape node (frame, rectangle, ellipse): shadows, fills, inner shadows, `inner`, strokes. */
+  shape(n, inner) {
+    const d = outline(n);
+    const parts = [];
+    const effects = n.effects ?? [];
+    for (const e of effects) if (e.type === "DROP_SHADOW") parts.push(this.dropShadow(n, e, d));
+    for (const p of n.fills ?? []) parts.push(this.paint(n, p, `d="${d}"`));
+    for (const e of effects) if (e.type === "INNER_SHADOW") parts.push(this.innerShadow(n, e, d));
+    parts.push(inner);
+    for (const p of n.strokes ?? []) parts.push(this.stroke(n, p));
+    return parts.join("");
+  }
+
+  /** A path (`attrs`, its d) painted with one paint. */
+  paint(n, p, attrs) {
+    if (p.visible === false) return "";
+    const w = n.width ?? 0;
+    const h = n.height ?? 0;
+    switch (p.type) {
+      case "SOLID": {
+        const a = (p.opacity ?? 1) * (p.color.a ?? 1);
+        return `<path ${attrs} fill="${rgb(p.color)}"${a < 1 ? ` fill-opacity="${f(a)}"` : ""}/>`;
+      }
+      case "GRADIENT_LINEAR": {
+        const inv = invert(p.gradientTransform ?? [[1, 0, 0], [0, 1, 0]]);
+        if (!inv || w <= 0 || h <= 0) return "";
+        const id = this.id("g");
+        // Figma's transform maps the node's unit square to gradient space, where the colour
+        // runs along x from 0 to 1: the SVG gradient is that x axis, in bounding-box units,
+        // carried back into the unit square by the inverse.
+        const m = `matrix(${f(inv[0][0])} ${f(inv[1][0])} ${f(inv[0][1])} ${f(inv[1][1])} ${f(inv[0][2])} ${f(inv[1][2])})`;
+        const stops = (p.gradientStops ?? [])
+          .map(
+            (s) =>
+              `<stop offset="${f(s.position)}" stop-color="${rgb(s.color)}" stop-opacity="${f(s.color.a ?? 1)}"/>`,
+          )
+          .join("");
+        this.defs.push(
+          `<linearGradient id="${id}" gradientUnits="objectBoundingBox" x1="0" y1="0" x2="1" y2="0" gradientTransform="${m}">${stops}</linearGradient>`,
+        );
+        const a = p.opacity ?? 1;
+        return `<path ${attrs} fill="url(#${id})"${a < 1 ? ` fill-opacity="${f(a)}"` : ""}/>`;
+      }
+      case "IMAGE": {
+        const uri = this.dataUri(p.imageRef);
+        if (!uri || w <= 0 || h <= 0) return "";
+        const clip = this.id("c");
+        this.defs.push(`<clipPath id="${clip}"><path ${attrs}/></clipPath>`);
+        const a = p.opacity ?? 1;
+        const ratio = SCALE_MODE[p.scaleMode ?? "FILL"] ?? "xMidYMid slice";
+        return (
+          `<g clip-path="url(#${clip})"${a < 1 ? ` opacity="${f(a)}"` : ""}>` +
+          `<image x="0" y="0" width="${f(w)}" height="${f(h)}" preserveAspectRatio="${ratio}" xlink:href="${uri}"/></g>`
+        );
+      }
+      default:
+        this.warn(`paint type ${p.type} not drawn`);
+        return "";
+    }
+  }
+
+  /** A stroke as the area between two outlines, so per-side weights and alignment are exact. */
+  stroke(n, p) {
+    const wt = n.strokeWeight ?? 1;
+    const sides =
+      n.type === "FRAME" || n.type === "RECTANGLE"
+        ? [n.strokeTopWeight ?? wt, n.strokeRightWeight ?? wt, n.strokeBottomWeight ?? wt, n.strokeLeftWeight ?? wt]
+        : [wt, wt, wt, wt];
+    if (sides.every((s) => s <= 0)) return "";
+    const align = n.strokeAlign ?? "CENTER";
+    const k = align === "INSIDE" ? [0, 1] : align === "OUTSIDE" ? [1, 0] : [0.5, 0.5];
+    const outer = outline(
+      n,
+      sides.map((s) => s * k[0]),
+    );
+    const innerOutline = outline(
+      n,
+      sides.map((s) => -s * k[1]),
+    );
+    return this.paint(n, p, `d="${outer}${innerOutline}" fill-rule="evenodd"`);
+  }
+
+  blur(radius, box) {
+    const id = this.id("f");
+    const sigma = radius / 2;
+    const m = sigma * 3 + 1;
+    this.defs.push(
+      `<filter id="${id}" filterUnits="userSpaceOnUse" x="${f(box[0] - m)}" y="${f(box[1] - m)}" width="${f(box[2] + 2 * m)}" height="${f(box[3] + 2 * m)}">` +
+        `<feGaussianBlur stdDeviation="${f(sigma)}"/></filter>`,
+    );
+    return id;
+  }
+
+  /** CSS and Figma alike: the shape grown by the spread, offset, blurred (σ = radius / 2), and not drawn under the node. */
+  dropShadow(n, e, d) {
+    const s = e.spread ?? 0;
+    const w = n.width ?? 0;
+    const h = n.height ?? 0;
+    const shadow = outline(n, [s, s, s, s]);
+    const box = [e.offset.x - s, e.offset.y - s, w + 2 * s, h + 2 * s];
+    const filter = e.radius > 0 ? this.blur(e.radius, box) : null;
+    const big = 4 * (e.radius + Math.abs(s)) + Math.abs(e.offset.x) + Math.abs(e.offset.y) + 10;
+    const knock = this.id("m");
+    this.defs.push(
+      `<clipPath id="${knock}"><path clip-rule="evenodd" d="M${f(-big)} ${f(-big)}H${f(w + big)}V${f(h + big)}H${f(-big)}Z${d}"/></clipPath>`,
+    );
+    return (
+      `<g clip-path="url(#${knock})"><g${filter ? ` filter="url(#${filter})"` : ""}>` +
+      `<path transform="translate(${f(e.offset.x)} ${f(e.offset.y)})" d="${shadow}" fill="${rgb(e.color)}" fill-opacity="${f(e.color.a ?? 1)}"/></g></g>`
+    );
+  }
+
+  /** Inside the shape: everything but the shape shrunk by the spread and offset, blurred. */
+  innerShadow(n, e, d) {
+    const s = e.spread ?? 0;
+    const w = n.width ?? 0;
+    const h = n.height ?? 0;
+    const big = 4 * (e.radius + Math.abs(s)) + Math.abs(e.offset.x) + Math.abs(e.offset.y) + 10;
+    const hole = outline(n, [-s, -s, -s, -s]);
+    const clip = this.id("c");
+    this.defs.push(`<clipPath id="${clip}"><path d="${d}"/></clipPath>`);
+    const filter = e.radius > 0 ? this.blur(e.radius, [-big, -big, w + 2 * big, h + 2 * big]) : null;
+    return (
+      `<g clip-path="url(#${clip})"><g${filter ? ` filter="url(#${filter})"` : ""}>` +
+      `<path fill-rule="evenodd" transform="translate(${f(e.offset.x)} ${f(e.offset.y)})" ` +
+      `d="M${f(-big)} ${f(-big)}H${f(w + big)}V${f(h + big)}H${f(-big)}Z${hole}" fill="${rgb(e.color)}" fill-opacity="${f(e.color.a ?? 1)}"/></g></g>`
+    );
+  }
+
+  line(n) {
+    const w = n.strokeWeight ?? 1;
+    return (n.strokes ?? [])
+      .map((p) => this.paint({ ...n, height: w }, p, `d="${roundRect(0, -w / 2, n.width ?? 0, w, [[0, 0], [0, 0], [0, 0], [0, 0]])}"`))
+      .join("");
+  }
+
+  vector(n) {
+    const parts = [];
+    for (const vp of n.vectorPaths ?? []) {
+      const rule = vp.windingRule === "EVENODD" ? "evenodd" : "nonzero";
+      for (const p of n.fills ?? []) parts.push(this.paint(n, p, `d="${esc(vp.data)}" fill-rule="${rule}"`));
+      for (const p of n.strokes ?? []) {
+        if (p.type !== "SOLID") continue;
+        const a = (p.opacity ?? 1) * (p.color.a ?? 1);
+        parts.push(
+          `<path d="${esc(vp.data)}" fill="none" stroke="${rgb(p.color)}" stroke-opacity="${f(a)}" stroke-width="${f(n.strokeWeight ?? 1)}"/>`,
+        );
+      }
+    }
+    return parts.join("");
+  }
+
+  /**
+   * One TEXT node. Each line is `lineHeight` tall (AUTO: the font's ascender + descender +
+   * line gap), its baseline the half-leading plus the ascender below the line's top.
+   * WIDTH_AND_HEIGHT boxes follow the text from their top-left, so the text starts at x = 0;
+   * fixed-width boxes align it within their width.
+   */
+  text(n) {
+    const size = n.fontSize ?? 12;
+    const family = n.fontName?.family ?? "Inter";
+    const style = n.fontName?.style ?? "Regular";
+    const { weight, italic } = parseStyle(style);
+    const m = metricsFor(family, style);
+    const content = (m.ascender + m.descender) * size;
+    const lh = n.lineHeight;
+    let line = (m.ascender + m.descender + m.lineGap) * size;
+    if (lh?.unit === "PIXELS" && lh.value !== undefined) line = lh.value;
+    else if (lh?.unit === "PERCENT" && lh.value !== undefined) line = (lh.value / 100) * size;
+    const baseline0 = (line - content) / 2 + m.ascender * size;
+    let chars = n.characters ?? "";
+    switch (n.textCase) {
+      case "UPPER":
+        chars = chars.toUpperCase();
+        break;
+      case "LOWER":
+        chars = chars.toLowerCase();
+        break;
+      case "TITLE":
+        chars = chars.replace(/(^|\s)(\S)/g, (_, s, c) => s + c.toUpperCase());
+        break;
+      default:
+    }
+    const fill = (n.fills ?? []).find((p) => p.type === "SOLID" && p.visible !== false);
+    const color = fill ? rgb(fill.color) : "rgb(0,0,0)";
+    const alpha = fill ? (fill.opacity ?? 1) * (fill.color.a ?? 1) : 1;
+    if (!fill) this.warn("TEXT without a solid fill drawn black");
+    const ls = n.letterSpacing;
+    const spacing =
+      ls?.value === undefined ? 0 : ls.unit === "PERCENT" ? (ls.value / 100) * size : ls.value;
+    const deco = n.textDecoration === "UNDERLINE" ? "underline" : n.textDecoration === "STRIKETHROUGH" ? "line-through" : "";
+    const fixed = n.textAutoResize !== "WIDTH_AND_HEIGHT";
+    const align = fixed ? n.textAlignHorizontal ?? "LEFT" : "LEFT";
+    const anchor = align === "CENTER" ? "middle" : align === "RIGHT" ? "end" : "start";
+    const ax = align === "CENTER" ? (n.width ?? 0) / 2 : align === "RIGHT" ? n.width ?? 0 : 0;
+    const attrs =
+      `font-family="${esc(family)}" font-size="${f(size)}" font-weight="${weight}"` +
+      (italic ? ` font-style="italic"` : "") +
+      (spacing ? ` letter-spacing="${f(spacing)}"` : "") +
+      (deco ? ` text-decoration="${deco}"` : "") +
+      (anchor !== "start" ? ` text-anchor="${anchor}"` : "") +
+      ` fill="${color}"${alpha < 1 ? ` fill-opacity="${f(alpha)}"` : ""}`;
+    // Figma wraps only boxes of fixed width; each line break in the characters is a line.
+    const lines = chars.split("\n");
+    return lines
+      .map((l, i) =>
+        l.length === 0
+          ? ""
+          : `<text xml:space="preserve" x="${f(ax)}" y="${f(baseline0 + i * line)}" ${attrs}>${esc(l)}</text>`,
+      )
+      .join("");
+  }
+
+  /**
+   * `figma.createNodeFromSvg` makes a frame at the SVG's own size (its width and height, else
+   * its viewBox), which the plugin scales by the smaller of the two ratios to the node's size,
+   * from the node's top-left.
+   */
+  svg(n) {
+    const img = this.images.get(n.imageRef);
+    if (!img) {
+      this.warn(`SVG ${n.imageRef} missing`);
+      return "";
+    }
+    const text = img.bytes.toString("utf8");
+    const root = /<svg\b[^>]*>/i.exec(text)?.[0] ?? "";
+    const attr = (name) => new RegExp(`\\s${name}\\s*=\\s*["']([^"']*)["']`, "i").exec(root)?.[1];
+    const num = (v) => (v !== undefined && /^\s*[\d.]+\s*(px)?\s*$/.test(v) ? parseFloat(v) : undefined);
+    const vb = (attr("viewBox") ?? "").split(/[\s,]+/).map(Number);
+    let sw = num(attr("width")) ?? (vb.length === 4 ? vb[2] : undefined);
+    let sh = num(attr("height")) ?? (vb.length === 4 ? vb[3] : undefined);
+    if (!(sw > 0) || !(sh > 0)) {
+      sw = n.width ?? 100;
+      sh = n.height ?? 100;
+    }
+    const k = Math.min((n.width ?? sw) / sw, (n.height ?? sh) / sh);
+    const uri = this.dataUri(n.imageRef);
+    return `<image x="0" y="0" width="${f(sw * k)}" height="${f(sh * k)}" preserveAspectRatio="none" xlink:href="${uri}"/>`;
+  }
+}
+
+/**
+ * Every node with its box in page pixels, placed as the writer draws it (auto layout applied,
+ * a group's and a leaf's children as build.ts places them); rotation is not followed.
+ */
+export function place(doc) {
+  const out = [];
+  const walk = (n, ox, oy) => {
+    if (n.visible === false) return;
+    const x = ox + (n.x ?? 0);
+    const y = oy + (n.y ?? 0);
+    out.push({ node: n, x, y, w: n.width ?? 0, h: n.height ?? 0 });
+    const kids = n.children ?? [];
+    if (n.type === "FRAME") {
+      const placed = n.layoutMode === "HORIZONTAL" || n.layoutMode === "VERTICAL" ? autoLayout(n, kids) : kids;
+      for (const c of placed) walk(c, x, y);
+    } else {
+      for (const c of kids) walk(c, x, y);
+    }
+  };
+  walk(doc, 0, 0);
+  return out;
+}

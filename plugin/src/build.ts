@@ -25,6 +25,29 @@ export class ImageStore {
 
 const FALLBACK_FONT: FontName = { family: "Inter", style: "Regular" };
 
+/**
+ * Plugin data on every node the Builder makes: the document node's child indices from the
+ * root, as `indexKey` writes them. Kept in the file, so a warning's `indices` still find their
+ * layer in a later session, after the designer renamed, reordered or regrouped layers inside the
+ * design (./report.ts).
+ */
+export const INDICES_KEY = "code2des.indices";
+/** Plugin data on a design's root: the job it was built from (code.ts sets it). */
+export const JOB_KEY = "code2desId";
+
+/** `[2, 0]` → `"[2,0]"`; the root is `"[]"`. */
+export const indexKey = (indices: readonly number[]) => JSON.stringify(indices);
+
+/** What the Builder itself could not render as the document asked: the plugin's part of the fidelity report. */
+export interface BuildWarning {
+  code: "font_substituted" | "empty_group" | "paint_skipped";
+  message: string;
+  /** The document node's name, when it has one. */
+  node?: string;
+  /** The document node's child indices from the root (for a font: its first text layer). */
+  indices: number[];
+}
+
 /** One row of a gradient's 2×3 transform. */
 function row(r: number[] | undefined): [number, number, number] {
   return [r?.[0] ?? 0, r?.[1] ?? 0, r?.[2] ?? 0];
@@ -35,12 +58,14 @@ export interface Built {
   /** Figma nodes created, the root included. */
   nodes: number;
   /** What could not be rendered as the document asked (font fallbacks, empty groups, …). */
-  warnings: string[];
+  warnings: BuildWarning[];
 }
 
 export class Builder {
   private fonts = new Map<string, Promise<FontName>>();
-  private warnings: string[] = [];
+  private warnings: BuildWarning[] = [];
+  /** One warning per unavailable font, counting the text layers it concerns. */
+  private substituted = new Map<string, { warning: BuildWarning; layers: number }>();
   private count = 0;
 
   constructor(
@@ -51,8 +76,9 @@ export class Builder {
   /** Builds `doc` into `parent` (the current page by default) and answers its root. */
   async build(doc: Node, parent: Container = this.figma.currentPage): Promise<Built> {
     this.warnings = [];
+    this.substituted.clear();
     this.count = 0;
-    const roots = await this.node(doc, parent, 0, 0);
+    const roots = await this.node(doc, parent, 0, 0, []);
     const root = roots[0];
     if (!root) throw new Error("the document built no node");
     return { root, nodes: this.count, warnings: this.warnings };
@@ -61,30 +87,31 @@ export class Builder {
   /**
    * Builds one document node into `parent`, positioned from (ox, oy) in the parent's
    * coordinates. Answers the Figma nodes made at this level: the node itself, then (for a node
-   * Figma cannot nest children in) its children as following siblings.
+   * Figma cannot nest children in) its children as following siblings. `at` is the node's child
+   * indices from the document root.
    */
-  private async node(doc: Node, parent: Container, ox: number, oy: number): Promise<SceneNode[]> {
+  private async node(doc: Node, parent: Container, ox: number, oy: number, at: number[]): Promise<SceneNode[]> {
     const x = ox + (doc.x ?? 0);
     const y = oy + (doc.y ?? 0);
     let made: SceneNode;
     switch (doc.type) {
       case "GROUP":
-        return [await this.group(doc, parent, x, y)];
+        return [await this.group(doc, parent, x, y, at)];
       case "FRAME": {
         const frame = this.figma.createFrame();
         parent.appendChild(frame);
-        this.common(frame, doc, x, y);
+        this.common(frame, doc, x, y, at);
         this.corners(frame, doc);
         if (doc.clipsContent !== undefined) frame.clipsContent = doc.clipsContent;
         // A frame is its children's coordinate space.
-        for (const child of doc.children ?? []) await this.node(child, frame, 0, 0);
+        for (const [i, child] of (doc.children ?? []).entries()) await this.node(child, frame, 0, 0, [...at, i]);
         this.autoLayout(frame, doc);
         return [frame];
       }
       case "RECTANGLE": {
         const rect = this.figma.createRectangle();
         parent.appendChild(rect);
-        this.common(rect, doc, x, y);
+        this.common(rect, doc, x, y, at);
         this.corners(rect, doc);
         made = rect;
         break;
@@ -92,7 +119,7 @@ export class Builder {
       case "ELLIPSE": {
         const ellipse = this.figma.createEllipse();
         parent.appendChild(ellipse);
-        this.common(ellipse, doc, x, y);
+        this.common(ellipse, doc, x, y, at);
         made = ellipse;
         break;
       }
@@ -100,7 +127,7 @@ export class Builder {
         const line = this.figma.createLine();
         parent.appendChild(line);
         // A line's height is 0 by definition (Figma refuses any other); its length is the width.
-        this.common(line, { ...doc, width: undefined, height: undefined }, x, y);
+        this.common(line, { ...doc, width: undefined, height: undefined }, x, y, at);
         if (doc.width !== undefined) line.resize(Math.max(doc.width, 0.01), 0);
         made = line;
         break;
@@ -111,7 +138,7 @@ export class Builder {
         if (doc.vectorPaths) {
           vector.vectorPaths = doc.vectorPaths.map((p) => ({ windingRule: p.windingRule ?? "NONZERO", data: p.data }));
         }
-        this.common(vector, doc, x, y);
+        this.common(vector, doc, x, y, at);
         made = vector;
         break;
       }
@@ -119,7 +146,10 @@ export class Builder {
         const text = this.figma.createText();
         parent.appendChild(text);
         // Figma refuses text edits until the node's font is loaded.
-        text.fontName = await this.font(doc.fontName);
+        const want = doc.fontName ?? FALLBACK_FONT;
+        const font = await this.font(want);
+        text.fontName = font;
+        if (font.family !== want.family || font.style !== want.style) this.fontSubstituted(want, doc, at);
         text.characters = doc.characters ?? "";
         if (doc.fontSize !== undefined) text.fontSize = doc.fontSize;
         if (doc.textAlignHorizontal !== undefined) text.textAlignHorizontal = doc.textAlignHorizontal;
@@ -132,7 +162,7 @@ export class Builder {
         if (doc.letterSpacing !== undefined) text.letterSpacing = { ...doc.letterSpacing };
         if (doc.textDecoration !== undefined) text.textDecoration = doc.textDecoration;
         if (doc.textCase !== undefined) text.textCase = doc.textCase;
-        this.common(text, doc, x, y);
+        this.common(text, doc, x, y, at);
         // After the resize: a box that follows its text (one line stays one line).
         if (doc.textAutoResize !== undefined) text.textAutoResize = doc.textAutoResize;
         made = text;
@@ -146,7 +176,7 @@ export class Builder {
         const frame = this.figma.createNodeFromSvg(svg);
         parent.appendChild(frame);
         const { width, height, ...rest } = doc;
-        this.common(frame, rest, x, y);
+        this.common(frame, rest, x, y, at);
         if (width !== undefined && height !== undefined && frame.width > 0 && frame.height > 0) {
           frame.rescale(Math.min(width / frame.width, height / frame.height));
         }
@@ -162,25 +192,26 @@ export class Builder {
     // Figma nests children only in frames and groups: a leaf's children follow it, placed
     // from its top-left, so nothing the backend validated is dropped.
     const out: SceneNode[] = [made];
-    for (const child of doc.children ?? []) out.push(...(await this.node(child, parent, x, y)));
+    for (const [i, child] of (doc.children ?? []).entries()) out.push(...(await this.node(child, parent, x, y, [...at, i])));
     return out;
   }
 
-  private async group(doc: Node & { type: "GROUP" }, parent: Container, x: number, y: number): Promise<SceneNode> {
+  private async group(doc: Node & { type: "GROUP" }, parent: Container, x: number, y: number, at: number[]): Promise<SceneNode> {
     // A group has no coordinate space of its own: its children sit in the parent's.
     const members: SceneNode[] = [];
-    for (const child of doc.children ?? []) members.push(...(await this.node(child, parent, x, y)));
+    for (const [i, child] of (doc.children ?? []).entries()) members.push(...(await this.node(child, parent, x, y, [...at, i])));
     if (members.length === 0) {
       // Figma cannot make an empty group; keep the layer (and its name) as an empty frame.
-      this.warnings.push(`empty group ${JSON.stringify(doc.name ?? "")} built as an empty frame`);
+      this.warn("empty_group", `empty group ${JSON.stringify(doc.name ?? "")} built as an empty frame`, doc, at);
       const frame = this.figma.createFrame();
       parent.appendChild(frame);
-      this.common(frame, { ...doc, fills: [], strokes: [] }, x, y);
+      this.common(frame, { ...doc, fills: [], strokes: [] }, x, y, at);
       frame.fills = [];
       return frame;
     }
     const group = this.figma.group(members, parent);
     this.count++;
+    group.setPluginData(INDICES_KEY, indexKey(at));
     if (doc.name !== undefined) group.name = doc.name;
     if (doc.opacity !== undefined) group.opacity = doc.opacity;
     if (doc.visible !== undefined) group.visible = doc.visible;
@@ -227,14 +258,16 @@ export class Builder {
     }
   }
 
-  /** What every built node shares: name, geometry, paints, opacity, visibility. */
+  /** What every built node shares: its indices, name, geometry, paints, opacity, visibility. */
   private common(
     node: SceneNode & LayoutMixin & BlendMixin & MinimalFillsMixin & MinimalStrokesMixin,
     doc: Omit<Node, "type"> & { fills?: DocPaint[]; strokes?: DocPaint[] },
     x: number,
     y: number,
+    at: number[],
   ): void {
     this.count++;
+    node.setPluginData(INDICES_KEY, indexKey(at));
     if (doc.name !== undefined) node.name = doc.name;
     if (doc.width !== undefined || doc.height !== undefined) {
       // Figma's smallest side is 0.01 px.
@@ -245,8 +278,8 @@ export class Builder {
     if (doc.rotation !== undefined) node.rotation = doc.rotation;
     if (doc.opacity !== undefined) node.opacity = doc.opacity;
     if (doc.visible !== undefined) node.visible = doc.visible;
-    if (doc.fills !== undefined) node.fills = this.paints(doc.fills);
-    if (doc.strokes !== undefined) node.strokes = this.paints(doc.strokes);
+    if (doc.fills !== undefined) node.fills = this.paints(doc.fills, doc, at);
+    if (doc.strokes !== undefined) node.strokes = this.paints(doc.strokes, doc, at);
     if (doc.strokeWeight !== undefined) node.strokeWeight = doc.strokeWeight;
     if (doc.strokeAlign !== undefined) node.strokeAlign = doc.strokeAlign;
     // Per-side weights exist on frames and rectangles only.
@@ -272,7 +305,7 @@ export class Builder {
     }
   }
 
-  private paints(paints: DocPaint[]): Paint[] {
+  private paints(paints: DocPaint[], doc: { name?: string }, at: number[]): Paint[] {
     const out: Paint[] = [];
     for (const p of paints) {
       switch (p.type) {
@@ -304,22 +337,39 @@ export class Builder {
           });
           break;
         default:
-          this.warnings.push(`paint type ${(p as { type: string }).type} skipped`);
+          this.warn("paint_skipped", `paint type ${(p as { type: string }).type} skipped`, doc, at);
       }
     }
     return out;
   }
 
+  private warn(code: BuildWarning["code"], message: string, doc: { name?: string }, at: number[]): BuildWarning {
+    const w: BuildWarning = { code, message, ...(doc.name ? { node: doc.name } : {}), indices: at };
+    this.warnings.push(w);
+    return w;
+  }
+
+  /** One warning per font, not per text layer: a page in a missing font would list every paragraph. */
+  private fontSubstituted(font: FontName, doc: { name?: string }, at: number[]): void {
+    const key = `${font.family}\u0000${font.style}`;
+    const seen = this.substituted.get(key);
+    const base = `font ${font.family} ${font.style} is not available; used Inter Regular`;
+    if (!seen) {
+      this.substituted.set(key, { warning: this.warn("font_substituted", base, doc, at), layers: 1 });
+      return;
+    }
+    seen.layers++;
+    seen.warning.message = `${base} (${seen.layers} text layers)`;
+  }
+
   /** Loads a font once; one that is not available falls back to Inter Regular. */
-  private font(want: FontName | undefined): Promise<FontName> {
-    const font = want ?? FALLBACK_FONT;
+  private font(font: FontName): Promise<FontName> {
     const key = `${font.family}\u0000${font.style}`;
     let loading = this.fonts.get(key);
     if (!loading) {
       loading = this.figma.loadFontAsync(font).then(
         () => font,
         async () => {
-          this.warnings.push(`font ${font.family} ${font.style} is not available; used Inter Regular`);
           await this.figma.loadFontAsync(FALLBACK_FONT);
           return FALLBACK_FONT;
         },

@@ -1,10 +1,12 @@
 // The plugin's main thread: owns the Figma document, never the network. The UI iframe does
 // the API calls and sends the images one message each, then the document; this side turns
-// them into nodes (./build.ts), answers the root's id for the placement call, and finds a
-// placed job's node again.
+// them into nodes (./build.ts), keeps the fidelity report on the root (./report.ts), answers
+// the root's id for the placement call, and finds a placed job's node, or a warning's layer,
+// again.
 
-import { Builder, ImageStore } from "./build.js";
+import { Builder, ImageStore, JOB_KEY } from "./build.js";
 import type { FileInfo, MainToUi, UiToMain } from "./messages.js";
+import { composeReport, findLayer, missingLayers, readReport, reportTotal, storeReport } from "./report.js";
 
 const SETTINGS_KEY = "code2des.settings";
 const FILE_KEY_DATA = "code2des.fileKey";
@@ -44,6 +46,14 @@ function pageOf(node: BaseNode): PageNode | null {
   return n;
 }
 
+/** Makes the node's page current, selects the node and scrolls to it; answers the page's name. */
+async function reveal(node: SceneNode, page: PageNode): Promise<string> {
+  if (page.id !== figma.currentPage.id) await figma.setCurrentPageAsync(page);
+  figma.currentPage.selection = [node];
+  figma.viewport.scrollAndZoomIntoView([node]);
+  return page.name;
+}
+
 figma.ui.onmessage = async (msg: UiToMain) => {
   switch (msg.type) {
     case "ready": {
@@ -74,10 +84,23 @@ figma.ui.onmessage = async (msg: UiToMain) => {
         const center = figma.viewport.center;
         root.x = Math.round(center.x - root.width / 2);
         root.y = Math.round(center.y - root.height / 2);
-        root.setPluginData("code2desId", msg.code2desId);
+        root.setPluginData(JOB_KEY, msg.code2desId);
+        const report = composeReport(msg.warnings, msg.warningCount, built.warnings);
+        try {
+          storeReport(root, report);
+        } catch {
+          // The design is built: losing its report must not lose its placement.
+        }
         figma.currentPage.selection = [root];
         figma.viewport.scrollAndZoomIntoView([root]);
-        send({ type: "built", replyTo: msg.id, nodeId: root.id, nodes: built.nodes, warnings: built.warnings });
+        send({
+          type: "built",
+          replyTo: msg.id,
+          nodeId: root.id,
+          nodes: built.nodes,
+          warnings: built.warnings,
+          reportCount: reportTotal(report),
+        });
       } catch (e) {
         send({ type: "failed", replyTo: msg.id, message: String(e) });
       } finally {
@@ -93,10 +116,7 @@ figma.ui.onmessage = async (msg: UiToMain) => {
           send({ type: "shown", replyTo: msg.id, found: false, page: null });
           return;
         }
-        if (page.id !== figma.currentPage.id) await figma.setCurrentPageAsync(page);
-        figma.currentPage.selection = [node];
-        figma.viewport.scrollAndZoomIntoView([node]);
-        send({ type: "shown", replyTo: msg.id, found: true, page: page.name });
+        send({ type: "shown", replyTo: msg.id, found: true, page: await reveal(node, page) });
       } catch (e) {
         send({ type: "failed", replyTo: msg.id, message: String(e) });
       }
@@ -104,8 +124,37 @@ figma.ui.onmessage = async (msg: UiToMain) => {
     case "check-nodes":
       try {
         const missing: string[] = [];
-        for (const id of msg.nodeIds) if (!(await findNode(id))) missing.push(id);
-        send({ type: "nodes", replyTo: msg.id, missing });
+        const reports: Record<string, number> = {};
+        for (const id of msg.nodeIds) {
+          const node = await findNode(id);
+          if (!node) missing.push(id);
+          const report = node && readReport(node);
+          if (report) reports[id] = reportTotal(report);
+        }
+        send({ type: "nodes", replyTo: msg.id, missing, reports });
+      } catch (e) {
+        send({ type: "failed", replyTo: msg.id, message: String(e) });
+      }
+      return;
+    case "get-report":
+      try {
+        const root = await findNode(msg.nodeId);
+        const report = root && readReport(root);
+        send({ type: "report", replyTo: msg.id, report, missing: root && report ? missingLayers(root, report) : [] });
+      } catch (e) {
+        send({ type: "failed", replyTo: msg.id, message: String(e) });
+      }
+      return;
+    case "select":
+      try {
+        const root = await findNode(msg.nodeId);
+        const page = root && pageOf(root);
+        const layer = root && findLayer(root, msg.indices);
+        if (!root || !page || !layer) {
+          send({ type: "selected", replyTo: msg.id, outcome: root && page ? "no-layer" : "no-design", name: null, page: null });
+          return;
+        }
+        send({ type: "selected", replyTo: msg.id, outcome: "selected", name: layer.name, page: await reveal(layer, page) });
       } catch (e) {
         send({ type: "failed", replyTo: msg.id, message: String(e) });
       }

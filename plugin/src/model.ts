@@ -2,7 +2,8 @@
 // a job is in for a designer, the actions each state allows, the pasted settings, the age of a
 // job in words.
 
-import type { Job } from "@code2des/client";
+import type { Job, WarningCode } from "@code2des/client";
+import type { BuildWarning } from "./build.js";
 import type { Settings } from "./messages.js";
 
 /** A job as a designer sees it: the API's three statuses, told apart further. */
@@ -137,3 +138,34 @@ export function checkSettings(s: Partial<Settings>): Settings {
 
 /** Whole seconds left until `at` (epoch ms), never negative: the quota wait's countdown. */
 export const secondsLeft = (at: number, now: number = Date.now()) => Math.max(0, Math.ceil((at - now) / 1000));
+
+/**
+ * The fidelity report's codes as a designer reads them: the converter's (openapi.yaml
+ * `ResultWarning`; a code added there fails the type check until it has a label here), then the
+ * plugin's own.
+ */
+export const WARNING_LABEL: Record<WarningCode | BuildWarning["code"], string> = {
+  font_substituted: "Font substituted",
+  unsupported_css: "Unsupported CSS",
+  image_converted: "Image converted",
+  image_too_large: "Image too large",
+  image_unavailable: "Image unavailable",
+  pseudo_element: "Pseudo-element",
+  canvas_skipped: "Canvas skipped",
+  iframe_skipped: "Iframe skipped",
+  video_skipped: "Video skipped",
+  node_limit: "Node limit reached",
+  empty_group: "Empty group",
+  paint_skipped: "Paint skipped",
+};
+
+/** A code's label; one added to the API after this plugin was built still reads: `new_code` → "New code". */
+export function warningLabel(code: string): string {
+  // Own keys only: a code never shadows Object.prototype's members ("constructor").
+  if (Object.prototype.hasOwnProperty.call(WARNING_LABEL, code)) return (WARNING_LABEL as Record<string, string>)[code] as string;
+  const words = code.replace(/_/g, " ").trim();
+  return words ? words[0]?.toUpperCase() + words.slice(1) : "Warning";
+}
+
+/** "No warnings", "1 warning", "3 warnings". */
+export const warningsText = (n: number) => (n === 0 ? "No warnings" : n === 1 ? "1 warning" : `${n} warnings`);

@@ -4,7 +4,9 @@
 // allows: cancel, retry, place (fetch the result, build it, record the placement), show the
 // placed node, delete. Generate triggers a new job (waiting out a 429 quota refusal with the
 // same Idempotency-Key) and builds it when it completes. Images cross to the main thread ONE
-// per message, each acknowledged before the next, then the document.
+// per message, each acknowledged before the next, then the document. A placed job's row
+// shows its fidelity report (kept on the design's root by the main thread), each warning a
+// button that selects its layer.
 
 import {
   ApiError,
@@ -16,7 +18,7 @@ import {
   QuotaExceededError,
   type Result,
 } from "@code2des/client";
-import type { FileInfo, MainToUi, Settings, UiToMain } from "./messages.js";
+import type { FileInfo, MainToUi, Report, ReportEntry, Settings, UiToMain } from "./messages.js";
 import {
   type Action,
   STATE_LABEL,
@@ -28,6 +30,8 @@ import {
   secondsLeft,
   settingsFromPaste,
   stateOf,
+  warningLabel,
+  warningsText,
 } from "./model.js";
 
 /** Jobs per page of the list. */
@@ -149,17 +153,30 @@ let listSeq = 0;
 const autoPlace = new Set<string>();
 /** Placed nodes the main thread could not find: removed from the file. */
 const missingNodes = new Set<string>();
+/** How many warnings the report kept on each placed root holds (a root that keeps none is not here). */
+const reportCounts = new Map<string, number>();
+
+/** A row's fidelity report as shown. */
+interface ReportView {
+  open: boolean;
+  /** As the main thread last answered it: undefined until asked, null when the file keeps none. */
+  report: Report | null | undefined;
+  /** Positions of the entries whose layer is no longer in the design. */
+  missing: Set<number>;
+}
 
 interface RowState {
   busy: Action | null;
   /** Delete was clicked once, until this time (epoch ms). */
   armedUntil: number;
   note: { text: string; error: boolean } | null;
+  report: ReportView;
 }
 const rows = new Map<string, RowState>();
+const newReportView = (): ReportView => ({ open: false, report: undefined, missing: new Set() });
 const rowState = (id: string) => {
   let r = rows.get(id);
-  if (!r) rows.set(id, (r = { busy: null, armedUntil: 0, note: null }));
+  if (!r) rows.set(id, (r = { busy: null, armedUntil: 0, note: null, report: newReportView() }));
   return r;
 };
 
@@ -306,8 +323,12 @@ async function checkNodes(list: Job[]) {
   if (ids.length === 0) return;
   const reply = await call({ type: "check-nodes", id: nextId++, nodeIds: ids });
   if (reply.type !== "nodes") return;
-  for (const id of ids) missingNodes.delete(id);
+  for (const id of ids) {
+    missingNodes.delete(id);
+    reportCounts.delete(id);
+  }
   for (const id of reply.missing) missingNodes.add(id);
+  for (const [id, n] of Object.entries(reply.reports)) reportCounts.set(id, n);
   for (const j of list) if (j.materializedNodeId) renderRow(j.code2desId);
 }
 
@@ -392,6 +413,9 @@ function renderRow(id: string) {
       : { text: `Built as node ${job.materializedNodeId}`, error: false };
   }
   if (note) parts.push(el("div", note.error ? "note error" : "note muted", note.text));
+  const root = job.materializedNodeId;
+  const count = root && !missingNodes.has(root) ? reportCounts.get(root) : undefined;
+  if (st === "placed" && count !== undefined) parts.push(reportElement(id, count, row.report));
 
   const actions = el("div", "actions");
   for (const a of actionsFor(job)) {
@@ -400,12 +424,94 @@ function renderRow(id: string) {
     const b = el("button", armed ? "armed" : a === "delete" ? "danger" : a === "place" ? "primary" : "", armed ? "Confirm delete" : ACTION_LABEL[a]);
     b.type = "button";
     b.dataset.action = a;
+    b.dataset.key = `action:${a}`;
     b.disabled = row.busy !== null;
     if (row.busy === a) b.textContent = `${ACTION_LABEL[a]}…`;
     actions.append(b);
   }
   parts.push(actions);
+  // A row is redrawn from scratch: keep the keyboard's place in it (each control has a data-key).
+  const active = document.activeElement;
+  const focused = active instanceof HTMLElement && li.contains(active) ? active.dataset.key : undefined;
   li.replaceChildren(...parts);
+  if (focused) li.querySelector<HTMLElement>(`[data-key="${CSS.escape(focused)}"]`)?.focus();
+}
+
+const SOURCE_HEADING: Record<ReportEntry["source"], string> = {
+  converter: "From the conversion",
+  plugin: "From building in Figma",
+};
+
+/**
+ * A placed job's fidelity report: "3 warnings", a button that opens the list (or a calm "No
+ * warnings"). Each warning with a layer still in the design is a button that selects it; one
+ * without a layer, or whose layer was deleted, is listed as text saying so.
+ */
+function reportElement(id: string, count: number, view: ReportView): HTMLElement {
+  const box = el("div", "report");
+  if (count === 0) {
+    box.append(el("span", "muted", warningsText(0)));
+    return box;
+  }
+  const bodyId = `report-${id}`;
+  const toggle = el("button", "report-toggle", warningsText(count));
+  toggle.type = "button";
+  toggle.dataset.report = "toggle";
+  toggle.dataset.key = "report";
+  toggle.setAttribute("aria-expanded", String(view.open));
+  toggle.setAttribute("aria-controls", bodyId);
+  const body = el("div", "report-body");
+  body.id = bodyId;
+  body.hidden = !view.open;
+  box.append(toggle, body);
+  if (!view.open) return box;
+  const r = view.report;
+  if (r === undefined) {
+    body.append(el("div", "muted", "Reading the report…"));
+    return box;
+  }
+  if (r === null) {
+    body.append(el("div", "muted", "The report is no longer in this file."));
+    return box;
+  }
+  if (r.entries.some((e, i) => e.indices && !view.missing.has(i))) {
+    body.append(el("div", "muted hint", "Choose a warning to select its layer in Figma."));
+  }
+  for (const source of ["converter", "plugin"] as const) {
+    const mine = r.entries.map((e, i) => [e, i] as const).filter(([e]) => e.source === source);
+    if (mine.length === 0) continue;
+    const heading = el("div", "report-heading", `${SOURCE_HEADING[source]} (${mine.length})`);
+    heading.id = `${bodyId}-${source}`;
+    const list = el("ul", "");
+    list.setAttribute("aria-labelledby", heading.id);
+    for (const [e, i] of mine) {
+      const li = el("li", "");
+      li.append(warningElement(e, i, view.missing.has(i)));
+      list.append(li);
+    }
+    body.append(heading, list);
+  }
+  if (r.unlisted > 0) body.append(el("div", "muted", `The conversion counted ${r.unlisted} more without listing ${r.unlisted === 1 ? "it" : "them"}.`));
+  if (r.dropped > 0) body.append(el("div", "muted", `${r.dropped} more ${r.dropped === 1 ? "was" : "were"} not kept with the design (too many to store).`));
+  return box;
+}
+
+function warningElement(e: ReportEntry, i: number, gone: boolean): HTMLElement {
+  const selectable = e.indices !== undefined && !gone;
+  const item = selectable ? el("button", "warning") : el("div", "warning static");
+  if (item instanceof HTMLButtonElement) {
+    item.type = "button";
+    item.dataset.warning = String(i);
+  } else {
+    // Not a control, but the keyboard's place is kept here when its button turns into text.
+    item.tabIndex = -1;
+  }
+  item.dataset.key = `warning:${i}`;
+  item.append(el("span", "label", warningLabel(e.code)), el("span", "message", e.message));
+  if (e.path) item.append(el("code", "where", e.path));
+  else if (e.node) item.append(el("span", "where", `Layer "${e.node}"`));
+  if (!selectable) item.append(el("span", "why", gone ? "Its layer is no longer in the design." : "Not tied to a layer."));
+  return item;
 }
 
 /** A job's new answer: its row, and what its leaving `processing` means. */
@@ -602,11 +708,69 @@ refreshBtn.onclick = () => void load();
 moreBtn.onclick = () => void loadMore();
 
 listEl.onclick = (event) => {
-  const b = (event.target as HTMLElement).closest<HTMLButtonElement>("button[data-action]");
-  const id = b?.closest<HTMLLIElement>("li[data-id]")?.dataset.id;
-  if (!b || !id || b.disabled) return;
+  const target = event.target as HTMLElement;
+  const id = target.closest<HTMLLIElement>("li[data-id]")?.dataset.id;
+  if (!id) return;
+  if (target.closest("button[data-report]")) return void toggleReport(id);
+  const warning = target.closest<HTMLButtonElement>("button[data-warning]");
+  if (warning) return void selectWarning(id, Number(warning.dataset.warning));
+  const b = target.closest<HTMLButtonElement>("button[data-action]");
+  if (!b || b.disabled) return;
   void act(b.dataset.action as Action, id);
 };
+
+/** Opens or closes a placed job's report; opening reads it again (layers may have been deleted meanwhile). */
+async function toggleReport(id: string) {
+  const root = jobs.get(id)?.materializedNodeId;
+  if (!root) return;
+  const view = rowState(id).report;
+  view.open = !view.open;
+  renderRow(id);
+  if (!view.open) return;
+  try {
+    const reply = await call({ type: "get-report", id: nextId++, nodeId: root });
+    if (reply.type === "failed") throw new Error(reply.message);
+    if (reply.type !== "report") return;
+    view.report = reply.report;
+    view.missing = new Set(reply.missing);
+    renderRow(id);
+  } catch (e) {
+    report(e, "reading the report");
+  }
+}
+
+/** Selects a warning's layer in Figma, on its page, and scrolls to it; or says it is gone. */
+async function selectWarning(id: string, i: number) {
+  const job = jobs.get(id);
+  const root = job?.materializedNodeId;
+  const view = rowState(id).report;
+  const entry = view.report?.entries[i];
+  if (!job || !root || !entry?.indices) return;
+  const what = warningLabel(entry.code);
+  try {
+    const reply = await call({ type: "select", id: nextId++, nodeId: root, indices: entry.indices });
+    if (reply.type === "failed") throw new Error(reply.message);
+    if (reply.type !== "selected") return;
+    switch (reply.outcome) {
+      case "selected":
+        status(`Selected "${reply.name ?? ""}" (${what}) on page ${reply.page ?? "?"}.`);
+        return;
+      case "no-layer":
+        view.missing.add(i);
+        status(`The layer of this warning (${what}${entry.node ? `, "${entry.node}"` : ""}) is no longer in the design.`);
+        renderRow(id);
+        return;
+      case "no-design":
+        missingNodes.add(root);
+        status(`The node of ${job.screenId} (${root}) was removed from the file.`);
+        log(`node ${root} was removed`);
+        renderRow(id);
+        return;
+    }
+  } catch (e) {
+    report(e, `selecting the layer of a warning (${what})`);
+  }
+}
 
 async function act(action: Action, id: string) {
   const job = jobs.get(id);
@@ -702,9 +866,19 @@ async function placeNow(id: string): Promise<void> {
     log(`result: ${Object.keys(result.images).length} images, ${result.warningCount ?? 0} warnings`);
     await sendImages(result);
     status("Building the design…");
-    const built = await call({ type: "build", id: nextId++, code2desId: id, document });
+    // The result's warnings go with the document: the main thread keeps the report on the root.
+    const built = await call({
+      type: "build",
+      id: nextId++,
+      code2desId: id,
+      document,
+      warnings: result.warnings ?? [], // an API from before the list answers none
+      warningCount: result.warningCount,
+    });
     if (built.type !== "built") throw new Error(built.type === "failed" ? built.message : "unexpected reply");
-    for (const w of built.warnings) log(`warning: ${w}`);
+    for (const w of built.warnings) log(`warning: ${w.message}`);
+    reportCounts.set(built.nodeId, built.reportCount);
+    row.report = newReportView();
     const placed = await a.place(id, built.nodeId);
     log(`built ${built.nodes} nodes, root ${built.nodeId}`);
     if (placed.materializedNodeId) missingNodes.delete(placed.materializedNodeId);

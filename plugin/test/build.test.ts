@@ -1,12 +1,14 @@
 // The main-thread builder (src/build.ts) against figma-api-stub: the Figma tree it builds
-// matches the document node by node, for every node type SPEC section 4 allows.
+// matches the document node by node, for every node type SPEC section 4 allows; every document
+// node's child indices find the layer it became (src/report.ts), also after the designer's edits.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import type { Node } from "@code2des/client";
 import { png } from "../../clients/typescript/test/stack.js";
-import { Builder, ImageStore } from "../src/build.js";
+import { Builder, ImageStore, INDICES_KEY, JOB_KEY } from "../src/build.js";
+import { findLayer, layersByIndex, missingLayers } from "../src/report.js";
 import { type Images, compareTree, countNodes, testFigma } from "./figma.js";
 import { EVERY_TYPE, IMAGES } from "./fixtures.js";
 
@@ -33,10 +35,13 @@ test("every node type is built, node by node as the document says", async () => 
   );
   assert.equal(t.figma.currentPage.children.length, 1, "one root on the page, nothing left behind");
   assert.equal(t.figma.currentPage.children[0], built.root);
-  assert.deepEqual(built.warnings.sort(), [
-    'empty group "Empty group" built as an empty frame',
-    "font No Such Font Regular is not available; used Inter Regular",
-  ]);
+  assert.deepEqual(
+    built.warnings.map((w) => [w.code, w.message, w.node, w.indices]),
+    [
+      ["font_substituted", "font No Such Font Regular is not available; used Inter Regular", "Missing font", [1]],
+      ["empty_group", 'empty group "Empty group" built as an empty frame', "Empty group", [8]],
+    ],
+  );
 });
 
 test("the comparison catches a tree that differs from its document", async () => {
@@ -204,4 +209,169 @@ test("the members of the converted pages (issue 30) are materialized", async () 
   assert.equal(label.textAutoResize, "WIDTH_AND_HEIGHT");
   const auto = (built.root as FrameNode).children[1] as TextNode;
   assert.deepEqual(auto.lineHeight, { unit: "AUTO" });
+});
+
+// --- which layer each document node became ---------------------------------------------------
+
+/**
+ * A nested document whose every node has a unique name: groups in groups, an SVG (built from
+ * createNodeFromSvg) with a child (built after it, beside it), empty groups (built as frames),
+ * a leaf with children and an auto-layout frame.
+ */
+const NESTED: Node = {
+  type: "FRAME",
+  name: "root",
+  width: 400,
+  height: 400,
+  children: [
+    { type: "TEXT", name: "t0", characters: "a" },
+    {
+      type: "GROUP",
+      name: "g1",
+      children: [
+        { type: "RECTANGLE", name: "g1.r0", width: 10, height: 10 },
+        { type: "SVG", name: "g1.svg1", imageRef: "logo", x: 20, width: 20, height: 20, children: [{ type: "ELLIPSE", name: "g1.svg1.e0", width: 4, height: 4 }] },
+        { type: "GROUP", name: "g1.empty2", x: 3, y: 3 },
+        {
+          type: "GROUP",
+          name: "g1.g3",
+          children: [
+            { type: "GROUP", name: "g1.g3.empty0" },
+            { type: "VECTOR", name: "g1.g3.v1", vectorPaths: [{ data: "M 0 0 L 1 1" }] },
+          ],
+        },
+      ],
+    },
+    {
+      type: "FRAME",
+      name: "f2",
+      width: 100,
+      height: 100,
+      layoutMode: "VERTICAL",
+      children: [
+        {
+          type: "RECTANGLE",
+          name: "f2.r0",
+          width: 5,
+          height: 5,
+          children: [
+            { type: "TEXT", name: "f2.r0.t0", characters: "x" },
+            { type: "LINE", name: "f2.r0.l1", width: 10 },
+          ],
+        },
+        { type: "SVG", name: "f2.svg1", imageRef: "logo", width: 48, height: 48 },
+        { type: "GROUP", name: "f2.empty2" },
+      ],
+    },
+  ],
+};
+
+const LOGO: Images = { raster: new Map(), svg: IMAGES.svg };
+
+/** Every node of a document with its child indices from the root, depth first. */
+function everyIndex(doc: Node, at: number[] = []): [number[], Node][] {
+  return [[at, doc], ...(doc.children ?? []).flatMap((c, i) => everyIndex(c, [...at, i]))];
+}
+
+/** The Figma type a document node is built as (build.ts). */
+const builtType = (d: Node) => (d.type === "SVG" || (d.type === "GROUP" && (d.children ?? []).length === 0) ? "FRAME" : d.type);
+
+test("every document node's indices find the layer it became: nested groups, SVGs, empty groups, a leaf's children", async () => {
+  const { t, built } = await build(NESTED, LOGO);
+  assert.deepEqual(compareTree(NESTED, built.root, t, LOGO).diffs, []);
+  const all = everyIndex(NESTED);
+  assert.equal(all.length, 16);
+  const seen = new Set<string>();
+  for (const [indices, d] of all) {
+    const layer = findLayer(built.root, indices);
+    assert.ok(layer, `[${indices}] ${d.name}: found`);
+    assert.equal(layer.name, d.name, `[${indices}] is ${d.name}`);
+    assert.equal(layer.type, builtType(d), `[${indices}] ${d.name} is a ${builtType(d)}`);
+    assert.equal(layer.getPluginData(INDICES_KEY), JSON.stringify(indices));
+    seen.add(layer.id);
+  }
+  assert.equal(seen.size, all.length, "a layer each");
+  assert.equal(layersByIndex(built.root).size, all.length, "every layer the Builder made is marked, nothing else");
+  // The cases the Builder builds specially, by where they end up in Figma.
+  const root = built.root as FrameNode;
+  const g1 = root.children[1] as GroupNode;
+  assert.deepEqual(
+    g1.children.map((n) => [n.name, n.type]),
+    [["g1.r0", "RECTANGLE"], ["g1.svg1", "FRAME"], ["g1.svg1.e0", "ELLIPSE"], ["g1.empty2", "FRAME"], ["g1.g3", "GROUP"]],
+    "the SVG's child follows it in the group; the empty group is a frame",
+  );
+  assert.equal(findLayer(built.root, [1, 1, 0])?.parent, g1, "[1, 1, 0]: the SVG's child, a sibling of the SVG");
+  assert.deepEqual((root.children[2] as FrameNode).children.map((n) => n.name), ["f2.r0", "f2.r0.t0", "f2.r0.l1", "f2.svg1", "f2.empty2"]);
+  assert.equal(findLayer(built.root, [0, 5]), null, "indices the document does not have find nothing");
+});
+
+test("a warning's layer is found after the designer's edits, and is missing once deleted", async () => {
+  const { t, built } = await build(NESTED, LOGO);
+  const root = built.root as FrameNode;
+  const layer = (indices: number[]) => findLayer(root, indices) as SceneNode;
+  const svg = layer([1, 1]);
+  const line = layer([2, 0, 1]);
+  // Renamed, moved to another parent inside the design, wrapped in a new group, reordered.
+  svg.name = "Logo (renamed)";
+  (layer([2]) as FrameNode).appendChild(svg);
+  const wrap = t.figma.group([layer([0])], root);
+  wrap.name = "designer's group";
+  // (figma-api-stub refuses insertChild within the same parent, which Figma allows: out and back.)
+  const last = root.children[root.children.length - 1] as SceneNode;
+  t.figma.currentPage.appendChild(last);
+  root.insertChild(0, last);
+  assert.equal(layer([1, 1]).id, svg.id);
+  assert.equal(layer([2, 0, 1]).id, line.id);
+  assert.equal(layer([0]).parent, wrap);
+  assert.equal(layer([]), root);
+
+  // Deleted: not found, and the report knows which of its entries lost their layer.
+  line.remove();
+  assert.equal(findLayer(root, [2, 0, 1]), null);
+  const report = {
+    entries: [
+      { source: "converter" as const, code: "unsupported_css", message: "a", indices: [1, 1] },
+      { source: "converter" as const, code: "canvas_skipped", message: "no node" },
+      { source: "plugin" as const, code: "empty_group", message: "b", indices: [2, 0, 1] },
+      { source: "converter" as const, code: "node_limit", message: "the root", indices: [] },
+    ],
+    unlisted: 0,
+    dropped: 0,
+  };
+  assert.deepEqual(missingLayers(root, report), [2]);
+  // Moved out of the design: not this design's any more.
+  t.figma.currentPage.appendChild(svg);
+  assert.equal(findLayer(root, [1, 1]), null);
+});
+
+test("another design dropped inside this one keeps its own indices", async () => {
+  const { t, built } = await build(NESTED, LOGO);
+  const outer = built.root as FrameNode;
+  outer.setPluginData(JOB_KEY, "outer-job");
+  const store = new ImageStore(t.figma);
+  const inner = await new Builder(t.figma, store).build({ type: "FRAME", name: "inner", children: [{ type: "TEXT", name: "inner.t0", characters: "i" }] }, outer);
+  inner.root.setPluginData(JOB_KEY, "inner-job");
+  // The inner design sits after the outer one's own layers: the outer's [0] is still its text.
+  assert.equal(findLayer(outer, [0])?.name, "t0");
+  assert.equal(findLayer(inner.root, [0])?.name, "inner.t0");
+  // Its layers are not the outer design's: the outer finds its own [0] first, whatever the order.
+  t.figma.currentPage.appendChild(inner.root);
+  outer.insertChild(0, inner.root);
+  assert.equal(findLayer(outer, [0])?.name, "t0");
+  assert.ok(![...layersByIndex(outer).values()].some((n) => n.name.startsWith("inner")));
+});
+
+test("a missing font is one warning, at its first text layer, counting the layers", async () => {
+  const doc: Node = {
+    type: "FRAME",
+    children: [
+      { type: "TEXT", name: "ok", characters: "a", fontName: { family: "Roboto", style: "Regular" } },
+      { type: "TEXT", name: "first", characters: "b", fontName: { family: "Gone", style: "Bold" } },
+      { type: "FRAME", children: [{ type: "TEXT", name: "second", characters: "c", fontName: { family: "Gone", style: "Bold" } }] },
+    ],
+  };
+  const { built } = await build(doc, { raster: new Map(), svg: new Map() });
+  assert.deepEqual(built.warnings, [
+    { code: "font_substituted", message: "font Gone Bold is not available; used Inter Regular (2 text layers)", node: "first", indices: [1] },
+  ]);
 });

@@ -9,7 +9,9 @@
 // The page's query string: `file` is figma.fileKey (none: Figma gives the plugin no key),
 // `name` the file's name, `theme` the user's theme (light by default).
 
-import type { Node } from "@code2des/client";
+import type { Node, ResultWarning } from "@code2des/client";
+import { Builder, ImageStore, JOB_KEY } from "../src/build.js";
+import { composeReport, storeReport } from "../src/report.js";
 import { compareTree, countNodes, testFigma } from "./figma.js";
 import { type Theme, withTheme } from "./theme.js";
 
@@ -146,6 +148,25 @@ g.__harness = {
     f.name = name;
     return f.id;
   },
+  /**
+   * A design built earlier by the plugin (no images), with its report kept on its root: the
+   * plugin's own Builder and report code, as code.ts runs them on a build.
+   */
+  async design(doc: Node, warnings: ResultWarning[], code2desId: string) {
+    const built = await new Builder(t.figma, new ImageStore(t.figma)).build(doc);
+    built.root.setPluginData(JOB_KEY, code2desId);
+    storeReport(built.root, composeReport(warnings, warnings.length, built.warnings));
+    return built.root.id;
+  },
+  /** The node's name and type, or null when it is not in the document. */
+  node(id: string) {
+    const n = (t.figma as unknown as { getNodeById(id: string): SceneNode | null }).getNodeById(id);
+    return n && !n.removed ? { name: n.name, type: n.type } : null;
+  },
+  /** The ids of the nodes with this name, on every page. */
+  named(name: string) {
+    return t.figma.root.children.flatMap((p) => p.findAll((n) => n.name === name).map((n) => n.id));
+  },
   /** Compares the page's only root with the document, given the result's images as base64. */
   compare(doc: Node, images: Record<string, { mimeType: string; data: string }>) {
     const raster = new Map<string, Uint8Array>();
@@ -176,5 +197,8 @@ export type Harness = {
   pageOf(id: string): string | null;
   remove(id: string): void;
   frame(name: string): string;
+  design(doc: unknown, warnings: unknown[], code2desId: string): Promise<string>;
+  node(id: string): { name: string; type: string } | null;
+  named(name: string): string[];
   compare(doc: unknown, images: unknown): { diffs: string[]; compared: number; expected: number };
 };

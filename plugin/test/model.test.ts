@@ -1,11 +1,21 @@
 // The UI's decisions without a browser (src/model.ts): a job's state and actions, the pasted
-// settings, the age of a job in words.
+// settings, the age of a job in words, the fidelity report's words.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import type { Job } from "@code2des/client";
-import { actionsFor, ageText, checkSettings, secondsLeft, settingsFromPaste, stateOf } from "../src/model.js";
+import {
+  WARNING_LABEL,
+  actionsFor,
+  ageText,
+  checkSettings,
+  secondsLeft,
+  settingsFromPaste,
+  stateOf,
+  warningLabel,
+  warningsText,
+} from "../src/model.js";
 
 function job(over: Partial<Job>): Job {
   return {
@@ -96,4 +106,21 @@ test("ages in words, the countdown in whole seconds", () => {
   assert.equal(ageText(ago(-5), now), "just now", "a clock a little ahead is not the future");
   assert.equal(secondsLeft(now + 1200, now), 2);
   assert.equal(secondsLeft(now - 5, now), 0);
+});
+
+test("the report's count in words, and every code as a label", () => {
+  assert.equal(warningsText(0), "No warnings");
+  assert.equal(warningsText(1), "1 warning");
+  assert.equal(warningsText(3), "3 warnings");
+  // Every code has a label of its own (WARNING_LABEL's type lists openapi.yaml's codes).
+  for (const [code, label] of Object.entries(WARNING_LABEL)) {
+    assert.equal(warningLabel(code), label);
+    assert.match(label, /^[A-Z][A-Za-z -]+$/, code);
+  }
+  assert.equal(warningLabel("unsupported_css"), "Unsupported CSS");
+  assert.equal(warningLabel("empty_group"), "Empty group");
+  // A code added after this plugin was built still reads; Object's own members are not labels.
+  assert.equal(warningLabel("svg_flattened"), "Svg flattened");
+  assert.equal(warningLabel("constructor"), "Constructor");
+  assert.equal(warningLabel(""), "Warning");
 });

@@ -21,6 +21,7 @@ import { ApiError, Code2DesClient, type Job, type ProjectJobs, type Result } fro
 import {
   type StackEnv,
   type Tenant,
+  type WorkerImage,
   demoStack,
   failWithoutArtifact,
   finish,
@@ -217,7 +218,7 @@ interface Row {
 
 /** The list as shown, top to bottom. */
 const rows = (ui: Frame): Promise<Row[]> =>
-  ui.$$eval("#jobs li", (lis) =>
+  ui.$$eval("#jobs > li", (lis) =>
     lis.map((li) => {
       const e = li as HTMLElement;
       return {
@@ -246,6 +247,55 @@ const untilRow = (ui: Frame, id: string, what: string, ok: (r: Row) => boolean, 
   }, ms);
 
 const click = (ui: Frame, id: string, action: string) => ui.click(`#jobs li[data-id="${id}"] button[data-action="${action}"]`);
+
+interface ShownReport {
+  /** The disclosure button's text ("3 warnings"), or null when there is none. */
+  toggle: string | null;
+  expanded: string | null;
+  /** The toggle's aria-controls names the list. */
+  controls: boolean;
+  /** The calm text shown instead of a toggle ("No warnings"). */
+  calm: string | null;
+  headings: string[];
+  /** The warnings, as shown while open; `button`: a control that selects the layer. */
+  entries: { key: string; button: boolean; label: string; message: string; where: string | null; why: string | null }[];
+  notes: string[];
+}
+
+/** A job's fidelity report as its row shows it. */
+const reportOf = (ui: Frame, id: string): Promise<ShownReport> =>
+  ui.$eval(`#jobs > li[data-id="${id}"]`, (li) => {
+    const toggle = li.querySelector(".report-toggle");
+    const body = li.querySelector<HTMLElement>(".report-body");
+    const open = !!body && !body.hidden;
+    return {
+      toggle: toggle?.textContent ?? null,
+      expanded: toggle?.getAttribute("aria-expanded") ?? null,
+      controls: !!body && toggle?.getAttribute("aria-controls") === body.id,
+      calm: li.querySelector(".report > .muted")?.textContent ?? null,
+      headings: open ? Array.from(body.querySelectorAll(".report-heading")).map((h) => h.textContent ?? "") : [],
+      entries: open
+        ? Array.from(body.querySelectorAll<HTMLElement>(".warning")).map((w) => ({
+            key: w.dataset.key ?? "",
+            button: w.tagName === "BUTTON",
+            label: w.querySelector(".label")?.textContent ?? "",
+            message: w.querySelector(".message")?.textContent ?? "",
+            where: w.querySelector(".where")?.textContent ?? null,
+            why: w.querySelector(".why")?.textContent ?? null,
+          }))
+        : [],
+      notes: open ? Array.from(body.querySelectorAll(":scope > .muted")).map((n) => n.textContent ?? "") : [],
+    };
+  });
+
+const untilReport = (ui: Frame, id: string, what: string, ok: (r: ShownReport) => boolean) =>
+  until(`${what} (job ${id})`, async () => {
+    const r = await reportOf(ui, id).catch(() => null);
+    return r && ok(r) ? r : false;
+  });
+
+const toggleOf = (id: string) => `#jobs li[data-id="${id}"] .report-toggle`;
+const warningOf = (id: string, i: number) => `#jobs li[data-id="${id}"] [data-key="warning:${i}"]`;
 
 /** Types a screen id, presses Generate, answers the job the trigger created (its 202). */
 async function generate(s: Session, screenId: string): Promise<Job> {
@@ -323,6 +373,60 @@ async function jobOf(stack: StackEnv, t: Tenant, figmaFileKey: string, screenId:
 
 const SMALL_DOC = { type: "FRAME", name: "page", width: 320, height: 200, children: [{ type: "TEXT", characters: "hello" }] };
 
+/** A nested page whose worker reports three warnings: two on layers (one in an SVG's group), one on none. */
+const REPORT_DOC = {
+  type: "FRAME",
+  name: "Report page",
+  width: 800,
+  height: 600,
+  children: [
+    {
+      type: "FRAME",
+      name: "Header",
+      width: 800,
+      height: 80,
+      children: [
+        { type: "TEXT", name: "Title", characters: "Welcome" },
+        { type: "RECTANGLE", name: "Rule", y: 79, width: 800, height: 1 },
+      ],
+    },
+    {
+      type: "GROUP",
+      name: "Card",
+      x: 40,
+      y: 120,
+      children: [
+        { type: "RECTANGLE", name: "Card bg", width: 200, height: 100 },
+        { type: "SVG", name: "Logo", imageRef: "logo", x: 10, y: 10, width: 48, height: 48 },
+      ],
+    },
+  ],
+};
+const REPORT_WARNINGS = [
+  { code: "font_substituted", message: "Helvetica Neue is not available; drawn with Inter", path: "body > header > h1", node: "Title", indices: [0, 0] },
+  { code: "unsupported_css", message: "a transform: its bounding box is drawn", path: "body > main > div.card > svg.logo", node: "Logo", indices: [1, 1] },
+  { code: "node_limit", message: "more than 19 000 nodes: the rest of the page is left out", path: "body > footer" },
+];
+
+/** The design of the theme test's placed job, with a report from both sources (an empty group is the plugin's). */
+const ABOUT_DOC = {
+  type: "FRAME",
+  name: "about",
+  width: 1280,
+  height: 900,
+  children: [
+    { type: "FRAME", name: "Header", width: 1280, height: 120, children: [{ type: "TEXT", name: "Heading", characters: "About us" }] },
+    { type: "RECTANGLE", name: "Team photo", y: 160, width: 600, height: 400 },
+    { type: "RECTANGLE", name: "Map", x: 680, y: 160, width: 600, height: 400 },
+    { type: "GROUP", name: "Badges", y: 600 },
+  ],
+};
+const ABOUT_WARNINGS = [
+  { code: "font_substituted", message: "Playfair Display is not available; drawn with Inter", path: "body > header > h1", node: "Heading", indices: [0, 0] },
+  { code: "image_converted", message: "a WebP image, drawn as PNG", path: "body > main > img.team", node: "Team photo", indices: [1] },
+  { code: "iframe_skipped", message: "an <iframe> (maps.example.com): its box kept", path: "body > main > iframe.map", node: "Map", indices: [2] },
+];
+
 // --- the tests ----------------------------------------------------------------------------------
 
 describe("the plugin UI in headless Chromium", () => {
@@ -391,6 +495,134 @@ describe("the plugin UI in headless Chromium", () => {
       const log = await logText(s.ui);
       assert.ok(log.includes("warning: empty group \"Empty group\" built as an empty frame"), log.join("\n"));
       assert.ok(log.some((l) => l.startsWith("warning: font No Such Font Regular")), log.join("\n"));
+
+      // The plugin's own warnings are the report, apart from the conversion's (it listed none).
+      const closed = await untilReport(s.ui, job.code2desId, "the report", (r) => r.toggle !== null);
+      assert.equal(closed.toggle, "2 warnings");
+      await s.ui.click(toggleOf(job.code2desId));
+      const r = await untilReport(s.ui, job.code2desId, "the report open", (r) => r.entries.length === 2);
+      assert.deepEqual(r.headings, ["From building in Figma (2)"]);
+      assert.deepEqual(
+        r.entries.map((e) => [e.button, e.label, e.message, e.where]),
+        [
+          [true, "Font substituted", "font No Such Font Regular is not available; used Inter Regular", 'Layer "Missing font"'],
+          [true, "Empty group", 'empty group "Empty group" built as an empty frame', 'Layer "Empty group"'],
+        ],
+      );
+      await s.ui.click(warningOf(job.code2desId, 1));
+      await until("the empty group selected", async () => (await statusText(s.ui)).startsWith("Selected"));
+      assert.deepEqual(await H(s, (h) => h.selection()), await H(s, (h) => h.named("Empty group")));
+      assert.deepEqual(s.errors, []);
+    } finally {
+      await s.page.close();
+    }
+  });
+
+  test("the fidelity report: 3 warnings, each selecting its layer (by mouse and keyboard); a deleted layer says so; reopened, it is all still there", async () => {
+    const stack = plainStack();
+    const t = await seedTenant(stack);
+    const s = await open(stack.url);
+    try {
+      await paste(s, t.seedJson);
+      const job = await generate(s, "report");
+      const id = job.code2desId;
+      const manifest = await readManifest(stack, id);
+      const hook = await finish(stack, manifest, {
+        kind: "result",
+        document: REPORT_DOC,
+        images: { logo: WORKER_IMAGES.logo as WorkerImage },
+        warnings: REPORT_WARNINGS,
+      });
+      assert.equal(hook.status, 200, JSON.stringify(hook.json));
+      assert.match(await finished(s.ui), /^Done: root \d+:\d+$/);
+      const placed = await checkBuilt(s, stack, t, id);
+      // The API answers the worker's list as it was written, indices included.
+      const { result } = await fromApi(stack, t, id);
+      assert.equal(result.warningCount, 3);
+      assert.deepEqual(result.warnings, REPORT_WARNINGS);
+
+      const closed = await untilReport(s.ui, id, "the report", (r) => r.toggle !== null);
+      assert.equal(closed.toggle, "3 warnings");
+      assert.equal(closed.expanded, "false");
+      assert.ok(closed.controls, "the toggle's aria-controls names the list");
+      assert.equal(await s.ui.isHidden(`#report-${id}`), true);
+      await s.ui.click(toggleOf(id));
+      const r = await untilReport(s.ui, id, "the report open", (r) => r.entries.length === 3);
+      assert.equal(r.expanded, "true");
+      assert.deepEqual(r.headings, ["From the conversion (3)"], "nothing from building in Figma");
+      assert.deepEqual(
+        r.entries.map((e) => [e.button, e.label, e.message, e.where, e.why]),
+        [
+          [true, "Font substituted", REPORT_WARNINGS[0]?.message, "body > header > h1", null],
+          [true, "Unsupported CSS", REPORT_WARNINGS[1]?.message, "body > main > div.card > svg.logo", null],
+          [false, "Node limit reached", REPORT_WARNINGS[2]?.message, "body > footer", "Not tied to a layer."],
+        ],
+      );
+
+      const [title] = await H(s, (h) => h.named("Title"));
+      const [logo] = await H(s, (h) => h.named("Logo"));
+      assert.ok(title && logo);
+      assert.deepEqual(await H(s, (h, n: string) => h.node(n), logo), { name: "Logo", type: "FRAME" }, "the SVG's frame");
+
+      // A click selects the warning's layer and brings it into view.
+      const scrolls = (await H(s, (h) => h.scrolledTo())).length;
+      await s.ui.click(warningOf(id, 1));
+      await until("selected", async () => (await statusText(s.ui)).startsWith("Selected"));
+      assert.equal(await statusText(s.ui), 'Selected "Logo" (Unsupported CSS) on page Page 1.');
+      assert.deepEqual(await H(s, (h) => h.selection()), [logo]);
+      assert.deepEqual((await H(s, (h) => h.scrolledTo())).slice(scrolls), [[logo]]);
+
+      // The keyboard, with the designer on another page: Enter on the focused entry goes back
+      // to the design's page and selects the layer.
+      const home = await H(s, (h) => h.currentPage());
+      await H(s, (h) => h.newPage("Elsewhere"));
+      await s.ui.focus(warningOf(id, 0));
+      await s.ui.press(warningOf(id, 0), "Enter");
+      await until("the title selected", async () => (await H(s, (h) => h.selection())).includes(title));
+      assert.equal(await H(s, (h) => h.currentPage()), home);
+      assert.equal(await statusText(s.ui), 'Selected "Title" (Font substituted) on page Page 1.');
+
+      // The designer deletes the title: its warning stays listed, says so, selects nothing, and
+      // the keyboard's place stays on it.
+      await H(s, (h, n: string) => h.remove(n), title);
+      await s.ui.press(warningOf(id, 0), "Enter");
+      await until("the layer gone", async () => /no longer in the design/.test(await statusText(s.ui)));
+      assert.equal(await statusText(s.ui), 'The layer of this warning (Font substituted, "Title") is no longer in the design.');
+      const gone = await reportOf(s.ui, id);
+      assert.deepEqual(gone.entries.map((e) => [e.button, e.why]), [
+        [false, "Its layer is no longer in the design."],
+        [true, null],
+        [false, "Not tied to a layer."],
+      ]);
+      assert.equal(await s.ui.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.key), "warning:0");
+
+      // Reopened (a later session): the report is the one kept with the design, the deleted
+      // layer is known as such before any click, and the others still select.
+      await reopen(s);
+      const again = await untilReport(s.ui, id, "the report, reopened", (r) => r.toggle !== null);
+      assert.equal(again.toggle, "3 warnings");
+      await s.ui.click(toggleOf(id));
+      const later = await untilReport(s.ui, id, "the report open again", (r) => r.entries.length === 3);
+      assert.deepEqual(later.entries.map((e) => e.button), [false, true, false]);
+      await s.ui.click(warningOf(id, 1));
+      await until("selected again", async () => (await statusText(s.ui)).startsWith("Selected"));
+      assert.deepEqual(await H(s, (h) => h.selection()), [logo]);
+      const gets = s.requests.filter((q) => q.method === "GET" && q.url.includes("/result"));
+      assert.equal(gets.length, 1, "the report comes from the file, not from the result again");
+
+      // The design itself deleted: its row says so, and shows no report.
+      await H(s, (h, n: string) => h.remove(n), placed.materializedNodeId as string);
+      await s.ui.click(warningOf(id, 1));
+      await untilRow(s.ui, id, "the design removed", (r) => /was removed/.test(r.note ?? ""));
+      assert.equal((await reportOf(s.ui, id)).toggle, null);
+
+      // A result without warnings: a calm line, nothing to open.
+      const quiet = await generate(s, "quiet");
+      assert.equal((await finish(stack, await readManifest(stack, quiet.code2desId), { kind: "result", document: SMALL_DOC, warnings: [] })).status, 200);
+      const calm = await untilReport(s.ui, quiet.code2desId, "the quiet report", (r) => r.calm !== null);
+      assert.deepEqual([calm.calm, calm.toggle], ["No warnings", null]);
+      await checkIdentity(s, t);
+      assert.deepEqual(s.errors, []);
     } finally {
       await s.page.close();
     }
@@ -721,8 +953,8 @@ describe("the plugin UI in headless Chromium", () => {
     for (const theme of ["light", "dark"] as const) {
       const s = await open(stack.url, { fileKey, theme, scale: 2 });
       try {
-        // The design built from "about" earlier, in this file.
-        const frame = await H(s, (h) => h.frame("about"));
+        // The design built from "about" earlier, in this file, with its report.
+        const frame = await H(s, (h, a) => h.design(a[0], a[1], a[2]), [ABOUT_DOC, ABOUT_WARNINGS, placed.job.code2desId] as const);
         if (placedNode === null) {
           placedNode = frame;
           await jobs.place(placed.job.code2desId, frame);
@@ -744,6 +976,8 @@ describe("the plugin UI in headless Chromium", () => {
           ],
         );
         assert.equal(shown[2]?.note, `Built as node ${placedNode}`);
+        const about = await untilReport(s.ui, placed.job.code2desId, "the report's count", (r) => r.toggle !== null);
+        assert.equal(about.toggle, "4 warnings");
 
         // The colours are the theme's: Figma's variables, not the stylesheet's fallbacks.
         const v = FIGMA_THEME[theme];
@@ -755,6 +989,7 @@ describe("the plugin UI in headless Chromium", () => {
           processing: getComputedStyle(document.querySelector(".badge.processing") as Element).color,
           failed: getComputedStyle(document.querySelector(".badge.failed") as Element).color,
           generate: getComputedStyle(document.querySelector("#generate") as Element).backgroundColor,
+          report: getComputedStyle(document.querySelector(".report-toggle") as Element).color,
         }));
         const rgb = (hex: string) => {
           const m = /^#(..)(..)(..)$/.exec(hex);
@@ -766,10 +1001,28 @@ describe("the plugin UI in headless Chromium", () => {
         assert.equal(got.processing, rgb(v["--figma-color-text-brand"] as string));
         assert.equal(got.failed, rgb(v["--figma-color-text-danger"] as string));
         assert.equal(got.generate, rgb(v["--figma-color-bg-brand"] as string));
+        assert.equal(got.report, rgb(v["--figma-color-text-warning"] as string));
 
         const shot = await (await s.page.$("iframe"))?.screenshot({ type: "png" });
         assert.ok(shot);
-        await keepScreenshot(theme === "light" ? "plugin-jobs.png" : "plugin-jobs-dark.png", shot, await H(s, (h) => h.shown()));
+        await keepScreenshot(theme === "light" ? "plugin-jobs.png" : "plugin-jobs-dark.png", shot, await H(s, (h) => h.shown()), "job list");
+
+        // The report open: both sources, every entry a button.
+        await s.ui.click(toggleOf(placed.job.code2desId));
+        const open = await untilReport(s.ui, placed.job.code2desId, "the report open", (r) => r.entries.length === 4);
+        assert.deepEqual(open.headings, ["From the conversion (3)", "From building in Figma (1)"]);
+        assert.ok(open.entries.every((e) => e.button));
+        if (theme === "light") {
+          const row = await s.ui.$(`#jobs > li[data-id="${placed.job.code2desId}"]`);
+          await row?.scrollIntoViewIfNeeded();
+          // No entry under the pointer (scrolling may have put one there): no hover in the picture.
+          await s.page.mouse.move(0, 0);
+          const box = await row?.boundingBox();
+          assert.ok(box);
+          // The row with the list's side margins (the page's coordinates: the iframe is at 0, 0).
+          const rowShot = await s.page.screenshot({ type: "png", clip: { x: box.x - 12, y: box.y, width: box.width + 24, height: box.height } });
+          await keepScreenshot("plugin-report.png", rowShot, await H(s, (h) => h.shown()), "fidelity report of a placed job");
+        }
         assert.deepEqual(s.errors, []);
       } finally {
         await s.page.close();
@@ -788,7 +1041,7 @@ describe("the plugin UI in headless Chromium", () => {
  * hash differs, the UI changed: the new screenshot is written in its place, and under CI
  * (CI=true) the test fails, since the committed picture no longer shows the plugin.
  */
-async function keepScreenshot(name: string, png: Buffer, shownDocument: string) {
+async function keepScreenshot(name: string, png: Buffer, shownDocument: string, what: string) {
   const hash = createHash("sha256").update(shownDocument).digest("hex");
   const path = pkg(`../docs/${name}`);
   const committed = await readFile(path).catch(() => null);
@@ -798,7 +1051,7 @@ async function keepScreenshot(name: string, png: Buffer, shownDocument: string) 
     path,
     withPngText(png, {
       "code2des-ui-sha256": hash,
-      Description: "The Code2Des reference plugin's job list, screenshot by plugin/test/ui.test.ts",
+      Description: `The Code2Des reference plugin's ${what}, screenshot by plugin/test/ui.test.ts`,
     }),
   );
   if (process.env.CI) {

@@ -24,6 +24,10 @@ export type JobPage = Schemas["JobPage"];
 export type JobStatus = Schemas["Status"];
 export type Progress = NonNullable<Job["progress"]>;
 export type Result = Schemas["Result"];
+/** One entry of a result's fidelity report (`Result.warnings`). */
+export type ResultWarning = Schemas["ResultWarning"];
+/** The fixed list of `ResultWarning.code` (docs/WORKER.md, "Warnings"). */
+export type WarningCode = ResultWarning["code"];
 export type ImageData = Schemas["ImageData"];
 export type Node = Schemas["Node"];
 export type NodeType = Schemas["NodeType"];

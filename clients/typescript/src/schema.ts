@@ -715,6 +715,8 @@ export interface components {
             path?: string | null;
             /** @description The `name` of the document node it concerns. */
             node?: string | null;
+            /** @description Where that node is, as child indices from the document root (`[]` is the root, `[2, 0]` the first child of the root's third child), so a client can select it. */
+            indices?: number[] | null;
         };
         WebhookRequest: {
             code2des_id: components["schemas"]["Uuid"];

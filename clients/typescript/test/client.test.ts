@@ -14,6 +14,8 @@ import {
   type Progress,
   type Result,
   type ResultAnswer,
+  type ResultWarning,
+  type WarningCode,
   parseRetryAfter,
 } from "../src/index.js";
 import {
@@ -253,6 +255,31 @@ describe("against the stack, playing the worker", () => {
     assert.equal(r.kind, "failure");
     assert.equal(r.document, null);
     assert.deepEqual(r.images, {});
+  });
+
+  test("the fidelity report: the worker's warnings, indices included, typed as ResultWarning", async () => {
+    const { jobs } = clientFor(stack, tenant);
+    const { job, manifest } = await processingJob(jobs);
+    const warnings: ResultWarning[] = [
+      { code: "font_substituted", message: "Helvetica is not available; drawn with Inter", path: "body > h1", node: "Welcome", indices: [0, 2] },
+      { code: "canvas_skipped", message: "a canvas", indices: [] },
+      { code: "node_limit", message: "the rest of the page is left out", path: "body > footer" },
+    ];
+    const texts = ["a", "b", "Welcome"].map((characters) => ({ type: "TEXT", name: characters, characters }));
+    const document = { type: "FRAME", name: "page", children: [{ type: "FRAME", children: texts }] };
+    const hook = await finish(stack, manifest, { kind: "result", document, warnings });
+    assert.equal(hook.status, 200, JSON.stringify(hook.json));
+    assert.equal((await jobs.get(job.code2desId)).warningCount, 3);
+    const r = await jobs.fullResult(job.code2desId);
+    assert.equal(r.warningCount, 3);
+    assert.deepEqual(r.warnings, warnings);
+    const codes: WarningCode[] = r.warnings.map((w) => w.code);
+    assert.deepEqual(codes, ["font_substituted", "canvas_skipped", "node_limit"]);
+    // An artifact that counts its warnings without listing them (older workers): an empty list.
+    const older = await processingJob(jobs);
+    assert.equal((await finish(stack, older.manifest, { kind: "result", document, warningCount: 2 })).status, 200);
+    const o = await jobs.fullResult(older.job.code2desId);
+    assert.deepEqual([o.warningCount, o.warnings], [2, []]);
   });
 
   test("fullResult fetches the images past the response budget with ?images=", async () => {

@@ -179,10 +179,14 @@ export async function finish(
     kind: "result" | "failure";
     document?: unknown;
     images?: Record<string, WorkerImage>;
+    /** The artifact's `warning_count`; the number of `warnings` when only those are given. */
     warningCount?: number;
+    /** The artifact's fidelity report (`ResultWarning`s); absent when not given, as in older artifacts. */
+    warnings?: readonly object[];
     errorMessage?: string;
   },
 ) {
+  const warningCount = opts.warningCount ?? opts.warnings?.length ?? 0;
   const prefix = `code2des/${m.code2des_id}/${m.attempt}/`;
   const images: Record<string, { key: string; mime_type: string }> = {};
   for (const [ref, img] of Object.entries(opts.images ?? {})) {
@@ -196,7 +200,8 @@ export async function finish(
     code2des_id: m.code2des_id,
     attempt: m.attempt,
     nonce: m.nonce,
-    warning_count: opts.warningCount ?? 0,
+    warning_count: warningCount,
+    ...(opts.warnings === undefined ? {} : { warnings: opts.warnings }),
     document: opts.document ?? null,
     images,
   };
@@ -207,7 +212,7 @@ export async function finish(
     nonce: m.nonce,
     status: opts.kind === "result" ? "completed" : "failed",
     result_url: `s3://${BUCKET}/${prefix}result.json`,
-    warning_count: opts.warningCount ?? 0,
+    warning_count: warningCount,
     ...(opts.errorMessage === undefined ? {} : { error_message: opts.errorMessage }),
   });
 }

@@ -14,6 +14,7 @@
 mod capacity;
 mod coldstart;
 mod compression;
+mod convert;
 mod fixture;
 mod hydration;
 mod latency;
@@ -98,7 +99,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: code2des-bench [all|coldstart|compression|roundtrips|warm|reads|hydration|scale|capacity] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
+                "{e}\nusage: code2des-bench [all|coldstart|compression|convert|roundtrips|warm|reads|hydration|scale|capacity] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
             );
             std::process::exit(2);
         }
@@ -114,9 +115,23 @@ fn run(args: Args) -> Result<(), String> {
     let c = args.command.as_str();
     if !matches!(
         c,
-        "all" | "coldstart" | "compression" | "roundtrips" | "warm" | "reads" | "hydration" | "scale" | "capacity"
+        "all"
+            | "coldstart"
+            | "compression"
+            | "convert"
+            | "roundtrips"
+            | "warm"
+            | "reads"
+            | "hydration"
+            | "scale"
+            | "capacity"
     ) {
         return Err(format!("unknown command {c:?}"));
+    }
+    if c == "convert" {
+        // Needs Chromium, which `all` (and CI's quick run) does not assume; run on its own.
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+        return rt.block_on(convert::run(args.quick));
     }
     if matches!(c, "all" | "compression") {
         compression::run(args.quick);

@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 use shared::domain::protocol::Manifest;
 use shared::domain::standard_webhooks as sw;
 
+pub mod lambda;
 pub mod validate;
 
 /// The file, under the local stack's data directory, that holds the `whsk_` key it generated.
@@ -299,13 +300,7 @@ impl Worker {
         if let Some(stop) = self.report_stages(m, &STAGES[2..]).await? {
             return Ok(stop);
         }
-        let prefix = Self::prefix(m);
-        let mut images = serde_json::Map::new();
-        for img in &out.images {
-            let key = format!("{prefix}images/{}.{}", img.name, img.extension());
-            self.put(&key, img.bytes.clone(), img.mime).await?;
-            images.insert(img.name.clone(), json!({"key": key, "mime_type": img.mime}));
-        }
+        let images = self.put_images(&Self::prefix(m), &out.images).await?;
         let warnings: Vec<Value> = out.warnings.iter().map(|w| json!(w)).collect();
         let count = i32::try_from(warnings.len()).unwrap_or(i32::MAX);
         let size = serde_json::to_vec(&out.document).map_or(0, |v| v.len());
@@ -313,7 +308,28 @@ impl Worker {
             let msg = format!("the converted page is too large: its document is {size} bytes, over 2 MiB");
             return self.fail(m, &msg).await;
         }
-        self.finish(m, "result", Some(out.document), Value::Object(images), count, Some(warnings), None).await
+        self.finish(m, "result", Some(out.document), images, count, Some(warnings), None).await
+    }
+
+    /// Writes a converted page's images under `prefix`, a few at once (a page's images are
+    /// independent PUTs; one after the other, a page of 30 icons waited 30 round trips), and
+    /// answers the artifact's `images` member.
+    pub async fn put_images(&self, prefix: &str, images: &[code2des_convert::Image]) -> Result<Value, WorkerError> {
+        let mut stored = serde_json::Map::new();
+        // Eight at a time; the futures are collected before they are awaited, so the task that
+        // runs this stays Send (a stream adapter over a borrowing closure would not be).
+        for batch in images.chunks(8) {
+            let puts: Vec<_> = batch
+                .iter()
+                .map(|img| async move {
+                    let key = format!("{prefix}images/{}.{}", img.name, img.extension());
+                    self.put(&key, img.bytes.clone(), img.mime).await?;
+                    Ok::<_, WorkerError>((img.name.clone(), json!({"key": key, "mime_type": img.mime})))
+                })
+                .collect();
+            stored.extend(futures::future::try_join_all(puts).await?);
+        }
+        Ok(Value::Object(stored))
     }
 
     /// The sample conversion: writes images and a `result` artifact, then reports `completed`.

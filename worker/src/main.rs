@@ -46,6 +46,9 @@ enum Command {
     },
     /// Complete the job of one manifest key.
     Complete { manifest_key: String },
+    /// Serve the worker queue's SQS events under the Lambda runtime (the container image's
+    /// entry point in AWS: docs/WORKER.md, "In AWS"). `WEBHOOK_SECRET_ARN` names the HMAC key.
+    Lambda,
     /// Fail the job of one manifest key with a message.
     Fail { manifest_key: String, message: String },
     /// Check an artifact (and its images) as the result route will: every problem with its JSON
@@ -144,8 +147,12 @@ fn validate(
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    shared::obs::telemetry::init_local();
     let cli = Cli::parse();
+    // In Lambda, JSON lines for CloudWatch, as the functions write them.
+    match cli.command {
+        Command::Lambda => shared::obs::telemetry::init_lambda(),
+        _ => shared::obs::telemetry::init_local(),
+    }
     if let Command::Validate { artifact, images, manifest } = cli.command {
         return validate(artifact, images, manifest);
     }
@@ -158,8 +165,9 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Error> {
-    if std::env::var("S3_ENDPOINT").is_err() {
+async fn run(mut cli: Cli) -> Result<(), Error> {
+    let in_lambda = matches!(cli.command, Command::Lambda);
+    if std::env::var("S3_ENDPOINT").is_err() && !in_lambda {
         // Default to the local stack's embedded S3.
         std::env::set_var("S3_ENDPOINT", "http://127.0.0.1:9000");
     }
@@ -170,6 +178,10 @@ async fn run(cli: Cli) -> Result<(), Error> {
         other => other,
     };
     let settings = shared::config::Settings::from_env()?;
+    if let shared::config::SecretSource::Arn(arn) = &settings.webhook_secret {
+        use secrecy::ExposeSecret;
+        cli.webhook_secret = shared::aws::secrets::secret(arn).await?.expose_secret().to_owned();
+    }
     let mut worker =
         code2des_worker::Worker::new(shared::aws::sdk::s3_client(&settings).await, cli.bucket, cli.webhook_secret);
     if let Some(key) = key {
@@ -194,6 +206,15 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Complete { manifest_key } => {
             let m = worker.read_manifest(&manifest_key).await?;
             return answered(worker.complete(&m).await?);
+        }
+        Command::Lambda => {
+            let worker = &worker;
+            return lambda_runtime::run(lambda_runtime::service_fn(
+                |event: lambda_runtime::LambdaEvent<aws_lambda_events::event::sqs::SqsEvent>| async move {
+                    Ok::<_, Error>(code2des_worker::lambda::handle(worker, event.payload).await)
+                },
+            ))
+            .await;
         }
         Command::Fail { manifest_key, message } => {
             let m = worker.read_manifest(&manifest_key).await?;

@@ -75,8 +75,17 @@ pub fn bin_dir() -> PathBuf {
 }
 
 pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
+    let mut targets = targets(extra)?;
+    let sandbox = Sandbox::start()?;
+    sandbox.measure(&mut targets, rounds)?;
+    print_table(&targets, rounds);
+    Ok(())
+}
+
+/// The hello-world reference, the five functions and the `--extra` binaries, each present.
+fn targets(extra: &[(String, PathBuf)]) -> Result<Vec<Target>, String> {
     let dir = bin_dir();
-    let mut targets: Vec<Target> = std::iter::once("hello")
+    let targets: Vec<Target> = std::iter::once("hello")
         .chain(FUNCTIONS)
         .map(|n| (n.to_owned(), dir.join(n)))
         .chain(extra.iter().cloned())
@@ -90,12 +99,58 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
             ));
         }
     }
-    // Nothing is ever queued: the first /next poll is held until the process is killed.
-    let api = RuntimeApi::start().map_err(|e| e.to_string())?;
-    let (db_port, db_hits) = sentinel();
-    let (s3_port, s3_hits) = sentinel();
-    let task_root = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let env: Vec<(String, String)> = [
+    Ok(targets)
+}
+
+/// What the binaries start in: the Runtime API stand-in, the sentinels standing for the
+/// database and S3, and a Lambda's environment pointing at them.
+struct Sandbox {
+    api: RuntimeApi,
+    db_hits: Arc<AtomicU64>,
+    s3_hits: Arc<AtomicU64>,
+    env: Vec<(String, String)>,
+    /// `LAMBDA_TASK_ROOT`, kept for as long as the binaries run.
+    _task_root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn start() -> Result<Self, String> {
+        // Nothing is ever queued: the first /next poll is held until the process is killed.
+        let api = RuntimeApi::start().map_err(|e| e.to_string())?;
+        let (db_port, db_hits) = sentinel();
+        let (s3_port, s3_hits) = sentinel();
+        let task_root = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let env = lambda_env(&api, db_port, s3_port, &task_root);
+        Ok(Self { api, db_hits, s3_hits, env, _task_root: task_root })
+    }
+
+    /// Spawns every target once a round, the first rotating, and records what it took.
+    fn measure(&self, targets: &mut [Target], rounds: usize) -> Result<(), String> {
+        let n = targets.len();
+        // Round 0 warms the page cache and is not counted.
+        for round in 0..=rounds {
+            for k in 0..n {
+                let t = &mut targets[(round + k) % n];
+                let (db0, s30) = (self.db_hits.load(Ordering::Relaxed), self.s3_hits.load(Ordering::Relaxed));
+                let (init, hwm) = spawn_once(&t.path, &t.name, &self.env, &self.api)?;
+                // Connections may still be in flight right after the poll: count them at the end.
+                std::thread::sleep(Duration::from_millis(2));
+                if round > 0 {
+                    t.inits.push(init);
+                    t.hwm.push(hwm);
+                    t.db_conns += self.db_hits.load(Ordering::Relaxed) - db0;
+                    t.s3_conns += self.s3_hits.load(Ordering::Relaxed) - s30;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The environment Lambda gives a provided.al2023 function, plus the functions' settings,
+/// with the database and S3 at the sentinels.
+fn lambda_env(api: &RuntimeApi, db_port: u16, s3_port: u16, task_root: &tempfile::TempDir) -> Vec<(String, String)> {
+    [
         ("AWS_LAMBDA_RUNTIME_API", api.host_port()),
         ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512".into()),
         ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".into()),
@@ -120,26 +175,10 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    .collect()
+}
 
-    let n = targets.len();
-    // Round 0 warms the page cache and is not counted.
-    for round in 0..=rounds {
-        for k in 0..n {
-            let t = &mut targets[(round + k) % n];
-            let (db0, s30) = (db_hits.load(Ordering::Relaxed), s3_hits.load(Ordering::Relaxed));
-            let (init, hwm) = spawn_once(&t.path, &t.name, &env, &api)?;
-            // Connections may still be in flight right after the poll: count them at the end.
-            std::thread::sleep(Duration::from_millis(2));
-            if round > 0 {
-                t.inits.push(init);
-                t.hwm.push(hwm);
-                t.db_conns += db_hits.load(Ordering::Relaxed) - db0;
-                t.s3_conns += s3_hits.load(Ordering::Relaxed) - s30;
-            }
-        }
-    }
-
+fn print_table(targets: &[Target], rounds: usize) {
     println!("## Cold start: process start -> first /next poll ({rounds} interleaved rounds)\n");
     // A release-profile variant `NAME@V` (scripts/bench-profiles) is compared with `hello@V`,
     // the hello-world built with the same variant; everything else with `hello`.
@@ -158,7 +197,7 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
         "VmHWM at init KiB",
         "DB/S3 conns at init",
     ]);
-    for t in &targets {
+    for t in targets {
         let size = std::fs::metadata(&t.path).map(|m| m.len()).unwrap_or(0);
         let zip = zip_size(&t.path).map_or("n/a".to_owned(), |z| (z / 1024).to_string());
         let med = median(&t.inits);
@@ -175,7 +214,6 @@ pub fn run(rounds: usize, extra: &[(String, PathBuf)]) -> Result<(), String> {
         ]);
     }
     table.print();
-    Ok(())
 }
 
 fn spawn_once(path: &PathBuf, name: &str, env: &[(String, String)], api: &RuntimeApi) -> Result<(f64, u64), String> {

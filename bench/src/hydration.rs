@@ -25,17 +25,46 @@ const SIDE: u32 = 184;
 const S3_LATENCY_MS: u64 = 20;
 
 pub async fn run(app: Arc<App>, quick: bool) {
-    let t = app.tenant().await;
-    let mut jobs = Vec::new();
-    for n in [1usize, 8, 32, 64] {
-        let id = app.insert_jobs(&t, 1).await.remove(0);
-        app.complete(&id, n, SIDE).await;
-        jobs.push((n, id));
-    }
-    let image_bytes = fixture::png(SIDE, SIDE).len();
-    let rounds = if quick { 2 } else { 30 };
+    let f = Fixture::new(&app, if quick { 2 } else { 30 }).await;
     let default_conc = Limits::default().fetch_concurrency;
+    fetch_concurrency(&f, default_conc).await;
+    let slow_deps = injected_latency(&f, default_conc).await;
+    requests_per_get(&app, &f.t, &f.jobs, &slow_deps, f.rounds).await;
+    peak_memory(&f, if quick { 1 } else { 3 });
+}
 
+/// What every table reads: a tenant's completed jobs of 1, 8, 32 and 64 images.
+struct Fixture<'a> {
+    app: &'a App,
+    t: Tenant,
+    /// (images, job id)
+    jobs: Vec<(usize, String)>,
+    /// Timed rounds, after one untimed.
+    rounds: usize,
+}
+
+impl<'a> Fixture<'a> {
+    async fn new(app: &'a App, rounds: usize) -> Self {
+        let t = app.tenant().await;
+        let mut jobs = Vec::new();
+        for n in [1usize, 8, 32, 64] {
+            let id = app.insert_jobs(&t, 1).await.remove(0);
+            app.complete(&id, n, SIDE).await;
+            jobs.push((n, id));
+        }
+        Self { app, t, jobs, rounds }
+    }
+
+    /// The job with `n` images.
+    fn job(&self, n: usize) -> &str {
+        &self.jobs.iter().find(|j| j.0 == n).unwrap().1
+    }
+}
+
+/// The first table: result GET latency by image count and fetch concurrency, on loopback S3.
+async fn fetch_concurrency(f: &Fixture<'_>, default_conc: usize) {
+    let (app, rounds) = (f.app, f.rounds);
+    let image_bytes = fixture::png(SIDE, SIDE).len();
     println!(
         "## Hydration: result GET, images of {image_bytes} bytes each ({rounds} interleaved rounds, fetch concurrency = Limits::fetch_concurrency)\n"
     );
@@ -62,8 +91,7 @@ pub async fn run(app: Arc<App>, quick: bool) {
     let mut info: Vec<(String, String, usize)> = vec![Default::default(); cases.len()];
     for round in 0..=rounds {
         for (k, &(n, d)) in cases.iter().enumerate() {
-            let id = &jobs.iter().find(|j| j.0 == n).unwrap().1;
-            let ev = fixture::result_event(&t, id);
+            let ev = fixture::result_event(&f.t, f.job(n));
             let before = app.s3_calls.snapshot();
             let t0 = Instant::now();
             let resp = code2des_result::handler::handle(&deps[d], request(&ev)).await;
@@ -94,9 +122,13 @@ pub async fn run(app: Arc<App>, quick: bool) {
         ]);
     }
     table.print();
+}
 
-    // The same with S3's in-region first-byte latency injected before every request: the
-    // waits, not loopback bandwidth, dominate, as they do against S3 itself.
+/// The same with S3's in-region first-byte latency injected before every request: the
+/// waits, not loopback bandwidth, dominate, as they do against S3 itself. Answers the handler
+/// on that slow client, which the next table uses too.
+async fn injected_latency(f: &Fixture<'_>, default_conc: usize) -> code2des_result::handler::Deps {
+    let app = f.app;
     let delay = std::time::Duration::from_millis(S3_LATENCY_MS);
     let slow = crate::latency::s3_with_latency(&app.s3, delay);
     let slow_deps = app.result_with_s3(&app.pool, slow).await;
@@ -116,10 +148,9 @@ pub async fn run(app: Arc<App>, quick: bool) {
     let slow_cases = [1usize, 32, 64];
     let mut slow_lat: Vec<Vec<f64>> = vec![Vec::new(); slow_cases.len()];
     let mut slow_calls = vec![0u64; slow_cases.len()];
-    for round in 0..=rounds {
+    for round in 0..=f.rounds {
         for (k, n) in slow_cases.iter().enumerate() {
-            let id = &jobs.iter().find(|j| j.0 == *n).unwrap().1;
-            let ev = fixture::result_event(&t, id);
+            let ev = fixture::result_event(&f.t, f.job(*n));
             let before = app.s3_calls.snapshot();
             let t0 = Instant::now();
             let resp = code2des_result::handler::handle(&slow_deps, request(&ev)).await;
@@ -145,11 +176,12 @@ pub async fn run(app: Arc<App>, quick: bool) {
         ]);
     }
     slow_table.print();
+    slow_deps
+}
 
-    requests_per_get(&app, &t, &jobs, &slow_deps, rounds).await;
-
-    // Peak memory, one child process per case and repetition.
-    let reps = if quick { 1 } else { 3 };
+/// Peak memory, one child process per case and repetition.
+fn peak_memory(f: &Fixture<'_>, reps: usize) {
+    let app = f.app;
     let mut mem = Table::new(&[
         "images",
         "body bytes",
@@ -158,12 +190,12 @@ pub async fn run(app: Arc<App>, quick: bool) {
         "peak growth KiB (median)",
         "growth / body",
     ]);
-    for (n, id) in &jobs {
+    for (n, id) in &f.jobs {
         let mut growth = Vec::new();
         let mut last = (0u64, 0u64, 0u64);
         for _ in 0..reps {
             let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args(["hydration-child", &app.url, &app.store.endpoint().expect("S3 running"), &tenant_arg(&t), id])
+                .args(["hydration-child", &app.url, &app.store.endpoint().expect("S3 running"), &tenant_arg(&f.t), id])
                 .output()
                 .expect("spawn the hydration child");
             let text = String::from_utf8_lossy(&out.stdout);

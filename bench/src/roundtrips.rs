@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::fixture::{self, answer, request, App};
+use crate::fixture::{self, answer, request, App, Tenant};
 use crate::pgproxy::{self, Counts};
 use crate::stats::{f1, Table};
 
@@ -63,152 +63,229 @@ struct Row {
     ok: bool,
 }
 
+/// The routes measured, in the table's order.
+const ROUTES: [&str; 9] = [
+    "trigger",
+    "trigger (refused: 429 active)",
+    "retry",
+    "lifecycle.get",
+    "lifecycle.list",
+    "result",
+    "placement (first)",
+    "placement (later)",
+    "webhook",
+];
+
 pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_name: &str, calls: usize) {
     let upstream: SocketAddr = format!("127.0.0.1:{pg_port}").parse().unwrap();
     let (proxy, wire) = pgproxy::start(upstream).await;
     let pool = app.pool_to(&format!("postgres://postgres@{proxy}/{db_name}"), 2);
     admin.batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements").await.expect("pg_stat_statements");
-
-    let t = app.tenant().await;
-    let q = shared::domain::quota::Quota::default();
-    assert!(
-        calls < q.max_active_jobs_per_org.min(q.triggers_per_minute) as usize,
-        "trigger must stay within the quotas"
-    );
-    // Trigger's and retry's own organizations: `t` holds `calls + 1` processing jobs below.
-    let (tt, rt, full) = (app.tenant().await, app.tenant().await, app.tenant().await);
-    // Retry: `calls + 1` failed jobs, each retried once.
-    let to_retry = app.insert_jobs(&rt, calls + 1).await;
-    app.pool
-        .get()
-        .await
-        .unwrap()
-        .execute("UPDATE code2des SET status = '2', error_message = 'boom' WHERE organization_id = $1", &[&rt.org])
-        .await
-        .unwrap();
-    // The refused trigger: an organization with its 20 jobs processing.
-    app.insert_jobs(&full, q.max_active_jobs_per_org as usize).await;
-    // Jobs: one completed (get, result), `calls + 1` completed for first placements, and
-    // `calls + 1` processing for webhook transitions.
-    let done = app.insert_jobs(&t, 1).await.remove(0);
-    app.complete(&done, 1, 8).await;
-    let to_place = app.insert_jobs(&t, calls + 1).await;
-    for id in &to_place {
-        app.complete(id, 0, 8).await;
-    }
-    let to_finish = app.insert_jobs(&t, calls + 1).await;
-
-    let lambda = LambdaRuntime::start();
-    let trigger = Arc::new(app.trigger(&pool).await);
-    let lifecycle = Arc::new(app.lifecycle(&pool).await);
-    let result = Arc::new(app.result(&pool).await);
-    let webhook = Arc::new(app.webhook(&pool).await);
-    let placement = Arc::new(app.placement(&pool).await);
-
+    let jobs = Jobs::insert(app, calls).await;
+    let handlers = Handlers::new(app, &pool).await;
+    let bench = Bench { app, admin, db_name, calls, wire, jobs, handlers };
     let mut rows = Vec::new();
-    let routes: [&'static str; 9] = [
-        "trigger",
-        "trigger (refused: 429 active)",
-        "retry",
-        "lifecycle.get",
-        "lifecycle.list",
-        "result",
-        "placement (first)",
-        "placement (later)",
-        "webhook",
-    ];
-    for route in routes {
+    for route in ROUTES {
+        rows.push(bench.route(route).await);
+    }
+    print_rows(&rows, calls);
+}
+
+/// The tenants and jobs the calls act on.
+struct Jobs {
+    /// Holds the jobs below (`calls + 1` processing ones among them).
+    t: Tenant,
+    /// Trigger's own organization.
+    tt: Tenant,
+    /// Retry's own organization and its failed jobs, each retried once.
+    rt: Tenant,
+    to_retry: Vec<String>,
+    /// An organization with its 20 jobs processing: the refused trigger's.
+    full: Tenant,
+    /// A completed job (get, result).
+    done: String,
+    /// Completed jobs for first placements.
+    to_place: Vec<String>,
+    /// Processing jobs for webhook transitions.
+    to_finish: Vec<String>,
+}
+
+impl Jobs {
+    async fn insert(app: &App, calls: usize) -> Self {
+        let t = app.tenant().await;
+        let q = shared::domain::quota::Quota::default();
+        assert!(
+            calls < q.max_active_jobs_per_org.min(q.triggers_per_minute) as usize,
+            "trigger must stay within the quotas"
+        );
+        // Trigger's and retry's own organizations: `t` holds `calls + 1` processing jobs below.
+        let (tt, rt, full) = (app.tenant().await, app.tenant().await, app.tenant().await);
+        // Retry: `calls + 1` failed jobs, each retried once.
+        let to_retry = app.insert_jobs(&rt, calls + 1).await;
+        app.pool
+            .get()
+            .await
+            .unwrap()
+            .execute("UPDATE code2des SET status = '2', error_message = 'boom' WHERE organization_id = $1", &[&rt.org])
+            .await
+            .unwrap();
+        // The refused trigger: an organization with its 20 jobs processing.
+        app.insert_jobs(&full, q.max_active_jobs_per_org as usize).await;
+        // Jobs: one completed (get, result), `calls + 1` completed for first placements, and
+        // `calls + 1` processing for webhook transitions.
+        let done = app.insert_jobs(&t, 1).await.remove(0);
+        app.complete(&done, 1, 8).await;
+        let to_place = app.insert_jobs(&t, calls + 1).await;
+        for id in &to_place {
+            app.complete(id, 0, 8).await;
+        }
+        let to_finish = app.insert_jobs(&t, calls + 1).await;
+        Self { t, tt, rt, to_retry, full, done, to_place, to_finish }
+    }
+}
+
+/// Every function, built on the counted pool, and the runtime it runs on.
+struct Handlers {
+    lambda: LambdaRuntime,
+    trigger: Arc<code2des_trigger::handler::Deps>,
+    lifecycle: Arc<code2des_lifecycle::handler::Deps>,
+    result: Arc<code2des_result::handler::Deps>,
+    webhook: Arc<code2des_webhook::handler::Deps>,
+    placement: Arc<code2des_placement::handler::Deps>,
+}
+
+impl Handlers {
+    async fn new(app: &App, pool: &deadpool_postgres::Pool) -> Self {
+        let lambda = LambdaRuntime::start();
+        let trigger = Arc::new(app.trigger(pool).await);
+        let lifecycle = Arc::new(app.lifecycle(pool).await);
+        let result = Arc::new(app.result(pool).await);
+        let webhook = Arc::new(app.webhook(pool).await);
+        let placement = Arc::new(app.placement(pool).await);
+        Self { lambda, trigger, lifecycle, result, webhook, placement }
+    }
+
+    /// Call `i` of `route`, on the Lambda runtime.
+    async fn call(&self, route: &str, i: usize, j: &Jobs) -> lambda_http::Response<lambda_http::Body> {
+        let lambda = &self.lambda;
+        match route {
+            "trigger" | "trigger (refused: 429 active)" | "retry" => {
+                let ev = match route {
+                    "trigger" => fixture::trigger_event(&j.tt),
+                    "retry" => fixture::retry_event(&j.rt, &j.to_retry[i]),
+                    _ => fixture::trigger_event(&j.full),
+                };
+                let d = self.trigger.clone();
+                lambda.call(async move { code2des_trigger::handler::handle(&d, request(&ev)).await }).await
+            }
+            "lifecycle.get" | "lifecycle.list" => {
+                let ev = if route == "lifecycle.get" {
+                    fixture::get_event(&j.t, &j.done)
+                } else {
+                    fixture::list_event(&j.t)
+                };
+                let d = self.lifecycle.clone();
+                lambda.call(async move { code2des_lifecycle::handler::handle(&d, request(&ev)).await }).await
+            }
+            "result" => {
+                let (d, ev) = (self.result.clone(), fixture::result_event(&j.t, &j.done));
+                lambda.call(async move { code2des_result::handler::handle(&d, request(&ev)).await }).await
+            }
+            "placement (first)" | "placement (later)" => {
+                let id = if route == "placement (first)" { &j.to_place[i] } else { &j.to_place[0] };
+                let (d, ev) = (self.placement.clone(), fixture::placement_event(&j.t, id));
+                lambda.call(async move { code2des_placement::handler::handle(&d, request(&ev)).await }).await
+            }
+            _ => {
+                let (d, ev) = (self.webhook.clone(), fixture::webhook_event(&j.to_finish[i]));
+                lambda.call(async move { code2des_webhook::handler::handle(&d, request(&ev)).await }).await
+            }
+        }
+    }
+}
+
+/// What measuring a route needs: the counters (proxy, S3, pg_stat_statements) and the calls.
+struct Bench<'a> {
+    app: &'a App,
+    admin: &'a tokio_postgres::Client,
+    db_name: &'a str,
+    calls: usize,
+    wire: Arc<pgproxy::Wire>,
+    jobs: Jobs,
+    handlers: Handlers,
+}
+
+impl Bench<'_> {
+    /// One warm-up call of `route`, then `calls` counted ones.
+    async fn route(&self, route: &'static str) -> Row {
+        let mut row = Row {
+            route,
+            want: if route.contains("429") { 429 } else { 200 },
+            calls: 0,
+            wire: [0; 9],
+            statements: (0, 0),
+            s3: [0; 4],
+            texts: vec![],
+            ok: true,
+        };
         // The first call opens the connection (its startup messages are not the request's).
         let mut statuses = Vec::new();
-        for i in 0..=calls {
+        for i in 0..=self.calls {
             if i == 1 {
-                admin.execute("SELECT pg_stat_statements_reset()", &[]).await.unwrap();
+                self.admin.execute("SELECT pg_stat_statements_reset()", &[]).await.unwrap();
             }
-            let before = (wire.snapshot(), app.s3_calls.snapshot());
-            let resp = match route {
-                "trigger" | "trigger (refused: 429 active)" | "retry" => {
-                    let ev = match route {
-                        "trigger" => fixture::trigger_event(&tt),
-                        "retry" => fixture::retry_event(&rt, &to_retry[i]),
-                        _ => fixture::trigger_event(&full),
-                    };
-                    let d = trigger.clone();
-                    lambda.call(async move { code2des_trigger::handler::handle(&d, request(&ev)).await }).await
-                }
-                "lifecycle.get" | "lifecycle.list" => {
-                    let ev =
-                        if route == "lifecycle.get" { fixture::get_event(&t, &done) } else { fixture::list_event(&t) };
-                    let d = lifecycle.clone();
-                    lambda.call(async move { code2des_lifecycle::handler::handle(&d, request(&ev)).await }).await
-                }
-                "result" => {
-                    let (d, ev) = (result.clone(), fixture::result_event(&t, &done));
-                    lambda.call(async move { code2des_result::handler::handle(&d, request(&ev)).await }).await
-                }
-                "placement (first)" | "placement (later)" => {
-                    let id = if route == "placement (first)" { &to_place[i] } else { &to_place[0] };
-                    let (d, ev) = (placement.clone(), fixture::placement_event(&t, id));
-                    lambda.call(async move { code2des_placement::handler::handle(&d, request(&ev)).await }).await
-                }
-                _ => {
-                    let (d, ev) = (webhook.clone(), fixture::webhook_event(&to_finish[i]));
-                    lambda.call(async move { code2des_webhook::handler::handle(&d, request(&ev)).await }).await
-                }
-            };
+            let before = (self.wire.snapshot(), self.app.s3_calls.snapshot());
+            let resp = self.handlers.call(route, i, &self.jobs).await;
             statuses.push(answer(resp).0);
             if i >= 1 {
-                let after = (wire.snapshot(), app.s3_calls.snapshot());
+                let after = (self.wire.snapshot(), self.app.s3_calls.snapshot());
                 let w = pgproxy::diff(&before.0, &after.0);
                 let s3: [u64; 4] = std::array::from_fn(|k| after.1[k] - before.1[k]);
-                if i == 1 {
-                    rows.push(Row {
-                        route,
-                        want: if route.contains("429") { 429 } else { 200 },
-                        calls: 0,
-                        wire: [0; 9],
-                        statements: (0, 0),
-                        s3: [0; 4],
-                        texts: vec![],
-                        ok: true,
-                    });
-                }
-                let r = rows.last_mut().unwrap();
-                r.calls += 1;
-                for (acc, x) in r.wire.iter_mut().zip(w) {
+                row.calls += 1;
+                for (acc, x) in row.wire.iter_mut().zip(w) {
                     *acc += x;
                 }
-                for (acc, x) in r.s3.iter_mut().zip(s3) {
+                for (acc, x) in row.s3.iter_mut().zip(s3) {
                     *acc += x;
                 }
             }
         }
-        let r = rows.last_mut().unwrap();
-        r.ok = statuses.iter().all(|s| if r.want == 429 { *s == 429 } else { (200..300).contains(s) });
-        let stats = admin
+        row.ok = statuses.iter().all(|s| if row.want == 429 { *s == 429 } else { (200..300).contains(s) });
+        self.statements(&mut row).await;
+        if !row.ok {
+            eprintln!("warning: {route} answered {statuses:?}");
+        }
+        row
+    }
+
+    /// What pg_stat_statements saw since its reset: the counts, and the statements' texts.
+    async fn statements(&self, r: &mut Row) {
+        let stats = self
+            .admin
             .query_one(
                 "SELECT coalesce(sum(calls), 0)::int8, coalesce(sum(calls) FILTER (WHERE toplevel), 0)::int8 \
                  FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)",
-                &[&db_name],
+                &[&self.db_name],
             )
             .await
             .unwrap();
         r.statements = (stats.get(0), stats.get(1));
-        r.texts = admin
+        r.texts = self
+            .admin
             .query(
                 "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) FROM pg_stat_statements \
                  WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY calls DESC",
-                &[&db_name],
+                &[&self.db_name],
             )
             .await
             .unwrap()
             .iter()
             .map(|row| format!("{}x {}", row.get::<_, i64>(0), row.get::<_, String>(1)))
             .collect();
-        if !r.ok {
-            eprintln!("warning: {route} answered {statuses:?}");
-        }
     }
+}
 
+fn print_rows(rows: &[Row], calls: usize) {
     println!("## Round trips per happy-path request ({calls} calls each, after one warm-up call)\n");
     let mut table = Table::new(&[
         "route",
@@ -222,7 +299,7 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
         "S3 GET/HEAD/PUT",
         "answered as expected (2xx; 429 for the refusal)",
     ]);
-    for r in &rows {
+    for r in rows {
         let per = |x: f64| f1(x / r.calls as f64);
         table.row(vec![
             r.route.to_owned(),
@@ -239,7 +316,7 @@ pub async fn run(app: &App, admin: &tokio_postgres::Client, pg_port: u16, db_nam
     }
     table.print();
     println!("Statements seen by the server (normalised text, first 70 characters):\n");
-    for r in &rows {
+    for r in rows {
         println!("- {}: {}", r.route, r.texts.join(" · "));
     }
     println!();

@@ -173,20 +173,70 @@ pub async fn run(
         "{samples} sequential requests per read and tenant through code2des-local (HTTP), alternating; \
          p50 / p99 in ms; the goal is busy / small ≤ 2 at both.\n"
     );
-    let mut table = Table::new(&[
-        "read",
-        "jobs",
-        "small p50",
-        "busy p50",
-        "busy/small p50",
-        "small p99",
-        "busy p99",
-        "busy/small p99",
-    ]);
-    let mut sweep_table =
-        Table::new(&["jobs", "seeded in (s)", "idle sweep p50 (ms)", "rows it read (jobs and attempts)"]);
-    let mut figures = Vec::new();
+    let mut report = Report::new();
     for y in sizes {
+        let size = SizeDb::seed(&cluster_url, y).await?;
+        size.reads(y, samples, &mut report).await?;
+        size.idle_sweep(samples, &mut report).await?;
+        size.drop_database().await?;
+    }
+    report.print(json_out)
+}
+
+/// The two tables and the figures for `--json`, filled size by size.
+struct Report {
+    reads: Table,
+    sweep: Table,
+    figures: Vec<serde_json::Value>,
+}
+
+impl Report {
+    fn new() -> Self {
+        let reads = Table::new(&[
+            "read",
+            "jobs",
+            "small p50",
+            "busy p50",
+            "busy/small p50",
+            "small p99",
+            "busy p99",
+            "busy/small p99",
+        ]);
+        let sweep = Table::new(&["jobs", "seeded in (s)", "idle sweep p50 (ms)", "rows it read (jobs and attempts)"]);
+        Self { reads, sweep, figures: Vec::new() }
+    }
+
+    fn print(self, json_out: Option<&std::path::Path>) -> Result<(), String> {
+        self.reads.print();
+        println!();
+        self.sweep.print();
+        println!();
+        if let Some(path) = json_out {
+            std::fs::write(path, serde_json::to_string_pretty(&self.figures).unwrap())
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            println!("figures written to {}", path.display());
+        }
+        Ok(())
+    }
+}
+
+/// One size's database of its own, freshly seeded, and what the reads need of it.
+struct SizeDb {
+    db: String,
+    url: String,
+    /// On the maintenance database, to drop this one afterwards.
+    admin: tokio_postgres::Client,
+    c: tokio_postgres::Client,
+    seeded: Seeded,
+    seed_secs: f64,
+    /// The small tenant, then the busy project.
+    targets: Vec<Target>,
+}
+
+impl SizeDb {
+    /// A fresh database for `y`: migrated, seeded (timed), its seeded overdue jobs swept,
+    /// vacuumed, and the targets' cursors made.
+    async fn seed(cluster_url: &impl Fn(&str) -> String, y: &Year) -> Result<Self, String> {
         let db = format!("code2des_scale_{}", y.jobs);
         let url = cluster_url(&db);
         let cfg = DbConfig::from_url(&url).map_err(|e| e.to_string())?;
@@ -219,11 +269,16 @@ pub async fn run(
                 completed_deep: deep_cursor(&c, &key, t, Some("1")).await?,
             });
         }
-        let stack = LocalStack::start(&url).await?;
+        Ok(Self { db, url, admin, c, seeded, seed_secs, targets })
+    }
+
+    /// Every read through a stack of its own on this database: a row of the reads table each.
+    async fn reads(&self, y: &Year, samples: usize, report: &mut Report) -> Result<(), String> {
+        let stack = LocalStack::start(&self.url).await?;
         let mut conn = HttpConn::connect(stack.addr).await.map_err(|e| e.to_string())?;
         for read in READS {
-            let [small, busy] = measure(&mut conn, read, &[&targets[0], &targets[1]], samples).await?;
-            table.row(vec![
+            let [small, busy] = measure(&mut conn, read, &[&self.targets[0], &self.targets[1]], samples).await?;
+            report.reads.row(vec![
                 read.name().into(),
                 y.jobs.to_string(),
                 f2(small.0),
@@ -233,19 +288,24 @@ pub async fn run(
                 f2(busy.1),
                 f2(busy.1 / small.1),
             ]);
-            figures.push(json!({"read": read.name(), "jobs": seeded.jobs, "small_p50": small.0, "busy_p50": busy.0,
-                "small_p99": small.1, "busy_p99": busy.1}));
+            report.figures.push(json!({"read": read.name(), "jobs": self.seeded.jobs, "small_p50": small.0,
+                "busy_p50": busy.0, "small_p99": small.1, "busy_p99": busy.1}));
         }
         drop(stack);
-        // The idle sweep, and the rows it read of code2des and of the attempt table it joins
-        // (the statistics counters of its session, flushed by ending each run's transaction).
+        Ok(())
+    }
+
+    /// The idle sweep, and the rows it read of code2des and of the attempt table it joins
+    /// (the statistics counters of its session, flushed by ending each run's transaction).
+    async fn idle_sweep(&self, samples: usize, report: &mut Report) -> Result<(), String> {
+        let c = &self.c;
         let mut lat = Vec::new();
         let mut read_rows = 0;
         for _ in 0..samples.min(50) {
             c.batch_execute("BEGIN").await.map_err(|e| e.to_string())?;
             let before: i64 = c.query_one(ROWS_READ, &[]).await.map_err(|e| e.to_string())?.get(0);
             let t0 = Instant::now();
-            shared::db::sweep::expire_overdue(&c, shared::domain::job::DEFAULT_DEADLINE, 500)
+            shared::db::sweep::expire_overdue(c, shared::domain::job::DEFAULT_DEADLINE, 500)
                 .await
                 .map_err(|e| e.to_string())?;
             lat.push(ms(t0.elapsed()));
@@ -253,25 +313,22 @@ pub async fn run(
             read_rows = read_rows.max(after - before);
             c.batch_execute("ROLLBACK").await.map_err(|e| e.to_string())?;
         }
-        sweep_table.row(vec![
-            seeded.jobs.to_string(),
-            format!("{seed_secs:.1}"),
+        let jobs = self.seeded.jobs;
+        report.sweep.row(vec![
+            jobs.to_string(),
+            format!("{:.1}", self.seed_secs),
             f2(pct(&lat, 50.0)),
             read_rows.to_string(),
         ]);
-        figures.push(json!({"read": "idle sweep", "jobs": seeded.jobs, "p50": pct(&lat, 50.0), "rows": read_rows,
-            "seed_secs": seed_secs}));
+        report.figures.push(json!({"read": "idle sweep", "jobs": jobs, "p50": pct(&lat, 50.0), "rows": read_rows,
+            "seed_secs": self.seed_secs}));
+        Ok(())
+    }
+
+    /// Closes this database's connection, then drops it.
+    async fn drop_database(self) -> Result<(), String> {
+        let Self { db, admin, c, .. } = self;
         drop(c);
-        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await.map_err(|e| e.to_string())?;
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await.map_err(|e| e.to_string())
     }
-    table.print();
-    println!();
-    sweep_table.print();
-    println!();
-    if let Some(path) = json_out {
-        std::fs::write(path, serde_json::to_string_pretty(&figures).unwrap())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        println!("figures written to {}", path.display());
-    }
-    Ok(())
 }

@@ -35,6 +35,7 @@ use shared::domain::keys::{job_prefix, S3Pointer};
 use shared::domain::protocol::PROTOCOL_VERSION;
 use shared::error::ErrorCode;
 use shared::http::caller;
+use shared::http::faults::STORAGE;
 use shared::http::request::{query_param, request_id};
 use shared::http::response::{empty, serve, set_header};
 use shared::http::view::timestamp;
@@ -292,36 +293,14 @@ async fn fetch_images<'a>(
             })
             .collect();
     let opened: Vec<_> = stream::iter(opens).buffered(limits.fetch_concurrency).collect().await;
-    // Plan against the byte budget before reading any body, so memory stays bounded by it.
-    let mut used = fixed;
-    let mut plan: Vec<Planned<'a>> = Vec::with_capacity(candidates.len());
-    for (c, o) in candidates.iter().zip(opened) {
-        let o = match o {
-            Ok(Ok(o)) => o,
-            Ok(Err(e)) => {
-                plan.push(Err(image_problem(job, e)));
-                continue;
-            }
-            Err(_) => {
-                plan.push(Err(Skipped::Fault(ApiError::DependencyTimeout("artifact storage"))));
-                continue;
-            }
-        };
-        let cost = (o.size as usize).div_ceil(3) * 4 + escaped_len(&c.0) + c.0.len() + 96;
-        if used + cost <= limits.response_budget {
-            used += cost;
-            plan.push(Ok((*c, o)));
-        } else {
-            plan.push(Err(Skipped::Bytes));
-        }
-    }
+    let plan = plan_reads(job, candidates, opened, fixed, limits.response_budget);
     let reads: Vec<_> = plan
         .into_iter()
         .map(|p| async move {
             let ((name, entry), o) = p?;
             match tokio::time::timeout_at(end, read_image(deps, job, name, entry, o)).await {
                 Ok(read) => read,
-                Err(_) => Err(Skipped::Fault(ApiError::DependencyTimeout("artifact storage"))),
+                Err(_) => Err(Skipped::Fault(ApiError::DependencyTimeout(STORAGE))),
             }
         })
         .collect();
@@ -344,6 +323,40 @@ async fn fetch_images<'a>(
     Ok(Images { fetched, deferred, fault })
 }
 
+/// Plans which opened images are read: against the byte budget, before reading any body, so
+/// memory stays bounded by it; an image that could not be opened (or not in time) is skipped.
+fn plan_reads<'a>(
+    job: &Job,
+    candidates: &[&'a (String, ImageEntry)],
+    opened: Vec<Result<Result<Opened, BucketError>, tokio::time::error::Elapsed>>,
+    fixed: usize,
+    budget: usize,
+) -> Vec<Planned<'a>> {
+    let mut used = fixed;
+    let mut plan: Vec<Planned<'a>> = Vec::with_capacity(candidates.len());
+    for (c, o) in candidates.iter().zip(opened) {
+        let o = match o {
+            Ok(Ok(o)) => o,
+            Ok(Err(e)) => {
+                plan.push(Err(image_problem(job, e)));
+                continue;
+            }
+            Err(_) => {
+                plan.push(Err(Skipped::Fault(ApiError::DependencyTimeout(STORAGE))));
+                continue;
+            }
+        };
+        let cost = (o.size as usize).div_ceil(3) * 4 + escaped_len(&c.0) + c.0.len() + 96;
+        if used + cost <= budget {
+            used += cost;
+            plan.push(Ok((*c, o)));
+        } else {
+            plan.push(Err(Skipped::Bytes));
+        }
+    }
+    plan
+}
+
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let j = caller::job_ref(req)?;
     let requested = parse_requested(query_param(req, "images")?)?;
@@ -354,16 +367,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     }
     .ok_or(ApiError::NotFound("job not found"))?;
 
-    let (kind, result_url) = match (job.status, job.result_url.as_deref()) {
-        (Status::Processing, _) => return Err(ApiError::conflict(ErrorCode::NotReady, "the job is still processing")),
-        (Status::Failed, None) => {
-            let msg = job.error_message.clone().unwrap_or_else(|| "the job failed".to_owned());
-            return Err(ApiError::conflict(ErrorCode::JobFailed, msg));
-        }
-        (Status::Failed, Some(url)) => (Kind::Failure, url),
-        (Status::Completed, Some(url)) => (Kind::Result, url),
-        (Status::Completed, None) => return Err(invalid(&job, "completed job without result_url")),
-    };
+    let (kind, result_url) = artifact_of(&job)?;
     // Past the bucket's retention the result is gone, whether or not the lifecycle rule has
     // reached the object yet: the same answer at every moment after `resultExpiresAt`.
     if let Some(at) = deps.policy.result_expired(&job, chrono::Utc::now()) {
@@ -372,41 +376,17 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     // A completed result never changes: a client holding it costs no S3 request at all.
     let coding = encoding::negotiate(header_values(req, lambda_http::http::header::ACCEPT_ENCODING));
     let tag = (kind == Kind::Result).then(|| etag(&job, result_url, requested.as_deref(), coding));
-    if let Some(tag) = &tag {
-        if not_modified(req, tag) {
-            let mut resp = empty(StatusCode::NOT_MODIFIED);
-            set_header(&mut resp, lambda_http::http::header::ETAG, tag);
-            set_header(&mut resp, lambda_http::http::header::VARY, "accept-encoding");
-            set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
-            return Ok(resp);
-        }
+    if let Some(tag) = tag.as_deref().filter(|t| not_modified(req, t)) {
+        let mut resp = empty(StatusCode::NOT_MODIFIED);
+        set_header(&mut resp, lambda_http::http::header::ETAG, tag);
+        set_header(&mut resp, lambda_http::http::header::VARY, "accept-encoding");
+        set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
+        return Ok(resp);
     }
     let art = load_artifact(deps, &job, result_url, kind).await?;
 
-    // Which images this response is about, in document order.
-    let candidates: Vec<&(String, ImageEntry)> = match &requested {
-        None => art.used.iter().collect(),
-        Some(refs) => {
-            let mut out = Vec::with_capacity(refs.len());
-            for r in refs {
-                let found = art.used.iter().find(|(name, _)| name == r);
-                match found {
-                    Some(entry) if !out.iter().any(|e: &&(String, ImageEntry)| e.0 == *r) => out.push(entry),
-                    Some(_) => {}
-                    None => return Err(ApiError::invalid("images", format!("{r:?} is not an image of this result"))),
-                }
-            }
-            out
-        }
-    };
-
-    let doc_json: Option<Box<RawValue>> = match (&requested, &art.document) {
-        (Some(_), _) => None,
-        (None, Some(doc)) => {
-            Some(serde_json::value::to_raw_value(doc).map_err(|e| internal("encoding a document", &e))?)
-        }
-        (None, None) => Some(RawValue::from_string("null".to_owned()).map_err(|e| internal("encoding null", &e))?),
-    };
+    let candidates = candidates(&art, requested.as_deref())?;
+    let doc_json = document_json(&art, requested.is_some())?;
     let fixed = 512 + doc_json.as_deref().map_or(0, |d| escaped_len(d.get()));
     let Images { fetched, deferred, fault: faults } = fetch_images(deps, &job, &candidates, fixed).await?;
     let inlined = fetched.len();
@@ -433,19 +413,67 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         return Err(invalid(&job, "the response would exceed the Lambda response limit"));
     }
     let deferred_count = body.deferred_images.len();
-    let mut resp = encoded(text, coding, deps.limits.response_budget);
+    let resp = respond(text, coding, tag.as_deref(), deps.limits.response_budget);
+    tracing::info!(request_id, code2des_id = %job.id, inlined, deferred = deferred_count, "result served");
+    Ok(resp)
+}
+
+/// The artifact a job's result GET serves, by its status: its result, its failure artifact, or
+/// a refusal (still processing, failed without an artifact).
+fn artifact_of(job: &Job) -> Result<(Kind, &str), ApiError> {
+    match (job.status, job.result_url.as_deref()) {
+        (Status::Processing, _) => Err(ApiError::conflict(ErrorCode::NotReady, "the job is still processing")),
+        (Status::Failed, None) => {
+            let msg = job.error_message.clone().unwrap_or_else(|| "the job failed".to_owned());
+            Err(ApiError::conflict(ErrorCode::JobFailed, msg))
+        }
+        (Status::Failed, Some(url)) => Ok((Kind::Failure, url)),
+        (Status::Completed, Some(url)) => Ok((Kind::Result, url)),
+        (Status::Completed, None) => Err(invalid(job, "completed job without result_url")),
+    }
+}
+
+/// Which images this response is about, in document order: every used one, or those
+/// `?images=` names (each once; a name that is not an image of the result is a 400).
+fn candidates<'a>(art: &'a Artifact, requested: Option<&[&str]>) -> Result<Vec<&'a (String, ImageEntry)>, ApiError> {
+    let Some(refs) = requested else { return Ok(art.used.iter().collect()) };
+    let mut out: Vec<&(String, ImageEntry)> = Vec::with_capacity(refs.len());
+    for r in refs {
+        match art.used.iter().find(|(name, _)| name == r) {
+            Some(entry) if !out.iter().any(|e| e.0 == *r) => out.push(entry),
+            Some(_) => {}
+            None => return Err(ApiError::invalid("images", format!("{r:?} is not an image of this result"))),
+        }
+    }
+    Ok(out)
+}
+
+/// The document, encoded once (its length plans the image budget); none for `?images=`.
+fn document_json(art: &Artifact, images_only: bool) -> Result<Option<Box<RawValue>>, ApiError> {
+    Ok(match (images_only, &art.document) {
+        (true, _) => None,
+        (false, Some(doc)) => {
+            Some(serde_json::value::to_raw_value(doc).map_err(|e| internal("encoding a document", &e))?)
+        }
+        (false, None) => Some(RawValue::from_string("null".to_owned()).map_err(|e| internal("encoding null", &e))?),
+    })
+}
+
+/// The 200: the body in the negotiated coding, its type, `Vary`, and for a result (which never
+/// changes) its ETag and immutable caching.
+fn respond(text: String, coding: Coding, tag: Option<&str>, budget: usize) -> Response<Body> {
+    let mut resp = encoded(text, coding, budget);
     resp.headers_mut().insert(
         lambda_http::http::header::CONTENT_TYPE,
         lambda_http::http::HeaderValue::from_static("application/json"),
     );
     // Caches must key the answer by the request's Accept-Encoding.
     set_header(&mut resp, lambda_http::http::header::VARY, "accept-encoding");
-    if let Some(tag) = &tag {
+    if let Some(tag) = tag {
         set_header(&mut resp, lambda_http::http::header::ETAG, tag);
         set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
     }
-    tracing::info!(request_id, code2des_id = %job.id, inlined, deferred = deferred_count, "result served");
-    Ok(resp)
+    resp
 }
 
 #[cfg(test)]

@@ -202,34 +202,36 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
         }
         Ended::RolledBack(Inserted::QuotaExceeded { quota }) => Err(refused(&quota, &scope, "trigger")),
         Ended::RolledBack(Inserted::KeyTaken { quota }) => {
-            // The key was claimed before (possibly by a request racing this one, which the
-            // organization's lock waited for, so it has committed): answer what that request
-            // created, whatever the quotas say now.
             let key = key.as_ref().map(IdempotencyKey::as_str).unwrap_or_default();
-            let client = conn(&deps.pool).await?;
-            let reused = || ApiError::Unprocessable {
-                code: ErrorCode::IdempotencyKeyReused,
-                message: "this Idempotency-Key was used with a different request body".into(),
-            };
-            match trigger::find_by_idempotency_key(&**client, &scope, key, deps.policy.deadline).await? {
-                Some(Keyed::Live { request_hash, job }) if request_hash == fingerprint => {
-                    Ok(answer(StatusCode::ACCEPTED, deps, &scope, &job, Some(&quota), request_id))
-                }
-                // The key stays claimed for its time to live even after its job is deleted: a
-                // late retry of the same request must not create a second job (openapi.yaml).
-                Some(Keyed::Deleted { request_hash }) if request_hash == fingerprint => Err(ApiError::Gone(
-                    "the job this Idempotency-Key created was deleted; trigger again with a new Idempotency-Key",
-                )),
-                Some(_) => Err(reused()),
-                // The key's job exists but the caller may no longer see it (its page import,
-                // project or membership is gone).
-                None => Err(ApiError::NotFound("page import not found")),
-            }
+            let job = replayed(deps, &scope, key, &fingerprint).await?;
+            Ok(answer(StatusCode::ACCEPTED, deps, &scope, &job, Some(&quota), request_id))
         }
         // A transaction commits only what created a row, and rolls back only what did not.
         Ended::Committed(..) | Ended::Uncertain(..) | Ended::RolledBack(Inserted::Created { .. }) => {
             Err(bug("trigger's transaction", "a commit without a new job, or a rollback with one"))
         }
+    }
+}
+
+/// The job a claimed Idempotency-Key created, when this request is the one that claimed it. The
+/// key was claimed before (possibly by a request racing this one, which the organization's lock
+/// waited for, so it has committed): that job is the answer, whatever the quotas say now.
+async fn replayed(deps: &Deps, scope: &Scope, key: &str, fingerprint: &str) -> Result<Box<Job>, ApiError> {
+    let client = conn(&deps.pool).await?;
+    match trigger::find_by_idempotency_key(&**client, scope, key, deps.policy.deadline).await? {
+        Some(Keyed::Live { request_hash, job }) if request_hash == fingerprint => Ok(job),
+        // The key stays claimed for its time to live even after its job is deleted: a late
+        // retry of the same request must not create a second job (openapi.yaml).
+        Some(Keyed::Deleted { request_hash }) if request_hash == fingerprint => Err(ApiError::Gone(
+            "the job this Idempotency-Key created was deleted; trigger again with a new Idempotency-Key",
+        )),
+        Some(_) => Err(ApiError::Unprocessable {
+            code: ErrorCode::IdempotencyKeyReused,
+            message: "this Idempotency-Key was used with a different request body".into(),
+        }),
+        // The key's job exists but the caller may no longer see it (its page import, project
+        // or membership is gone).
+        None => Err(ApiError::NotFound("page import not found")),
     }
 }
 

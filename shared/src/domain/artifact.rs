@@ -224,6 +224,35 @@ fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> 
         r.add("$", "not a JSON object")?;
         return Ok(None);
     };
+    let kind = check_header(obj, expect, r)?;
+    let warning_count = check_warning_count(obj.get("warning_count"), r)?;
+    let warnings = check_warnings(obj.get("warnings"), warning_count, limits, r)?;
+
+    let (images, names) = parse_images(obj.get("images"), expect.prefix, limits, r)?;
+    // A failure artifact may leave the document out; which kind applies when `kind` itself is
+    // wrong: the job's.
+    let document = match obj.get("document") {
+        None | Some(Value::Null) if kind.unwrap_or(expect.kind) == Kind::Failure => None,
+        None | Some(Value::Null) => {
+            r.add("$.document", "a result artifact needs a document")?;
+            None
+        }
+        Some(doc) => Some(doc.clone()),
+    };
+    let used = match &document {
+        Some(doc) => used_images(doc, &images, &names, limits, r)?,
+        None => Vec::new(),
+    };
+    Ok(kind.map(|kind| Artifact { kind, warning_count, warnings, document, used }))
+}
+
+/// The members that tie the artifact to its job: version, kind, code2des_id, attempt, nonce.
+/// Answers the kind when it is one.
+fn check_header(
+    obj: &serde_json::Map<String, Value>,
+    expect: &Expect<'_>,
+    r: &mut Report,
+) -> Result<Option<Kind>, Stop> {
     let missing = |name: &str| format!("missing {name}");
     match obj.get("version") {
         None => r.add("$.version", missing("version"))?,
@@ -266,7 +295,12 @@ fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> 
         }
         Some(_) => {}
     }
-    let warning_count = match obj.get("warning_count") {
+    Ok(kind)
+}
+
+/// `warning_count`: absent, null, or a non-negative integer.
+fn check_warning_count(v: Option<&Value>, r: &mut Report) -> Result<Option<i64>, Stop> {
+    Ok(match v {
         None | Some(Value::Null) => None,
         Some(v) => match v.as_i64().filter(|n| *n >= 0) {
             Some(n) => Some(n),
@@ -275,33 +309,27 @@ fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> 
                 None
             }
         },
-    };
+    })
+}
 
-    let warnings = check_warnings(obj.get("warnings"), warning_count, limits, r)?;
-
-    let (images, names) = parse_images(obj.get("images"), expect.prefix, limits, r)?;
-    // A failure artifact may leave the document out; which kind applies when `kind` itself is
-    // wrong: the job's.
-    let document = match obj.get("document") {
-        None | Some(Value::Null) if kind.unwrap_or(expect.kind) == Kind::Failure => None,
-        None | Some(Value::Null) => {
-            r.add("$.document", "a result artifact needs a document")?;
-            None
-        }
-        Some(doc) => Some(doc.clone()),
-    };
+/// The images the document uses, in order of first use, each once; an `imageRef` that is not
+/// in `images` is a problem (one that is there but invalid was reported already).
+fn used_images(
+    doc: &Value,
+    images: &HashMap<String, ImageEntry>,
+    names: &HashSet<String>,
+    limits: &Limits,
+    r: &mut Report,
+) -> Result<Vec<(String, ImageEntry)>, Stop> {
     let mut used = Vec::new();
-    if let Some(doc) = &document {
-        for (name, path) in walk_document(doc, limits, r)? {
-            match images.get(&name) {
-                Some(entry) => used.push((name, entry.clone())),
-                // An entry that is there but invalid was reported already.
-                None if names.contains(&name) => {}
-                None => r.add(path, format!("imageRef {name:?} is not in images"))?,
-            }
+    for (name, path) in walk_document(doc, limits, r)? {
+        match images.get(&name) {
+            Some(entry) => used.push((name, entry.clone())),
+            None if names.contains(&name) => {}
+            None => r.add(path, format!("imageRef {name:?} is not in images"))?,
         }
     }
-    Ok(kind.map(|kind| Artifact { kind, warning_count, warnings, document, used }))
+    Ok(used)
 }
 
 /// The `warnings` member: absent (or null), or at most `max_warnings` objects, each a `code`
@@ -332,50 +360,53 @@ fn check_warnings(
     }
     let mut ok = true;
     for (i, w) in list.iter().enumerate() {
-        let at = format!("$.warnings[{i}]");
-        let Some(o) = w.as_object() else {
-            r.add(&at, "a warning is not an object")?;
+        ok &= check_warning(w, &format!("$.warnings[{i}]"), limits, r)?;
+    }
+    Ok(ok.then(|| Value::Array(list.clone())))
+}
+
+/// One warning of the list: whether it is valid (its problems are added to `r`).
+fn check_warning(w: &Value, at: &str, limits: &Limits, r: &mut Report) -> Result<bool, Stop> {
+    let Some(o) = w.as_object() else {
+        r.add(at, "a warning is not an object")?;
+        return Ok(false);
+    };
+    let mut ok = true;
+    match o.get("code").and_then(Value::as_str) {
+        Some(c) if WARNING_CODES.contains(&c) => {}
+        Some(c) => {
+            r.add(format!("{at}.code"), format!("unknown warning code {c:?}"))?;
             ok = false;
-            continue;
-        };
-        match o.get("code").and_then(Value::as_str) {
-            Some(c) if WARNING_CODES.contains(&c) => {}
-            Some(c) => {
-                r.add(format!("{at}.code"), format!("unknown warning code {c:?}"))?;
-                ok = false;
-            }
-            None => {
-                r.add(format!("{at}.code"), "a warning has no code")?;
-                ok = false;
-            }
         }
-        let text = |name: &str, min: usize, max: usize, required: bool| -> Option<String> {
-            match o.get(name) {
-                None | Some(Value::Null) if !required => None,
-                Some(Value::String(t)) if (min..=max).contains(&t.chars().count()) => None,
-                _ => Some(format!("{name} must be a string of {min} to {max} characters")),
-            }
-        };
-        for (name, min, max, required) in
-            [("message", 1, 1000, true), ("path", 0, 2000, false), ("node", 0, 1000, false)]
-        {
-            if let Some(problem) = text(name, min, max, required) {
-                r.add(format!("{at}.{name}"), problem)?;
-                ok = false;
-            }
-        }
-        let indices_ok = match o.get("indices") {
-            None | Some(Value::Null) => true,
-            Some(Value::Array(a)) => a.len() <= limits.max_depth && a.iter().all(|i| i.as_u64().is_some()),
-            Some(_) => false,
-        };
-        if !indices_ok {
-            let problem = format!("indices must be an array of at most {} non-negative integers", limits.max_depth);
-            r.add(format!("{at}.indices"), problem)?;
+        None => {
+            r.add(format!("{at}.code"), "a warning has no code")?;
             ok = false;
         }
     }
-    Ok(ok.then(|| Value::Array(list.clone())))
+    let text = |name: &str, min: usize, max: usize, required: bool| -> Option<String> {
+        match o.get(name) {
+            None | Some(Value::Null) if !required => None,
+            Some(Value::String(t)) if (min..=max).contains(&t.chars().count()) => None,
+            _ => Some(format!("{name} must be a string of {min} to {max} characters")),
+        }
+    };
+    for (name, min, max, required) in [("message", 1, 1000, true), ("path", 0, 2000, false), ("node", 0, 1000, false)] {
+        if let Some(problem) = text(name, min, max, required) {
+            r.add(format!("{at}.{name}"), problem)?;
+            ok = false;
+        }
+    }
+    let indices_ok = match o.get("indices") {
+        None | Some(Value::Null) => true,
+        Some(Value::Array(a)) => a.len() <= limits.max_depth && a.iter().all(|i| i.as_u64().is_some()),
+        Some(_) => false,
+    };
+    if !indices_ok {
+        let problem = format!("indices must be an array of at most {} non-negative integers", limits.max_depth);
+        r.add(format!("{at}.indices"), problem)?;
+        ok = false;
+    }
+    Ok(ok)
 }
 
 /// The valid image entries, and the names of all (valid or not).
@@ -489,25 +520,7 @@ fn walk_document<'a>(doc: &'a Value, limits: &Limits, r: &mut Report) -> Result<
             r.add(here(), "a node is not an object")?;
             continue;
         };
-        match obj.get("type").and_then(Value::as_str) {
-            None => r.add(format!("{}.type", here()), "a node has no type")?,
-            Some(ty) if !NODE_TYPES.contains(&ty) => {
-                r.add(format!("{}.type", here()), format!("node type {ty:?} cannot be built by the plugin"))?
-            }
-            Some(_) => {}
-        }
-        for (k, v) in obj {
-            match k.as_str() {
-                "children" => {}
-                // An SVG or image node may carry its imageRef on the node itself.
-                "imageRef" => add_ref(v, &mut refs, &mut seen, || format!("{}.imageRef", here()), r)?,
-                _ => {
-                    let mut base = path_of(&links, link);
-                    base.push(Seg::Key(k));
-                    collect_refs(v, base, &mut refs, &mut seen, r)?
-                }
-            }
-        }
+        check_node(obj, &path_of(&links, link), &mut refs, &mut seen, r)?;
         match obj.get("children") {
             None | Some(Value::Null) => {}
             Some(Value::Array(children)) => {
@@ -521,6 +534,38 @@ fn walk_document<'a>(doc: &'a Value, limits: &Limits, r: &mut Report) -> Result<
         }
     }
     Ok(refs)
+}
+
+/// One node's own members: its type, and every `imageRef` on it (on the node itself, or in its
+/// fills, strokes or anything else), each with the path of its first use.
+fn check_node<'a>(
+    obj: &'a serde_json::Map<String, Value>,
+    at: &[Seg<'a>],
+    refs: &mut Vec<(String, String)>,
+    seen: &mut HashSet<String>,
+    r: &mut Report,
+) -> Result<(), Stop> {
+    let here = || render(at);
+    match obj.get("type").and_then(Value::as_str) {
+        None => r.add(format!("{}.type", here()), "a node has no type")?,
+        Some(ty) if !NODE_TYPES.contains(&ty) => {
+            r.add(format!("{}.type", here()), format!("node type {ty:?} cannot be built by the plugin"))?
+        }
+        Some(_) => {}
+    }
+    for (k, v) in obj {
+        match k.as_str() {
+            "children" => {}
+            // An SVG or image node may carry its imageRef on the node itself.
+            "imageRef" => add_ref(v, refs, seen, || format!("{}.imageRef", here()), r)?,
+            _ => {
+                let mut base = at.to_vec();
+                base.push(Seg::Key(k));
+                collect_refs(v, base, refs, seen, r)?
+            }
+        }
+    }
+    Ok(())
 }
 
 fn add_ref(

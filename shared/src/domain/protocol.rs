@@ -122,6 +122,43 @@ pub fn clean_error_message(raw: &str) -> Option<String> {
     (!trimmed.is_empty()).then(|| trimmed.to_owned())
 }
 
+/// A terminal report's `result_url`: required when completed, and under
+/// `s3://{bucket}/code2des/{id}/{attempt}/` of the report's own job.
+fn result_url(
+    body: &Map<String, Value>,
+    bucket: &str,
+    id: Code2desId,
+    attempt: i32,
+    status: Status,
+) -> Result<Option<String>, ApiError> {
+    match optional_str(body, "result_url")? {
+        Some(raw) => {
+            let ptr = S3Pointer::parse("result_url", raw)?;
+            if !ptr.is_under(bucket, &job_prefix(id, attempt)) {
+                return Err(ApiError::invalid(
+                    "result_url",
+                    "must be under s3://{bucket}/code2des/{code2des_id}/{attempt}/ of this job",
+                ));
+            }
+            Ok(Some(ptr.to_string()))
+        }
+        None if status == Status::Completed => {
+            Err(ApiError::invalid("result_url", "is required when status is completed"))
+        }
+        None => Ok(None),
+    }
+}
+
+/// A terminal report's `error_message`: a failure's, cleaned (or the default); a completed
+/// job has no failure detail, so anything sent is checked for type and ignored, not stored.
+fn error_message(body: &Map<String, Value>, status: Status) -> Result<Option<String>, ApiError> {
+    let sent = optional_str(body, "error_message")?;
+    Ok(match status {
+        Status::Completed => None,
+        _ => Some(sent.and_then(clean_error_message).unwrap_or_else(|| DEFAULT_FAILURE.to_owned())),
+    })
+}
+
 impl WebhookBody {
     /// Parses and checks everything that can be checked without the database, including that
     /// a result_url lies under `s3://{bucket}/code2des/{id}/{attempt}/` of the body's own job.
@@ -154,35 +191,9 @@ impl WebhookBody {
                 progress: Some(progress),
             });
         }
-        let result_url = match optional_str(body, "result_url")? {
-            Some(raw) => {
-                let ptr = S3Pointer::parse("result_url", raw)?;
-                if !ptr.is_under(bucket, &job_prefix(code2des_id, attempt)) {
-                    return Err(ApiError::invalid(
-                        "result_url",
-                        "must be under s3://{bucket}/code2des/{code2des_id}/{attempt}/ of this job",
-                    ));
-                }
-                Some(ptr.to_string())
-            }
-            None if status == Status::Completed => {
-                return Err(ApiError::invalid("result_url", "is required when status is completed"))
-            }
-            None => None,
-        };
+        let result_url = result_url(body, bucket, code2des_id, attempt, status)?;
         let warning_count = int_field(body, "warning_count", 0)?;
-        let error_message = match status {
-            // A completed job has no failure detail; anything sent is ignored, not stored.
-            Status::Completed => {
-                optional_str(body, "error_message")?;
-                None
-            }
-            _ => Some(
-                optional_str(body, "error_message")?
-                    .and_then(clean_error_message)
-                    .unwrap_or_else(|| DEFAULT_FAILURE.to_owned()),
-            ),
-        };
+        let error_message = error_message(body, status)?;
         Ok(Self {
             code2des_id,
             attempt,

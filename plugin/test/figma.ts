@@ -193,8 +193,9 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
           if (!fits || !touches) diffs.push(`${path}: SVG is ${node.width}x${node.height}, want it to fit ${d.width}x${d.height}`);
         }
       } else {
-        if (d.width !== undefined) close(path, "width", node.width, d.width);
-        if (d.height !== undefined) close(path, "height", node.height, d.height);
+        // Figma's smallest side is 0.01 px (a converted page has empty boxes of height 0).
+        if (d.width !== undefined) close(path, "width", node.width, Math.max(d.width, 0.01));
+        if (d.height !== undefined) close(path, "height", node.height, Math.max(d.height, 0.01));
       }
     }
     const n = node as Built & Partial<MinimalFillsMixin & MinimalStrokesMixin & BlendMixin & CornerMixin & LayoutMixin>;

@@ -8,6 +8,8 @@ webhook's HMAC key read from an emulated Secrets Manager (moto), as `WEBHOOK_SEC
 Checked:
   - a message naming a real job's manifest: the sample capture is converted, the job completes,
     the batch response lists no failure, and the result GET serves the converted page;
+  - a capture that is no page (a PNG): the job fails with the converter's message, its failure
+    artifact is served, and the message is done with;
   - S3's `s3:TestEvent` message: done with, nothing else happens;
   - a message naming a manifest that does not exist: reported as a batch item failure (SQS will
     deliver it again, then to the dead-letter queue), and the worker goes on;
@@ -192,6 +194,20 @@ def run(checks, moto_endpoint):
             nodes = count_nodes(doc)
             checks.check(result.status == 200 and doc.get("type") == "FRAME" and nodes > 20,
                          f"the result is the converted form ({result.status}, {nodes} nodes)")
+
+            # A capture that is no page: the job fails with the converter's message and a
+            # failure artifact; the message itself is done with (nothing to deliver again).
+            bad = stack.seed_tenant()
+            stack.put_object(f"captures/{bad.page_import}.json", c2d.make_png(4, 4), "image/png")
+            bad_job = stack.trigger(bad).body["code2desId"]
+            kind, body, _ = runtime.invoke(sqs_event(key=f"code2des/{bad_job}/1/manifest.json"))
+            checks.check(body == {"batchItemFailures": []}, f"a bad capture's message is done with ({body})")
+            got = stack.request("GET", f"{stack.jobs_path(bad)}/{bad_job}", bad.sub).body or {}
+            checks.check(got.get("status") == "failed" and "not an HTML page" in (got.get("errorMessage") or ""),
+                         f"a bad capture fails its job with the converter's message ({got.get('status')}, {got.get('errorMessage')!r})")
+            failure = stack.request("GET", f"{stack.jobs_path(bad)}/{bad_job}/result", bad.sub)
+            checks.check(failure.status == 200 and (failure.body or {}).get("kind") == "failure",
+                         f"... and its failure artifact is served ({failure.status})")
 
             kind, body, _ = runtime.invoke(sqs_event(body=json.dumps({"Service": "Amazon S3", "Event": "s3:TestEvent"})))
             checks.check(kind == "response" and body == {"batchItemFailures": []}, f"s3:TestEvent is done with ({body})")

@@ -149,7 +149,13 @@ fn images_png_as_is_bmp_converted_svg_as_svg() {
     let r = bmp["fills"][0]["imageRef"].as_str().expect("an image fill");
     let img = out.images.iter().find(|i| i.name == r).expect("its image");
     assert!(img.bytes.starts_with(b"\x89PNG"), "converted to PNG");
-    assert!(out.warnings.iter().any(|w| w.code == "image_converted" && w.message.contains("image/bmp")));
+    let w =
+        out.warnings.iter().find(|w| w.code == "image_converted" && w.message.contains("image/bmp")).expect("warned");
+    // The warning's indices lead from the root to the node it names (the plugin selects it so).
+    let indices = w.indices.as_ref().expect("the warning locates its node");
+    let at = indices.iter().fold(&out.document, |n, i| &n["children"][*i]);
+    assert_eq!(at["name"], w.node.as_str(), "{indices:?}");
+    assert_eq!(at["name"], "img#bmp");
     let svg = all.iter().find(|n| n["name"] == "img#svg").expect("the svg");
     assert_eq!(svg["type"], "SVG");
     let inline = all.iter().find(|n| n["name"] == "svg#inline").expect("the inline svg");

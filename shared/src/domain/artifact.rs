@@ -31,7 +31,8 @@ pub const WARNING_CODES: &[&str] = &[
 /// Bounds on what one artifact may ask of the backend and the plugin. Documented in README.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// The artifact JSON itself (checked with HeadObject before the download).
+    /// The artifact JSON itself (its GET's Content-Length is checked before the body is read,
+    /// and the body is bounded as it is read).
     pub max_artifact_bytes: u64,
     pub max_nodes: usize,
     pub max_depth: usize,
@@ -59,8 +60,8 @@ impl Default for Limits {
             max_image_side: 4096,
             // Lambda's synchronous response limit is 6 MiB for the whole envelope.
             response_budget: 6 * 1024 * 1024 - 256 * 1024,
-            // Memory is bounded by response_budget, not by this: every image is sized with
-            // HeadObject and planned against the budget before any download starts.
+            // Memory is bounded by response_budget, not by this: every image's GET gives its size
+            // in its headers, and the plan against the budget is made before any body is read.
             fetch_concurrency: 32,
             max_warnings: 1000,
         }

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use code2des_testkit::s3::LoopbackS3;
 
+use crate::stats::{f2, median, ms, Table};
+
 const BUCKET: &str = "code2des-bench";
 
 struct Page {
@@ -126,15 +128,6 @@ struct Round {
     total: Duration,
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v.get(v.len() / 2).copied().unwrap_or_default()
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.0}", d.as_secs_f64() * 1000.0)
-}
-
 pub async fn run(quick: bool) -> Result<(), String> {
     let rounds = if quick { 1 } else { 5 };
     let pages = pages()?;
@@ -146,9 +139,20 @@ pub async fn run(quick: bool) -> Result<(), String> {
     let start = t0.elapsed();
     let start_peak = sampler.take_peak_mib();
     println!("## Converting a capture (code2des-convert, upload with the worker's own code)\n");
-    println!("Chromium started once: {} ms (peak PSS {start_peak:.0} MiB). Each page: the median of {rounds} round(s), a fresh context each.\n", ms(start));
-    println!("| page | layout | nodes | images | read capture | Chromium: context, load, layout, snapshot, crops | convert | upload | total | of Chromium | peak PSS |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("Chromium started once: {:.0} ms (peak PSS {start_peak:.0} MiB). Each page: the median of {rounds} round(s), a fresh context each.\n", ms(start));
+    let mut table = Table::new(&[
+        "page",
+        "layout",
+        "nodes",
+        "images",
+        "read capture",
+        "Chromium: context, load, layout, snapshot, crops",
+        "convert",
+        "upload",
+        "total",
+        "of Chromium",
+        "peak PSS",
+    ]);
     for (i, page) in pages.iter().enumerate() {
         let mut measured = Vec::new();
         let mut shape = (0u32, 0f64, 0usize, 0usize);
@@ -188,26 +192,27 @@ pub async fn run(quick: bool) -> Result<(), String> {
             }
         }
         let peak = sampler.take_peak_mib();
-        let pick = |f: fn(&Round) -> Duration| median(measured.iter().map(f).collect());
+        let pick = |f: fn(&Round) -> Duration| median(&measured.iter().map(|r| ms(f(r))).collect::<Vec<_>>());
         let (load, chromium, convert, upload, total) =
             (pick(|r| r.load), pick(|r| r.chromium), pick(|r| r.convert), pick(|r| r.upload), pick(|r| r.total));
-        println!(
-            "| {} | {} × {:.0} | {} | {} | {} | {} | {} | {} | **{}** | {:.2} | {peak:.0} MiB |",
-            page.name,
-            shape.0,
-            shape.1,
-            shape.2,
-            shape.3,
-            ms(load),
-            ms(chromium),
-            ms(convert),
-            ms(upload),
-            ms(total),
-            total.as_secs_f64() / chromium.as_secs_f64().max(1e-9),
-        );
+        let whole = |x: f64| format!("{x:.0}");
+        table.row(vec![
+            page.name.clone(),
+            format!("{} × {:.0}", shape.0, shape.1),
+            shape.2.to_string(),
+            shape.3.to_string(),
+            whole(load),
+            whole(chromium),
+            whole(convert),
+            whole(upload),
+            format!("**{}**", whole(total)),
+            f2(total / chromium.max(1e-9)),
+            format!("{peak:.0} MiB"),
+        ]);
     }
+    table.print();
     renderer.close().await;
-    println!("\ntimes in ms; `of Chromium`: total ÷ Chromium's part (1.00 would be Chromium alone)\n");
+    println!("times in ms; `of Chromium`: total ÷ Chromium's part (1.00 would be Chromium alone)\n");
     Ok(())
 }
 

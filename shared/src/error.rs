@@ -222,22 +222,6 @@ impl ApiError {
     }
 }
 
-/// A dependency call that ran out of time: the request's budget (503 `dependency_timeout`) or
-/// the call's own cap (503 `service_unavailable`, as any other fault of the dependency). Logged.
-pub fn out_of_time(what: &'static str, why: crate::budget::OutOfTime) -> ApiError {
-    tracing::error!(dependency = what, reason = %why, "dependency call ran out of time");
-    match why {
-        crate::budget::OutOfTime::Budget => ApiError::DependencyTimeout(what),
-        crate::budget::OutOfTime::Cap => ApiError::Unavailable(what),
-    }
-}
-
-/// Logs a dependency fault with its whole cause chain and turns it into a 503.
-pub fn unavailable(what: &'static str, err: &(dyn std::error::Error + 'static)) -> ApiError {
-    tracing::error!(dependency = what, error = %chain(err), "dependency fault");
-    ApiError::Unavailable(what)
-}
-
 /// Logs a bug with its whole cause chain and turns it into a 500.
 pub fn internal(context: &'static str, err: &(dyn std::error::Error + 'static)) -> ApiError {
     tracing::error!(context, error = %chain(err), "internal error");

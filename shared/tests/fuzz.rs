@@ -761,24 +761,30 @@ fn attempt_value() -> impl Strategy<Value = Value> {
     ]
 }
 
-/// What a progress object should parse to: `(percent, stage)`, or the field at fault. Unknown
-/// members are refused first, then percent, then stage.
+/// What a progress object should parse to: `(percent, stage)`, or the field at fault. Members
+/// are read in key order (a body's object is sorted), so the first at fault in that order is
+/// the one named: an unknown member names `progress`; then a missing `percent`, then `stage`.
 fn progress_oracle(v: &Value) -> Result<(i16, String), &'static str> {
     let Value::Object(p) = v else { return Err("progress") };
-    if p.keys().any(|k| k != "percent" && k != "stage") {
-        return Err("progress");
-    }
-    let percent = match p.get("percent").and_then(Value::as_i64) {
-        // Integers only: a float such as 50.0 has no i64 value.
-        Some(n @ 0..=100) => n as i16,
-        _ => return Err("progress.percent"),
-    };
-    match p.get("stage") {
-        Some(Value::String(s)) if (1..=64).contains(&s.chars().count()) && !s.chars().any(char::is_control) => {
-            Ok((percent, s.clone()))
+    let percent_ok = |v: &Value| v.as_i64().filter(|n| (0..=100).contains(n));
+    let stage_ok = |v: &Value| match v {
+        Value::String(s) if (1..=64).contains(&s.chars().count()) && !s.chars().any(char::is_control) => {
+            Some(s.clone())
         }
-        _ => Err("progress.stage"),
+        _ => None,
+    };
+    for (k, v) in p {
+        match k.as_str() {
+            // Integers only: a float such as 50.0 has no i64 value.
+            "percent" if percent_ok(v).is_none() => return Err("progress.percent"),
+            "stage" if stage_ok(v).is_none() => return Err("progress.stage"),
+            "percent" | "stage" => {}
+            _ => return Err("progress"),
+        }
     }
+    let percent = p.get("percent").and_then(percent_ok).ok_or("progress.percent")?;
+    let stage = p.get("stage").and_then(stage_ok).ok_or("progress.stage")?;
+    Ok((percent as i16, stage))
 }
 
 fn processing_body(progress: Option<Value>) -> Map<String, Value> {

@@ -182,11 +182,7 @@ impl Worker {
     pub async fn read_manifest(&self, key: &str) -> Result<Manifest, WorkerError> {
         let out = self.s3.get_object().bucket(&self.bucket).key(key).send().await.map_err(s3_err)?;
         let bytes = out.body.collect().await.map_err(s3_err)?.into_bytes();
-        let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| WorkerError::Manifest(e.to_string()))?;
-        if m.version != shared::domain::protocol::PROTOCOL_VERSION {
-            return Err(WorkerError::Manifest(format!("unknown manifest version {}", m.version)));
-        }
-        Ok(m)
+        Manifest::from_slice(&bytes).map_err(WorkerError::Manifest)
     }
 
     /// The object-key prefix all of this attempt's output goes under.

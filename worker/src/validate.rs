@@ -19,6 +19,7 @@ use shared::domain::ids::Code2desId;
 use shared::domain::job::Nonce;
 use shared::domain::keys::job_prefix;
 use shared::domain::protocol::Manifest;
+use shared::domain::wire::member;
 
 /// What to validate.
 #[derive(Debug, Clone)]
@@ -58,8 +59,7 @@ pub fn run(opts: &Options, limits: &Limits) -> Result<Outcome, String> {
     let (id, attempt, nonce) = match &opts.manifest {
         Some(path) => {
             let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let m: Manifest =
-                serde_json::from_slice(&text).map_err(|e| format!("{}: not a manifest: {e}", path.display()))?;
+            let m = Manifest::from_slice(&text).map_err(|e| format!("{}: not a manifest: {e}", path.display()))?;
             (m.code2des_id, m.attempt, m.nonce)
         }
         None => (
@@ -110,15 +110,6 @@ pub fn run(opts: &Options, limits: &Limits) -> Result<Outcome, String> {
         }
     }
     Ok(out)
-}
-
-/// `.name` or `["name"]`, as the artifact's own paths write a member.
-fn member(name: &str) -> String {
-    if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        format!(".{name}")
-    } else {
-        format!("[{}]", Value::String(name.to_owned()))
-    }
 }
 
 fn image_file(dir: &Path, prefix: &str, key: &str) -> Option<PathBuf> {

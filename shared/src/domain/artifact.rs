@@ -1,32 +1,26 @@
-//! Validation of the worker's result artifact (SPEC section 4). Pure functions over bytes:
-//! the result handler does the S3 I/O. Every rejection carries a reason for the log; the
-//! client only ever sees `artifact_invalid`.
+//! The worker's result artifact (SPEC section 4): its serde types, then the checks no type can
+//! make (it is this job's, its keys are under the job's prefix, its limits). Pure functions
+//! over bytes; the result route does the S3 I/O, logs a refusal's reason and answers only
+//! `artifact_invalid`.
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::domain::job::Nonce;
 use crate::domain::keys::is_key_under;
 use crate::domain::protocol::PROTOCOL_VERSION;
+use crate::domain::wire::node::{Node, NodeType};
+use crate::domain::wire::{self, member, Obj};
 
 /// Node types the plugin can build.
-pub const NODE_TYPES: &[&str] = &["FRAME", "GROUP", "RECTANGLE", "ELLIPSE", "LINE", "VECTOR", "TEXT", "SVG"];
+pub const NODE_TYPES: &[&str] = NodeType::ALL;
 
-/// The codes of the artifact's `warnings` (the fidelity report of issue 30), a fixed list:
-/// docs/WORKER.md, "Warnings", says what each means.
-pub const WARNING_CODES: &[&str] = &[
-    "font_substituted",
-    "unsupported_css",
-    "image_converted",
-    "image_too_large",
-    "image_unavailable",
-    "pseudo_element",
-    "canvas_skipped",
-    "iframe_skipped",
-    "video_skipped",
-    "node_limit",
-];
+/// The codes of the artifact's `warnings` (docs/WORKER.md, "Warnings", says what each means).
+pub const WARNING_CODES: &[&str] = WarningCode::ALL;
 
 /// Bounds on what one artifact may ask of the backend and the plugin. Documented in README.
 #[derive(Debug, Clone)]
@@ -68,48 +62,140 @@ impl Default for Limits {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Result,
-    Failure,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Result => "result",
-            Kind::Failure => "failure",
-        }
+wire_enum! {
+    /// `result` for a completed job, `failure` for a failed one.
+    #[schemars(rename = "ArtifactKind")]
+    pub enum Kind {
+        Result = "result",
+        Failure = "failure",
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mime {
-    Png,
-    Jpeg,
-    Gif,
-    Svg,
+wire_enum! {
+    #[schemars(inline)]
+    pub enum Mime {
+        Png = "image/png",
+        Jpeg = "image/jpeg",
+        Gif = "image/gif",
+        Svg = "image/svg+xml",
+    }
 }
 
-impl Mime {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "image/png" => Some(Self::Png),
-            "image/jpeg" => Some(Self::Jpeg),
-            "image/gif" => Some(Self::Gif),
-            "image/svg+xml" => Some(Self::Svg),
-            _ => None,
-        }
+wire_enum! {
+    /// The fixed list of warning codes (docs/WORKER.md, "Warnings").
+    pub enum WarningCode {
+        FontSubstituted = "font_substituted",
+        UnsupportedCss = "unsupported_css",
+        ImageConverted = "image_converted",
+        ImageTooLarge = "image_too_large",
+        ImageUnavailable = "image_unavailable",
+        PseudoElement = "pseudo_element",
+        CanvasSkipped = "canvas_skipped",
+        IframeSkipped = "iframe_skipped",
+        VideoSkipped = "video_skipped",
+        NodeLimit = "node_limit",
+    }
+}
+
+/// The result artifact (SPEC section 4): written by the worker under the manifest's
+/// `result_prefix`; its key is the webhook's `result_url`. The result route also checks what a
+/// schema cannot say: `code2des_id`, `attempt` and `nonce` equal the job's, every `imageRef` of
+/// the document is a key of `images`, every image key is under the job's prefix and its bytes
+/// are the declared type, at most 20 000 nodes nested at most 40 deep, 512 images, 2 MiB of
+/// artifact, 3 MiB per image. `code2des-worker validate` runs those checks on a local file.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ResultArtifact {
+    /// The protocol version, 1.
+    #[schemars(range(min = 1, max = 1))]
+    pub version: u32,
+    pub kind: Kind,
+    /// The manifest's.
+    pub code2des_id: String,
+    /// The manifest's.
+    #[schemars(range(min = 1))]
+    pub attempt: i32,
+    /// The manifest's.
+    #[schemars(length(min = 1, max = 255))]
+    pub nonce: String,
+    #[schemars(range(min = 0))]
+    pub warning_count: Option<i64>,
+    /// The Figma node tree; required for `result`, absent or null for `failure`.
+    pub document: Option<Document>,
+    /// The images the document uses, by `imageRef`.
+    pub images: Option<BTreeMap<String, Obj<ArtifactImage>>>,
+    /// The fidelity report: what the conversion could not reproduce exactly, and where. When
+    /// present, `warning_count` is its length.
+    pub warnings: Option<Warnings>,
+}
+
+/// The fidelity report, kept as the worker wrote it (the result route passes it through), and
+/// read as [`ArtifactWarning`]s by [`check_warnings`].
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+pub struct Warnings(pub Value);
+
+impl JsonSchema for Warnings {
+    fn inline_schema() -> bool {
+        true
     }
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Png => "image/png",
-            Self::Jpeg => "image/jpeg",
-            Self::Gif => "image/gif",
-            Self::Svg => "image/svg+xml",
-        }
+    fn schema_name() -> Cow<'static, str> {
+        "Warnings".into()
     }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let item = generator.subschema_for::<ArtifactWarning>();
+        schemars::json_schema!({"type": "array", "items": item, "maxItems": 1000})
+    }
+}
+
+/// The node tree, kept as the worker wrote it: the result route passes it through, and walks
+/// it for what it must check ([`walk_document`]).
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+pub struct Document(pub Value);
+
+impl JsonSchema for Document {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Document".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<Node>()
+    }
+}
+
+/// One image of the result: where the worker put it, and what it is.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+pub struct ArtifactImage {
+    /// The object key, under the job's prefix `code2des/{code2des_id}/{attempt}/` (no `..`).
+    #[schemars(length(min = 1, max = 1024))]
+    pub key: String,
+    /// Raster images at most 4096 px per side; png, jpeg and gif become image fills, svg an SVG node.
+    pub mime_type: Mime,
+}
+
+/// One deterministic conversion warning.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+pub struct ArtifactWarning {
+    pub code: WarningCode,
+    /// For the user.
+    #[schemars(length(min = 1, max = 1000))]
+    pub message: String,
+    /// The element's DOM path in the capture (`body > main > div.card:nth-child(2)`).
+    #[schemars(length(max = 2000))]
+    pub path: Option<String>,
+    /// The `name` of the document node it concerns.
+    #[schemars(length(max = 1000))]
+    pub node: Option<String>,
+    /// Where that node is: its child indices from the document root (`[]` is the root, `[2, 0]`
+    /// the first child of the root's third), so a plugin can select it.
+    #[schemars(length(max = 40))]
+    pub indices: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,8 +209,7 @@ pub struct ImageEntry {
 pub struct Artifact {
     pub kind: Kind,
     pub warning_count: Option<i64>,
-    /// The fidelity report, as the worker wrote it (checked): `[{code, message, path, node}]`.
-    /// Absent in artifacts that predate it.
+    /// The fidelity report as the worker wrote it (checked). Absent in artifacts that predate it.
     pub warnings: Option<Value>,
     pub document: Option<Value>,
     /// Images the document uses, in order of first use, each once.
@@ -178,18 +263,6 @@ impl Report {
     }
 }
 
-/// `.name`, or `["name"]` when the name is not a plain identifier.
-fn member(name: &str) -> String {
-    let plain = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if plain {
-        format!(".{name}")
-    } else {
-        format!("[{}]", Value::String(name.to_owned()))
-    }
-}
-
 /// Parses and checks the artifact JSON against the row and the limits; the first problem
 /// refuses it (what the result route answers 502 `artifact_invalid` for).
 pub fn validate(bytes: &[u8], expect: &Expect<'_>, limits: &Limits) -> Result<Artifact, Invalid> {
@@ -202,7 +275,8 @@ pub fn validate(bytes: &[u8], expect: &Expect<'_>, limits: &Limits) -> Result<Ar
     }
 }
 
-/// The same checks as [`validate`], every problem reported (`code2des-worker validate`).
+/// The same checks as [`validate`], every problem reported (`code2des-worker validate`): all
+/// of those a value has, once its types are right (the first type error ends the reading).
 pub fn validate_all(bytes: &[u8], expect: &Expect<'_>, limits: &Limits) -> Result<Artifact, Vec<Problem>> {
     let mut report = Report { all: true, problems: Vec::new() };
     let artifact = check(bytes, expect, limits, &mut report).ok().flatten();
@@ -214,103 +288,119 @@ pub fn validate_all(bytes: &[u8], expect: &Expect<'_>, limits: &Limits) -> Resul
 
 fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> Result<Option<Artifact>, Stop> {
     // serde_json refuses nesting deeper than 128, so a hostile document cannot blow the stack.
-    let root: Value = match serde_json::from_slice(bytes) {
-        Ok(v) => v,
-        Err(e) => {
-            r.add("$", format!("not JSON: {e}"))?;
+    let raw: ResultArtifact = match wire::read_slice(bytes) {
+        Ok(raw) => raw,
+        Err(fault) => {
+            r.add(fault.json_path(), fault.message())?;
             return Ok(None);
         }
     };
-    let Some(obj) = root.as_object() else {
-        r.add("$", "not a JSON object")?;
-        return Ok(None);
-    };
-    let kind = check_header(obj, expect, r)?;
-    let warning_count = check_warning_count(obj.get("warning_count"), r)?;
-    let warnings = check_warnings(obj.get("warnings"), warning_count, limits, r)?;
-
-    let (images, names) = parse_images(obj.get("images"), expect.prefix, limits, r)?;
-    // A failure artifact may leave the document out; which kind applies when `kind` itself is
-    // wrong: the job's.
-    let document = match obj.get("document") {
-        None | Some(Value::Null) if kind.unwrap_or(expect.kind) == Kind::Failure => None,
-        None | Some(Value::Null) => {
+    check_header(&raw, expect, r)?;
+    check_warnings(&raw, limits, r)?;
+    let (images, names) = check_images(raw.images.unwrap_or_default(), expect.prefix, limits, r)?;
+    // A failure artifact may leave the document out.
+    let document = match raw.document {
+        Some(Document(doc)) if !doc.is_null() => Some(doc),
+        _ if raw.kind == Kind::Failure => None,
+        _ => {
             r.add("$.document", "a result artifact needs a document")?;
             None
         }
-        Some(doc) => Some(doc.clone()),
     };
     let used = match &document {
         Some(doc) => used_images(doc, &images, &names, limits, r)?,
         None => Vec::new(),
     };
-    Ok(kind.map(|kind| Artifact { kind, warning_count, warnings, document, used }))
+    let (kind, warning_count, warnings) = (raw.kind, raw.warning_count, raw.warnings.map(|w| w.0));
+    Ok(Some(Artifact { kind, warning_count, warnings, document, used }))
 }
 
-/// The members that tie the artifact to its job: version, kind, code2des_id, attempt, nonce.
-/// Answers the kind when it is one.
-fn check_header(
-    obj: &serde_json::Map<String, Value>,
-    expect: &Expect<'_>,
-    r: &mut Report,
-) -> Result<Option<Kind>, Stop> {
-    let missing = |name: &str| format!("missing {name}");
-    match obj.get("version") {
-        None => r.add("$.version", missing("version"))?,
-        Some(v) if v.as_u64() != Some(u64::from(PROTOCOL_VERSION)) => r.add("$.version", "unknown version")?,
-        Some(_) => {}
+/// What ties the artifact to its job: version, kind, code2des_id, attempt, nonce.
+fn check_header(a: &ResultArtifact, expect: &Expect<'_>, r: &mut Report) -> Result<(), Stop> {
+    if a.version != PROTOCOL_VERSION {
+        r.add("$.version", "unknown version")?;
     }
-    let kind = match obj.get("kind").map(Value::as_str) {
-        None => {
-            r.add("$.kind", missing("kind"))?;
-            None
-        }
-        Some(Some("result")) => Some(Kind::Result),
-        Some(Some("failure")) => Some(Kind::Failure),
-        Some(_) => {
-            r.add("$.kind", "kind must be result or failure")?;
-            None
-        }
+    if a.kind != expect.kind {
+        r.add("$.kind", format!("kind {} does not match the job status", a.kind.as_str()))?;
+    }
+    if a.code2des_id != expect.code2des_id {
+        r.add("$.code2des_id", "code2des_id does not match the job")?;
+    }
+    if a.attempt != expect.attempt {
+        r.add("$.attempt", "attempt does not match the job")?;
+    }
+    if !expect.nonce.matches(&a.nonce) {
+        r.add("$.nonce", "nonce does not match the job")?;
+    }
+    Ok(())
+}
+
+/// `warning_count` and the `warnings` list: within the limits, and agreeing when both are there.
+fn check_warnings(a: &ResultArtifact, limits: &Limits, r: &mut Report) -> Result<(), Stop> {
+    if a.warning_count.is_some_and(|n| n < 0) {
+        r.add("$.warning_count", "warning_count must be a non-negative integer")?;
+    }
+    let Some(Warnings(raw)) = &a.warnings else { return Ok(()) };
+    let list: Vec<Obj<ArtifactWarning>> = match wire::read(raw) {
+        Ok(list) => list,
+        Err(fault) => return r.add(wire::json_path("$.warnings", &fault.path), fault.message()),
     };
-    if let Some(k) = kind.filter(|k| *k != expect.kind) {
-        r.add("$.kind", format!("kind {} does not match the job status", k.as_str()))?;
+    if list.len() > limits.max_warnings {
+        return r.add("$.warnings", format!("more than {} warnings", limits.max_warnings));
     }
-    match obj.get("code2des_id") {
-        None => r.add("$.code2des_id", missing("code2des_id"))?,
-        Some(v) if v.as_str() != Some(expect.code2des_id) => {
-            r.add("$.code2des_id", "code2des_id does not match the job")?
-        }
-        Some(_) => {}
+    if a.warning_count.is_some_and(|n| n >= 0 && n != list.len() as i64) {
+        r.add("$.warning_count", "warning_count is not the number of warnings")?;
     }
-    match obj.get("attempt") {
-        None => r.add("$.attempt", missing("attempt"))?,
-        Some(v) if v.as_i64() != Some(i64::from(expect.attempt)) => {
-            r.add("$.attempt", "attempt does not match the job")?
-        }
-        Some(_) => {}
+    for (i, Obj(w)) in list.iter().enumerate() {
+        check_warning(w, &format!("$.warnings[{i}]"), limits, r)?;
     }
-    match obj.get("nonce") {
-        None => r.add("$.nonce", missing("nonce"))?,
-        Some(v) if !v.as_str().is_some_and(|n| expect.nonce.matches(n)) => {
-            r.add("$.nonce", "nonce does not match the job")?
-        }
-        Some(_) => {}
-    }
-    Ok(kind)
+    Ok(())
 }
 
-/// `warning_count`: absent, null, or a non-negative integer.
-fn check_warning_count(v: Option<&Value>, r: &mut Report) -> Result<Option<i64>, Stop> {
-    Ok(match v {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_i64().filter(|n| *n >= 0) {
-            Some(n) => Some(n),
-            None => {
-                r.add("$.warning_count", "warning_count must be a non-negative integer")?;
-                None
-            }
-        },
-    })
+/// One warning's lengths: `message` 1 to 1 000 characters, `path` at most 2 000, `node` at
+/// most 1 000, `indices` at most `max_depth`.
+fn check_warning(w: &ArtifactWarning, at: &str, limits: &Limits, r: &mut Report) -> Result<(), Stop> {
+    let texts = [
+        ("message", Some(&w.message), 1, 1000),
+        ("path", w.path.as_ref(), 0, 2000),
+        ("node", w.node.as_ref(), 0, 1000),
+    ];
+    for (name, text, min, max) in texts {
+        if text.is_some_and(|t| !(min..=max).contains(&t.chars().count())) {
+            r.add(format!("{at}.{name}"), format!("{name} must be a string of {min} to {max} characters"))?;
+        }
+    }
+    if w.indices.as_ref().is_some_and(|i| i.len() > limits.max_depth) {
+        let problem = format!("indices must be an array of at most {} non-negative integers", limits.max_depth);
+        r.add(format!("{at}.indices"), problem)?;
+    }
+    Ok(())
+}
+
+/// The image entries whose names and keys are good, and the names of all.
+fn check_images(
+    map: BTreeMap<String, Obj<ArtifactImage>>,
+    prefix: &str,
+    limits: &Limits,
+    r: &mut Report,
+) -> Result<(HashMap<String, ImageEntry>, HashSet<String>), Stop> {
+    if map.len() > limits.max_images {
+        r.add("$.images", format!("more than {} images", limits.max_images))?;
+        return Ok(Default::default());
+    }
+    let names = map.keys().cloned().collect();
+    let mut good = HashMap::with_capacity(map.len());
+    for (name, Obj(image)) in map {
+        let at = format!("$.images{}", member(&name));
+        if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
+            r.add(&at, "an image ref is empty, too long or has control characters")?;
+        } else if !is_key_under(&image.key, prefix) {
+            r.add(format!("{at}.key"), format!("image {name:?} key is outside the job prefix"))?;
+        } else {
+            good.insert(name, ImageEntry { key: image.key, mime: image.mime_type });
+        }
+    }
+    Ok((good, names))
 }
 
 /// The images the document uses, in order of first use, each once; an `imageRef` that is not
@@ -331,135 +421,6 @@ fn used_images(
         }
     }
     Ok(used)
-}
-
-/// The `warnings` member: absent (or null), or at most `max_warnings` objects, each a `code`
-/// of [`WARNING_CODES`], a `message` (1 to 1 000 characters), and where: `path` (the DOM path,
-/// at most 2 000), `node` (the document node's name, at most 1 000) and `indices` (the node's
-/// child indices from the root, at most `max_depth`), all optional. When both the list and
-/// `warning_count` are there, `warning_count` is their number.
-fn check_warnings(
-    v: Option<&Value>,
-    warning_count: Option<i64>,
-    limits: &Limits,
-    r: &mut Report,
-) -> Result<Option<Value>, Stop> {
-    let list = match v {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Array(a)) => a,
-        Some(_) => {
-            r.add("$.warnings", "warnings must be an array")?;
-            return Ok(None);
-        }
-    };
-    if list.len() > limits.max_warnings {
-        r.add("$.warnings", format!("more than {} warnings", limits.max_warnings))?;
-        return Ok(None);
-    }
-    if warning_count.is_some_and(|n| n != list.len() as i64) {
-        r.add("$.warning_count", "warning_count is not the number of warnings")?;
-    }
-    let mut ok = true;
-    for (i, w) in list.iter().enumerate() {
-        ok &= check_warning(w, &format!("$.warnings[{i}]"), limits, r)?;
-    }
-    Ok(ok.then(|| Value::Array(list.clone())))
-}
-
-/// One warning of the list: whether it is valid (its problems are added to `r`).
-fn check_warning(w: &Value, at: &str, limits: &Limits, r: &mut Report) -> Result<bool, Stop> {
-    let Some(o) = w.as_object() else {
-        r.add(at, "a warning is not an object")?;
-        return Ok(false);
-    };
-    let mut ok = true;
-    match o.get("code").and_then(Value::as_str) {
-        Some(c) if WARNING_CODES.contains(&c) => {}
-        Some(c) => {
-            r.add(format!("{at}.code"), format!("unknown warning code {c:?}"))?;
-            ok = false;
-        }
-        None => {
-            r.add(format!("{at}.code"), "a warning has no code")?;
-            ok = false;
-        }
-    }
-    let text = |name: &str, min: usize, max: usize, required: bool| -> Option<String> {
-        match o.get(name) {
-            None | Some(Value::Null) if !required => None,
-            Some(Value::String(t)) if (min..=max).contains(&t.chars().count()) => None,
-            _ => Some(format!("{name} must be a string of {min} to {max} characters")),
-        }
-    };
-    for (name, min, max, required) in [("message", 1, 1000, true), ("path", 0, 2000, false), ("node", 0, 1000, false)] {
-        if let Some(problem) = text(name, min, max, required) {
-            r.add(format!("{at}.{name}"), problem)?;
-            ok = false;
-        }
-    }
-    let indices_ok = match o.get("indices") {
-        None | Some(Value::Null) => true,
-        Some(Value::Array(a)) => a.len() <= limits.max_depth && a.iter().all(|i| i.as_u64().is_some()),
-        Some(_) => false,
-    };
-    if !indices_ok {
-        let problem = format!("indices must be an array of at most {} non-negative integers", limits.max_depth);
-        r.add(format!("{at}.indices"), problem)?;
-        ok = false;
-    }
-    Ok(ok)
-}
-
-/// The valid image entries, and the names of all (valid or not).
-fn parse_images(
-    v: Option<&Value>,
-    prefix: &str,
-    limits: &Limits,
-    r: &mut Report,
-) -> Result<(HashMap<String, ImageEntry>, HashSet<String>), Stop> {
-    let map = match v {
-        None | Some(Value::Null) => return Ok(Default::default()),
-        Some(Value::Object(m)) => m,
-        Some(_) => {
-            r.add("$.images", "images must be an object")?;
-            return Ok(Default::default());
-        }
-    };
-    if map.len() > limits.max_images {
-        r.add("$.images", format!("more than {} images", limits.max_images))?;
-        return Ok(Default::default());
-    }
-    let mut out = HashMap::with_capacity(map.len());
-    for (name, entry) in map {
-        let at = format!("$.images{}", member(name));
-        if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
-            r.add(&at, "an image ref is empty, too long or has control characters")?;
-            continue;
-        }
-        let Some(e) = entry.as_object() else {
-            r.add(&at, "an image entry is not an object")?;
-            continue;
-        };
-        let key = match e.get("key").and_then(Value::as_str) {
-            Some(key) if is_key_under(key, prefix) => Some(key),
-            Some(_) => {
-                r.add(format!("{at}.key"), format!("image {name:?} key is outside the job prefix"))?;
-                None
-            }
-            None => {
-                r.add(format!("{at}.key"), "an image entry has no key")?;
-                None
-            }
-        };
-        let mime = e.get("mime_type").and_then(Value::as_str).and_then(Mime::parse);
-        if mime.is_none() {
-            r.add(format!("{at}.mime_type"), format!("image {name:?} has an unsupported mime_type"))?;
-        }
-        if let (Some(key), Some(mime)) = (key, mime) {
-            out.insert(name.clone(), ImageEntry { key: key.to_owned(), mime });
-        }
-    }
-    Ok((out, map.keys().cloned().collect()))
 }
 
 /// A step of a node's path from `$.document`.
@@ -802,8 +763,8 @@ mod tests {
             {"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "zz"}], "strokes": [{"imageRef": 7}]},
             {"type": "TEXT", "children": {}},
             "text"]});
-        let images = json!({"a": {"key": "code2des/id1/2/images/a", "mime_type": "image/webp"},
-                            "my logo": {"mime_type": "image/png"}});
+        let images = json!({"a": {"key": "code2des/id1/2/images/a", "mime_type": "image/png"},
+                            "": {"key": "code2des/id1/1/images/b", "mime_type": "image/png"}});
         let mut bad: Value = serde_json::from_slice(&art(doc, images)).unwrap();
         bad["version"] = json!(2);
         bad["nonce"] = json!("other");
@@ -815,9 +776,8 @@ mod tests {
             "$.version: unknown version",
             "$.nonce: nonce does not match the job",
             "$.warning_count: warning_count must be a non-negative integer",
+            r#"$.images[""]: an image ref is empty, too long or has control characters"#,
             r#"$.images.a.key: image "a" key is outside the job prefix"#,
-            r#"$.images.a.mime_type: image "a" has an unsupported mime_type"#,
-            r#"$.images["my logo"].key: an image entry has no key"#,
             r#"$.document.children[0].type: node type "WIDGET" cannot be built by the plugin"#,
             "$.document.children[1].strokes[0].imageRef: imageRef must be a string",
             "$.document.children[2].children: children must be an array",
@@ -830,5 +790,35 @@ mod tests {
         // A good artifact has no problem either way.
         let good = art(json!({"type": "FRAME"}), json!({}));
         assert!(validate_all(&good, &expect(&n), &Limits::default()).is_ok());
+    }
+
+    #[test]
+    fn a_type_error_is_the_one_problem_with_its_json_path() {
+        let n = nonce();
+        let l = Limits::default();
+        let one = |v: Value| {
+            let all = validate_all(&serde_json::to_vec(&v).unwrap(), &expect(&n), &l).unwrap_err();
+            assert_eq!(all.len(), 1, "{all:?}");
+            all[0].to_string()
+        };
+        let base: Value = serde_json::from_slice(&art(json!({"type": "FRAME"}), json!({}))).unwrap();
+        let with = |member: &str, v: Value| {
+            let mut a = base.clone();
+            a[member] = v;
+            a
+        };
+        let image = json!({"my logo": {"key": "code2des/id1/1/a", "mime_type": "image/webp"}});
+        let got = one(with("images", image));
+        assert!(got.starts_with(r#"$.images["my logo"].mime_type: unknown variant `image/webp`"#), "{got}");
+        let got = one(with("images", json!({"a": {"mime_type": "image/png"}})));
+        assert_eq!(got, "$.images.a.key: is required");
+        let got = one(with("warnings", json!([{"code": "canvas_skipped", "message": "x", "indices": [-1]}])));
+        assert!(got.starts_with("$.warnings[0].indices[0]: invalid value: integer `-1`"), "{got}");
+        let mut no_kind = base.clone();
+        no_kind.as_object_mut().unwrap().remove("kind");
+        assert_eq!(one(no_kind), "$.kind: is required");
+        assert_eq!(one(json!([1, "result"])), "$: not a JSON object");
+        let not_json = validate_all(b"{\"version\": 1,", &expect(&n), &l).unwrap_err();
+        assert!(not_json[0].to_string().starts_with("$: not JSON: EOF"), "{not_json:?}");
     }
 }

@@ -1,5 +1,6 @@
-//! Members of a JSON object body, read with errors that name the field (a 400's message). The
-//! user API's bodies and the worker's webhook body are read through these.
+//! A JSON object body, and members of the user API's bodies, read with errors that name the
+//! field (a 400's message). The worker protocol is read through its types
+//! ([`crate::domain::wire`]).
 
 use serde_json::{Map, Value};
 

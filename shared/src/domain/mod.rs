@@ -2,6 +2,9 @@
 //! functions. The bottom layer with `crate::error`: it imports no other part of the crate, and
 //! no adapter (no SQL, no S3, no HTTP plumbing).
 
+// First, so its `wire_enum!` is in scope for the modules after it.
+#[macro_use]
+pub mod wire;
 pub mod artifact;
 pub mod cursor;
 pub mod fields;
@@ -13,4 +16,3 @@ pub mod quota;
 pub mod scope;
 pub mod signature;
 pub mod standard_webhooks;
-pub mod wire;

@@ -1,13 +1,17 @@
 //! The worker protocol of SPEC section 4 (snake_case): the manifest trigger writes, and the
-//! webhook body the worker sends back. The artifact lives in [`crate::domain::artifact`].
+//! webhook body the worker sends back, as the serde types they are read with (the artifact is
+//! in [`crate::domain::artifact`]). A field's type says what a client reads when it is wrong.
 
-use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use crate::domain::fields::{optional_str, required_str};
 use crate::domain::ids::{Code2desId, ProgressStage};
 use crate::domain::job::Status;
 use crate::domain::keys::{job_prefix, S3Pointer};
+use crate::domain::wire::{checked, message_of, read, read_slice, Fault, FaultKind, Obj, REQUIRED};
 use crate::error::ApiError;
 
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -55,9 +59,225 @@ impl Manifest {
     pub fn key(id: &str, attempt: i32) -> String {
         format!("code2des/{id}/{attempt}/manifest.json")
     }
+
+    /// A manifest as a worker reads it: its shape, and the one version there is.
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, String> {
+        let m: Self = read_slice(bytes).map_err(|f| f.to_string())?;
+        if m.version != PROTOCOL_VERSION {
+            return Err(format!("$.version: unknown manifest version {}", m.version));
+        }
+        Ok(m)
+    }
 }
 
-/// A validated webhook body.
+/// The body of `POST /code2des/webhook` (SPEC sections 4 and 7), signed with Standard Webhooks
+/// (docs/WORKER.md). `status` tells the three reports apart.
+#[derive(Debug, JsonSchema)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum WebhookReport {
+    /// Progress, any number of times while the attempt is processing.
+    Processing(ProcessingReport),
+    /// The job is done: its artifact is at `result_url`.
+    Completed(CompletedReport),
+    /// The job failed; a failure artifact is optional.
+    Failed(FailedReport),
+}
+
+/// Read on its own first: which report the rest of the body is.
+#[derive(Deserialize)]
+struct Tag {
+    status: ReportStatus,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ProcessingReport {
+    pub code2des_id: JobId,
+    pub attempt: Attempt,
+    pub nonce: EchoedNonce,
+    pub progress: Obj<ProgressReport>,
+    /// A progress report has none: only a terminal report points at an artifact.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub result_url: Option<Absent>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CompletedReport {
+    pub code2des_id: JobId,
+    pub attempt: Attempt,
+    pub nonce: EchoedNonce,
+    /// `s3://{bucket}/code2des/{code2des_id}/{attempt}/…` of this job, no `..`.
+    pub result_url: ResultUrl,
+    pub warning_count: Option<WarningCount>,
+    /// A completed job has no failure detail: checked for type, not stored.
+    #[schemars(skip)]
+    pub error_message: Option<ErrorMessage>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FailedReport {
+    pub code2des_id: JobId,
+    pub attempt: Attempt,
+    pub nonce: EchoedNonce,
+    /// A failure artifact, when there is one: as a completed report's.
+    pub result_url: Option<ResultUrl>,
+    pub warning_count: Option<WarningCount>,
+    /// Stored with control characters stripped, cut to 2 000 characters.
+    pub error_message: Option<ErrorMessage>,
+}
+
+/// `{"percent": 0-100, "stage": "1-64 characters"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProgressReport {
+    pub percent: Percent,
+    /// What the worker is doing, for people (`rendering`).
+    pub stage: Stage,
+}
+
+impl WebhookReport {
+    /// Reads a body: its `status` first, then the members that report has.
+    pub fn read(body: &Map<String, Value>) -> Result<Self, ApiError> {
+        let Tag { status } = read(body).map_err(refusal)?;
+        Ok(match status.0 {
+            Status::Processing => Self::Processing(read(body).map_err(refusal)?),
+            Status::Completed => Self::Completed(read(body).map_err(refusal)?),
+            Status::Failed => Self::Failed(read(body).map_err(refusal)?),
+        })
+    }
+}
+
+/// A 400 for a body that is not a report: the member's name and its type's words, except
+/// where a member is required only by the report it is in.
+fn refusal(f: Fault) -> ApiError {
+    let field = f.field();
+    let message = match (&f.kind, field.as_str()) {
+        (FaultKind::Missing | FaultKind::Invalid(_), "progress") => {
+            "is required as an object when status is processing".into()
+        }
+        (FaultKind::Missing, "result_url") => "is required when status is completed".into(),
+        _ => Cow::Owned(f.message().into_owned()),
+    };
+    ApiError::invalid(field, message)
+}
+
+/// The JSON Schema of a member type whose `Deserialize` is written out below.
+macro_rules! member_schema {
+    ($ty:ident, $($schema:tt)+) => {
+        impl JsonSchema for $ty {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($ty).into()
+            }
+
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!($($schema)+)
+            }
+        }
+    };
+}
+
+/// A member's `Deserialize` through [`checked`]: the value in, the type or the message out.
+macro_rules! member_deserialize {
+    ($ty:ident, |$v:ident| $check:expr) => {
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                checked(d, |$v| $check)
+            }
+        }
+    };
+}
+
+/// An integer of the body in `min..=max` (i32 at most), or the message that says so.
+fn integer(v: &Value, min: i64, max: i64, not_a_number: &'static str) -> Result<i64, Cow<'static, str>> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(|| format!("must be an integer from {min} to {max}").into()),
+        Value::Null => Err(REQUIRED.into()),
+        _ => Err(not_a_number.into()),
+    }
+}
+
+/// A string of the body, or the message that says it is not one.
+fn string(v: Value) -> Result<String, Cow<'static, str>> {
+    match v {
+        Value::String(s) => Ok(s),
+        Value::Null => Err(REQUIRED.into()),
+        _ => Err("must be a string".into()),
+    }
+}
+
+#[derive(Debug)]
+struct ReportStatus(Status);
+member_deserialize!(ReportStatus, |v| match string(v)?.as_str() {
+    "processing" => Ok(Self(Status::Processing)),
+    "completed" => Ok(Self(Status::Completed)),
+    "failed" => Ok(Self(Status::Failed)),
+    _ => Err("must be processing, completed or failed".into()),
+});
+
+/// The job the report is for (a UUID).
+#[derive(Debug, Clone, Copy)]
+pub struct JobId(pub Code2desId);
+member_deserialize!(JobId, |v| Code2desId::parse_field("code2des_id", &string(v)?).map(Self).map_err(message_of));
+member_schema!(JobId, {"type": "string"});
+
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt(pub i32);
+member_deserialize!(Attempt, |v| integer(&v, 1, i32::MAX.into(), "must be an integer").map(|n| Self(n as i32)));
+member_schema!(Attempt, {"type": "integer", "format": "int32", "minimum": 1});
+
+/// The attempt's nonce, as the manifest gave it.
+#[derive(Debug, Clone)]
+pub struct EchoedNonce(pub String);
+member_deserialize!(EchoedNonce, |v| {
+    let s = string(v)?;
+    let ok = !s.is_empty() && s.len() <= 255 && !s.chars().any(char::is_control);
+    if ok {
+        Ok(Self(s))
+    } else {
+        Err("must be 1 to 255 characters".into())
+    }
+});
+member_schema!(EchoedNonce, {"type": "string", "minLength": 1, "maxLength": 255});
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Percent(pub i16);
+member_deserialize!(Percent, |v| integer(&v, 0, 100, "must be an integer from 0 to 100").map(|n| Self(n as i16)));
+member_schema!(Percent, {"type": "integer", "minimum": 0, "maximum": 100});
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stage(pub ProgressStage);
+member_deserialize!(Stage, |v| ProgressStage::parse("progress.stage", &string(v)?).map(Self).map_err(message_of));
+member_schema!(Stage, {"type": "string", "minLength": 1, "maxLength": ProgressStage::MAX});
+
+/// `s3://{bucket}/code2des/{code2des_id}/{attempt}/…` of this job, no `..`.
+#[derive(Debug, Clone)]
+pub struct ResultUrl(pub S3Pointer);
+member_deserialize!(ResultUrl, |v| S3Pointer::parse("result_url", &string(v)?).map(Self).map_err(message_of));
+member_schema!(ResultUrl, {"type": "string", "maxLength": 1000});
+
+#[derive(Debug, Clone, Copy)]
+pub struct WarningCount(pub i32);
+member_deserialize!(WarningCount, |v| integer(&v, 0, i32::MAX.into(), "must be an integer").map(|n| Self(n as i32)));
+member_schema!(WarningCount, {"type": "integer", "format": "int32", "minimum": 0});
+
+#[derive(Debug, Clone)]
+pub struct ErrorMessage(pub String);
+member_deserialize!(ErrorMessage, |v| string(v).map(Self));
+member_schema!(ErrorMessage, {"type": "string"});
+
+/// A member a report must not have (`null` is absent).
+#[derive(Debug)]
+pub struct Absent;
+member_deserialize!(Absent, |_v| Err::<Self, _>("must be absent when status is processing".into()));
+
+/// A validated webhook body: what the webhook route fences and stores.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookBody {
     pub code2des_id: Code2desId,
@@ -69,50 +289,14 @@ pub struct WebhookBody {
     /// Already stripped of control characters and capped.
     pub error_message: Option<String>,
     /// With `status: "processing"` (and only then): the worker's progress (SPEC section 7).
-    pub progress: Option<ProgressReport>,
+    pub progress: Option<Progress>,
 }
 
-/// `"progress":{"percent":0–100,"stage":"1–64 chars"}`.
+/// A progress report's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProgressReport {
+pub struct Progress {
     pub percent: i16,
     pub stage: ProgressStage,
-}
-
-impl ProgressReport {
-    fn parse(v: Option<&Value>) -> Result<Self, ApiError> {
-        let Some(Value::Object(p)) = v else {
-            return Err(ApiError::invalid("progress", "is required as an object when status is processing"));
-        };
-        if let Some(k) = p.keys().find(|k| !matches!(k.as_str(), "percent" | "stage")) {
-            return Err(ApiError::invalid("progress", format!("unknown field {k:?}")));
-        }
-        let percent = match p.get("percent") {
-            Some(Value::Number(n)) => match n.as_i64() {
-                Some(v @ 0..=100) => v as i16,
-                _ => return Err(ApiError::invalid("progress.percent", "must be an integer from 0 to 100")),
-            },
-            None | Some(Value::Null) => return Err(ApiError::invalid("progress.percent", "is required")),
-            Some(_) => return Err(ApiError::invalid("progress.percent", "must be an integer from 0 to 100")),
-        };
-        let stage = match p.get("stage") {
-            Some(Value::String(s)) => ProgressStage::parse("progress.stage", s)?,
-            None | Some(Value::Null) => return Err(ApiError::invalid("progress.stage", "is required")),
-            Some(_) => return Err(ApiError::invalid("progress.stage", "must be a string")),
-        };
-        Ok(Self { percent, stage })
-    }
-}
-
-fn int_field(body: &Map<String, Value>, field: &'static str, min: i64) -> Result<Option<i32>, ApiError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(v) if v >= min && v <= i64::from(i32::MAX) => Ok(Some(v as i32)),
-            _ => Err(ApiError::invalid(field, format!("must be an integer from {min} to {}", i32::MAX))),
-        },
-        Some(_) => Err(ApiError::invalid(field, "must be an integer")),
-    }
 }
 
 /// Control characters removed, then cut to [`MAX_ERROR_MESSAGE`] characters.
@@ -122,88 +306,65 @@ pub fn clean_error_message(raw: &str) -> Option<String> {
     (!trimmed.is_empty()).then(|| trimmed.to_owned())
 }
 
-/// A terminal report's `result_url`: required when completed, and under
-/// `s3://{bucket}/code2des/{id}/{attempt}/` of the report's own job.
-fn result_url(
-    body: &Map<String, Value>,
+/// A terminal report's `result_url`, which must lie under the prefix of the report's own job.
+fn own_result_url(
+    url: Option<ResultUrl>,
     bucket: &str,
     id: Code2desId,
     attempt: i32,
-    status: Status,
 ) -> Result<Option<String>, ApiError> {
-    match optional_str(body, "result_url")? {
-        Some(raw) => {
-            let ptr = S3Pointer::parse("result_url", raw)?;
-            if !ptr.is_under(bucket, &job_prefix(id, attempt)) {
-                return Err(ApiError::invalid(
-                    "result_url",
-                    "must be under s3://{bucket}/code2des/{code2des_id}/{attempt}/ of this job",
-                ));
-            }
-            Ok(Some(ptr.to_string()))
-        }
-        None if status == Status::Completed => {
-            Err(ApiError::invalid("result_url", "is required when status is completed"))
-        }
-        None => Ok(None),
+    match url {
+        Some(ResultUrl(ptr)) if !ptr.is_under(bucket, &job_prefix(id, attempt)) => Err(ApiError::invalid(
+            "result_url",
+            "must be under s3://{bucket}/code2des/{code2des_id}/{attempt}/ of this job",
+        )),
+        url => Ok(url.map(|ResultUrl(ptr)| ptr.to_string())),
     }
 }
 
-/// A terminal report's `error_message`: a failure's, cleaned (or the default); a completed
-/// job has no failure detail, so anything sent is checked for type and ignored, not stored.
-fn error_message(body: &Map<String, Value>, status: Status) -> Result<Option<String>, ApiError> {
-    let sent = optional_str(body, "error_message")?;
-    Ok(match status {
-        Status::Completed => None,
-        _ => Some(sent.and_then(clean_error_message).unwrap_or_else(|| DEFAULT_FAILURE.to_owned())),
-    })
-}
-
 impl WebhookBody {
-    /// Parses and checks everything that can be checked without the database, including that
-    /// a result_url lies under `s3://{bucket}/code2des/{id}/{attempt}/` of the body's own job.
+    /// Reads and checks everything that can be checked without the database, including that a
+    /// `result_url` lies under `s3://{bucket}/code2des/{id}/{attempt}/` of the body's own job.
     pub fn parse(body: &Map<String, Value>, bucket: &str) -> Result<Self, ApiError> {
-        let code2des_id = Code2desId::parse_field("code2des_id", required_str(body, "code2des_id")?)?;
-        let attempt = int_field(body, "attempt", 1)?.ok_or_else(|| ApiError::invalid("attempt", "is required"))?;
-        let nonce = required_str(body, "nonce")?;
-        if nonce.is_empty() || nonce.len() > 255 || nonce.chars().any(char::is_control) {
-            return Err(ApiError::invalid("nonce", "must be 1 to 255 characters"));
-        }
-        let status = match required_str(body, "status")? {
-            "completed" => Status::Completed,
-            "failed" => Status::Failed,
-            "processing" => Status::Processing,
-            _ => return Err(ApiError::invalid("status", "must be processing, completed or failed")),
+        Self::new(WebhookReport::read(body)?, bucket)
+    }
+
+    /// The report, checked against the artifact bucket.
+    pub fn new(report: WebhookReport, bucket: &str) -> Result<Self, ApiError> {
+        let (code2des_id, attempt, nonce, status) = match &report {
+            WebhookReport::Processing(r) => (r.code2des_id, r.attempt, &r.nonce, Status::Processing),
+            WebhookReport::Completed(r) => (r.code2des_id, r.attempt, &r.nonce, Status::Completed),
+            WebhookReport::Failed(r) => (r.code2des_id, r.attempt, &r.nonce, Status::Failed),
         };
-        if status == Status::Processing {
-            if !matches!(body.get("result_url"), None | Some(Value::Null)) {
-                return Err(ApiError::invalid("result_url", "must be absent when status is processing"));
-            }
-            let progress = ProgressReport::parse(body.get("progress"))?;
-            return Ok(Self {
-                code2des_id,
-                attempt,
-                nonce: nonce.to_owned(),
-                status,
-                result_url: None,
-                warning_count: None,
-                error_message: None,
-                progress: Some(progress),
-            });
-        }
-        let result_url = result_url(body, bucket, code2des_id, attempt, status)?;
-        let warning_count = int_field(body, "warning_count", 0)?;
-        let error_message = error_message(body, status)?;
-        Ok(Self {
+        let (code2des_id, attempt, nonce) = (code2des_id.0, attempt.0, nonce.0.clone());
+        let mut body = Self {
             code2des_id,
             attempt,
-            nonce: nonce.to_owned(),
+            nonce,
             status,
-            result_url,
-            warning_count,
-            error_message,
+            result_url: None,
+            warning_count: None,
+            error_message: None,
             progress: None,
-        })
+        };
+        match report {
+            WebhookReport::Processing(r) => {
+                let Obj(ProgressReport { percent, stage }) = r.progress;
+                body.progress = Some(Progress { percent: percent.0, stage: stage.0 });
+            }
+            WebhookReport::Completed(r) => {
+                body.result_url = own_result_url(Some(r.result_url), bucket, code2des_id, attempt)?;
+                body.warning_count = r.warning_count.map(|w| w.0);
+            }
+            WebhookReport::Failed(r) => {
+                body.result_url = own_result_url(r.result_url, bucket, code2des_id, attempt)?;
+                body.warning_count = r.warning_count.map(|w| w.0);
+                // A failure always carries a reason, so clients see one.
+                let message = r.error_message.and_then(|m| clean_error_message(&m.0));
+                body.error_message = Some(message.unwrap_or_else(|| DEFAULT_FAILURE.to_owned()));
+            }
+        }
+        Ok(body)
     }
 }
 

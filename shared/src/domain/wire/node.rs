@@ -1,12 +1,7 @@
-//! The worker protocol's JSON as types: what `schemas/*.schema.json` is generated from
-//! ([`schemas`], `UPDATE_SCHEMAS=1 cargo test -p code2des-local --test schemas` writes them).
-//!
-//! These types describe shapes; they validate nothing. The backend reads the manifest through
-//! [`crate::domain::protocol::Manifest`], a webhook body through
-//! [`crate::domain::protocol::WebhookBody::parse`] and an artifact through
-//! [`crate::domain::artifact::validate`], which check more than a schema can say (an
-//! `imageRef` names an image of the artifact, keys lie under the job's prefix, limits). The
-//! node tree here is also openapi.yaml's `Node`: a test proves the two identical.
+//! A result's node tree (SPEC section 4, openapi.yaml's `Node`: a test proves the two
+//! identical). The result route reads only each node's `type`, `children` and `imageRef`s
+//! ([`crate::domain::artifact`]); every other member is the worker's contract with the plugin,
+//! passed through as written, so the types below describe it for the schema and are not read.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -14,20 +9,19 @@ use std::collections::BTreeMap;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 
-use crate::domain::protocol::Manifest;
-
-/// The node types the reference plugin builds with the Figma plugin API.
-#[derive(JsonSchema)]
-#[allow(clippy::upper_case_acronyms, dead_code)]
-pub enum NodeType {
-    FRAME,
-    GROUP,
-    RECTANGLE,
-    ELLIPSE,
-    LINE,
-    VECTOR,
-    TEXT,
-    SVG,
+wire_enum! {
+    /// The node types the reference plugin builds with the Figma plugin API.
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum NodeType {
+        FRAME = "FRAME",
+        GROUP = "GROUP",
+        RECTANGLE = "RECTANGLE",
+        ELLIPSE = "ELLIPSE",
+        LINE = "LINE",
+        VECTOR = "VECTOR",
+        TEXT = "TEXT",
+        SVG = "SVG",
+    }
 }
 
 /// The members every node type may have.
@@ -575,220 +569,6 @@ pub struct VectorPath {
     data: String,
 }
 
-// --- the artifact --------------------------------------------------------------------------------
-
-/// `result` for a completed job, `failure` for a failed one.
-#[derive(JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum ArtifactKind {
-    Result,
-    Failure,
-}
-
-#[derive(JsonSchema)]
-#[schemars(inline)]
-#[allow(dead_code)]
-enum ImageMime {
-    #[serde(rename = "image/png")]
-    Png,
-    #[serde(rename = "image/jpeg")]
-    Jpeg,
-    #[serde(rename = "image/gif")]
-    Gif,
-    #[serde(rename = "image/svg+xml")]
-    Svg,
-}
-
-/// One image of the result: where the worker put it, and what it is.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-pub struct ArtifactImage {
-    /// The object key, under the job's prefix `code2des/{code2des_id}/{attempt}/` (no `..`).
-    #[schemars(length(min = 1, max = 1024))]
-    key: String,
-    /// Raster images at most 4096 px per side; png, jpeg and gif become image fills, svg an SVG node.
-    mime_type: ImageMime,
-}
-
-/// The result artifact (SPEC section 4): written by the worker under the manifest's
-/// `result_prefix`; its key is the webhook's `result_url`. The result route also checks what a
-/// schema cannot say: `code2des_id`, `attempt` and `nonce` equal the job's, every `imageRef` of
-/// the document is a key of `images`, every image key is under the job's prefix and its bytes
-/// are the declared type, at most 20 000 nodes nested at most 40 deep, 512 images, 2 MiB of
-/// artifact, 3 MiB per image. `code2des-worker validate` runs those checks on a local file.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-pub struct ResultArtifact {
-    /// The protocol version, 1.
-    #[schemars(range(min = 1, max = 1))]
-    version: u32,
-    kind: ArtifactKind,
-    /// The manifest's.
-    code2des_id: String,
-    /// The manifest's.
-    #[schemars(range(min = 1))]
-    attempt: i32,
-    /// The manifest's.
-    #[schemars(length(min = 1, max = 255))]
-    nonce: String,
-    #[schemars(range(min = 0))]
-    warning_count: Option<i64>,
-    /// The Figma node tree; required for `result`, absent or null for `failure`.
-    document: Option<Node>,
-    /// The images the document uses, by `imageRef`.
-    images: Option<BTreeMap<String, ArtifactImage>>,
-    /// The fidelity report: what the conversion could not reproduce exactly, and where. When
-    /// present, `warning_count` is its length.
-    #[schemars(length(max = 1000))]
-    warnings: Option<Vec<ArtifactWarning>>,
-}
-
-/// The fixed list of warning codes (docs/WORKER.md, "Warnings").
-#[derive(JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)]
-enum WarningCode {
-    FontSubstituted,
-    UnsupportedCss,
-    ImageConverted,
-    ImageTooLarge,
-    ImageUnavailable,
-    PseudoElement,
-    CanvasSkipped,
-    IframeSkipped,
-    VideoSkipped,
-    NodeLimit,
-}
-
-/// One deterministic conversion warning.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-pub struct ArtifactWarning {
-    code: WarningCode,
-    /// For the user.
-    #[schemars(length(min = 1, max = 1000))]
-    message: String,
-    /// The element's DOM path in the capture (`body > main > div.card:nth-child(2)`).
-    #[schemars(length(max = 2000))]
-    path: Option<String>,
-    /// The `name` of the document node it concerns.
-    #[schemars(length(max = 1000))]
-    node: Option<String>,
-    /// Where that node is: its child indices from the document root (`[]` is the root, `[2, 0]`
-    /// the first child of the root's third), so a plugin can select it.
-    #[schemars(length(max = 40))]
-    indices: Option<Vec<u32>>,
-}
-
-// --- the webhook ---------------------------------------------------------------------------------
-
-/// `{"percent": 0-100, "stage": "1-64 characters"}`.
-#[derive(JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct ProgressReport {
-    #[schemars(range(min = 0, max = 100))]
-    percent: u8,
-    /// What the worker is doing, for people (`rendering`).
-    #[schemars(length(min = 1, max = 64))]
-    stage: String,
-}
-
-/// The body of `POST /code2des/webhook` (SPEC sections 4 and 7), signed with Standard Webhooks
-/// (docs/WORKER.md). `status` tells the three reports apart.
-#[derive(JsonSchema)]
-#[serde(tag = "status", rename_all = "lowercase")]
-#[allow(dead_code)]
-pub enum WebhookReport {
-    /// Progress, any number of times while the attempt is processing.
-    Processing {
-        code2des_id: String,
-        #[schemars(range(min = 1))]
-        attempt: i32,
-        #[schemars(length(min = 1, max = 255))]
-        nonce: String,
-        progress: ProgressReport,
-    },
-    /// The job is done: its artifact is at `result_url`.
-    Completed {
-        code2des_id: String,
-        #[schemars(range(min = 1))]
-        attempt: i32,
-        #[schemars(length(min = 1, max = 255))]
-        nonce: String,
-        /// `s3://{bucket}/code2des/{code2des_id}/{attempt}/…` of this job, no `..`.
-        #[schemars(length(max = 1000))]
-        result_url: String,
-        #[schemars(range(min = 0))]
-        warning_count: Option<i32>,
-    },
-    /// The job failed; a failure artifact is optional.
-    Failed {
-        code2des_id: String,
-        #[schemars(range(min = 1))]
-        attempt: i32,
-        #[schemars(length(min = 1, max = 255))]
-        nonce: String,
-        #[schemars(length(max = 1000))]
-        result_url: Option<String>,
-        #[schemars(range(min = 0))]
-        warning_count: Option<i32>,
-        /// Stored with control characters stripped, cut to 2 000 characters.
-        error_message: Option<String>,
-    },
-}
-
-// --- generation ----------------------------------------------------------------------------------
-
-/// The members of the node tree (openapi.yaml's `Node` and what it refers to) are absent when
-/// unused, never null: the plugin reads them so. Option members are generated as "T or null";
-/// here they become T. Numbers lose schemars' `format: double`, which neither JSON Schema nor
-/// OpenAPI needs for a JSON number.
-fn absent_not_null(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            if let Some(Value::Array(values)) = m.get("enum") {
-                let kept: Vec<Value> = values.iter().filter(|x| !x.is_null()).cloned().collect();
-                m.insert("enum".into(), Value::Array(kept));
-            }
-            if let Some(Value::Array(types)) = m.get("type") {
-                let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
-                m.insert("type".into(), if kept.len() == 1 { kept[0].clone() } else { Value::Array(kept) });
-            }
-            if let Some(Value::Array(any)) = m.get("anyOf") {
-                let kept: Vec<Value> = any.iter().filter(|s| s.get("type") != Some(&"null".into())).cloned().collect();
-                if kept.len() == 1 {
-                    m.remove("anyOf");
-                    if let Value::Object(inner) = &kept[0] {
-                        for (k, x) in inner {
-                            m.insert(k.clone(), x.clone());
-                        }
-                    }
-                }
-            }
-            for x in m.values_mut() {
-                absent_not_null(x);
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(absent_not_null),
-        _ => {}
-    }
-}
-
-fn strip_double_format(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            if m.get("format").and_then(Value::as_str).is_some_and(|f| f == "double" || f == "float") {
-                m.remove("format");
-            }
-            m.values_mut().for_each(strip_double_format);
-        }
-        Value::Array(a) => a.iter_mut().for_each(strip_double_format),
-        _ => {}
-    }
-}
-
 /// The names of the node tree's definitions (openapi.yaml's components of the same names).
 pub const NODE_DEFINITIONS: &[&str] = &[
     "Node",
@@ -816,29 +596,3 @@ pub const NODE_DEFINITIONS: &[&str] = &[
     "FontName",
     "VectorPath",
 ];
-
-fn root<T: JsonSchema>(id: &str) -> Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let mut v = generator.into_root_schema_for::<T>().to_value();
-    strip_double_format(&mut v);
-    if let Some(Value::Object(defs)) = v.get_mut("$defs") {
-        for name in NODE_DEFINITIONS {
-            if let Some(d) = defs.get_mut(*name) {
-                absent_not_null(d);
-            }
-        }
-    }
-    if let Value::Object(m) = &mut v {
-        m.insert("$id".into(), format!("https://code2des.invalid/schemas/{id}").into());
-    }
-    v
-}
-
-/// Every schema of `schemas/`, by file name: the manifest, the result artifact, the webhook body.
-pub fn schemas() -> Vec<(&'static str, Value)> {
-    vec![
-        ("manifest.schema.json", root::<Manifest>("manifest.schema.json")),
-        ("artifact.schema.json", root::<ResultArtifact>("artifact.schema.json")),
-        ("webhook.schema.json", root::<WebhookReport>("webhook.schema.json")),
-    ]
-}

@@ -1,22 +1,9 @@
-//! The reference conversion worker. It speaks the worker protocol of SPEC section 4 for real,
-//! and doubles as its executable documentation for the authors of the production worker:
-//!
-//! 1. Read `code2des/{id}/{attempt}/manifest.json` (in AWS it arrives as an S3 event via SQS).
-//! 2. Write images under `code2des/{id}/{attempt}/images/…` and the artifact
-//!    `code2des/{id}/{attempt}/result.json` (`kind` `result` or `failure`), echoing
-//!    `code2des_id`, `attempt` and `nonce` from the manifest.
-//! 3. POST the webhook body to `callback_url`, signed with Standard Webhooks: `webhook-id` (one
-//!    per message, the same on every retry of it), `webhook-timestamp`, and `webhook-signature`
-//!    over `{id}.{timestamp}.{raw body}`: `v1a` (ed25519, with the worker's `whsk_` key) and,
-//!    when the secret is a `whsec_` value, `v1` (HMAC-SHA256). A worker with neither key signs
-//!    with the deprecated `Code2des-Signature` (HMAC of the secret's text).
-//!    Retry on 5xx and transport errors; every other answer is final (docs/WORKER.md).
-//!
-//! With [`Worker::with_conversion`] (the `code2des-worker` command and `code2des-local
-//! --demo-worker` turn it on) a manifest's `capture_url` is read and converted for real by
-//! `code2des-convert`: rendered in headless Chromium, started once per process and reused. A job
-//! without a capture, or a worker without the conversion, gets the sample: a frame with a title,
-//! a hero image and a logo.
+//! The reference conversion worker: the worker protocol of SPEC section 4 spoken for real, and
+//! its executable documentation for the production worker's authors (docs/WORKER.md): read the
+//! manifest, write the images and the artifact under the attempt's prefix, POST the signed
+//! webhook (Standard Webhooks), retrying only 5xx and transport errors. With
+//! [`Worker::with_conversion`] a capture is converted by `code2des-convert` in headless
+//! Chromium; without a capture, or without the conversion, the result is a sample frame.
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -3,11 +3,12 @@
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
+use serde::Deserialize;
 use shared::app::resources::Resources;
 use shared::config::SetupError;
 use shared::db::connect::conn;
 use shared::db::placement::{place, Placed};
-use shared::domain::fields::{json_object, required_str};
+use shared::domain::fields::{json_object, members};
 use shared::domain::ids::NodeId;
 use shared::domain::job::Policy;
 use shared::error::ErrorCode;
@@ -38,6 +39,13 @@ impl shared::app::function::Function for Deps {
     }
 }
 
+/// The placement's body (openapi.yaml's `PlacementRequest`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PlacementBody {
+    node_id: NodeId,
+}
+
 pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     let request_id = request_id(&req);
     serve("placement", &request_id, &req, run(deps, &req, &request_id)).await
@@ -46,7 +54,7 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
 async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let bytes = raw_body(req)?;
     let j = caller::job_ref(req)?;
-    let node_id = NodeId::parse(required_str(&json_object(bytes)?, "nodeId")?)?;
+    let PlacementBody { node_id } = members(&json_object(bytes)?)?;
     let client = conn(&deps.pool).await?;
     match place(&**client, &j, &node_id, deps.policy.deadline).await? {
         Placed::Done(job) => Ok(ok_json(StatusCode::OK, &job_view(&job, &deps.policy), request_id)),

@@ -8,6 +8,7 @@
 
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use shared::app::dispatch::{self, Dispatcher, Ended, Tx};
 use shared::app::resources::Resources;
@@ -16,7 +17,7 @@ use shared::db::connect::conn;
 use shared::db::quota::lock_organization;
 use shared::db::retry::{self, Retried};
 use shared::db::trigger::{self, Inserted, Keyed, NewJob, Undispatched};
-use shared::domain::fields::{json_object, optional_str, required_str};
+use shared::domain::fields::{json_object, members};
 use shared::domain::ids::{Code2desId, FigmaFileKey, IdempotencyKey, PageImportId, PlacementTarget, ScreenId};
 use shared::domain::job::{Job, Nonce, Policy, Status};
 use shared::domain::quota::{Quota, QuotaState};
@@ -73,6 +74,9 @@ pub async fn handle(deps: &Deps, req: Request) -> Response<Body> {
     }
 }
 
+/// The trigger's body (openapi.yaml's `TriggerRequest`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Input {
     page_import_id: PageImportId,
     figma_file_key: FigmaFileKey,
@@ -82,13 +86,7 @@ struct Input {
 
 impl Input {
     fn parse(bytes: &[u8]) -> Result<Self, ApiError> {
-        let body = json_object(bytes)?;
-        Ok(Self {
-            page_import_id: PageImportId::parse(required_str(&body, PageImportId::FIELD)?)?,
-            figma_file_key: FigmaFileKey::parse(required_str(&body, FigmaFileKey::FIELD)?)?,
-            screen_id: ScreenId::parse(required_str(&body, ScreenId::FIELD)?)?,
-            placement_target: optional_str(&body, PlacementTarget::FIELD)?.map(PlacementTarget::parse).transpose()?,
-        })
+        members(&json_object(bytes)?)
     }
 
     /// The request's meaning, independent of JSON spelling (key order, whitespace), so a
@@ -235,24 +233,42 @@ async fn replayed(deps: &Deps, scope: &Scope, key: &str, fingerprint: &str) -> R
     }
 }
 
-/// `{}` or `{"attempt": n}`: the attempt being retried, so racing retries converge. Public for
+/// The retry's body: `{}` or `{"attempt": n}`, the attempt being retried, so racing retries
+/// converge.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryBody {
+    attempt: Option<RetriedAttempt>,
+}
+
+struct RetriedAttempt(i32);
+
+impl<'de> Deserialize<'de> for RetriedAttempt {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(v) if (1..=i64::from(i32::MAX)).contains(&v) => Ok(Self(v as i32)),
+                _ => Err(D::Error::custom("must be a positive 32-bit integer")),
+            },
+            _ => Err(D::Error::custom("must be an integer")),
+        }
+    }
+}
+
+/// The attempt a retry's body names, if any (an empty body names none). Public for
 /// shared/tests/fuzz.rs.
 pub fn parse_retry_body(bytes: &[u8]) -> Result<Option<i32>, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let body = json_object(bytes)?;
-    if let Some(k) = body.keys().find(|k| k.as_str() != "attempt") {
-        return Err(ApiError::invalid("body", format!("unknown field {k:?}; only \"attempt\" is accepted")));
-    }
-    match body.get("attempt") {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(serde_json::Value::Number(n)) => match n.as_i64() {
-            Some(v) if (1..=i64::from(i32::MAX)).contains(&v) => Ok(Some(v as i32)),
-            _ => Err(ApiError::invalid("attempt", "must be a positive 32-bit integer")),
-        },
-        Some(_) => Err(ApiError::invalid("attempt", "must be an integer")),
-    }
+    let body: RetryBody = members(&json_object(bytes)?).map_err(|e| match e {
+        ApiError::Invalid { field, message } if field == "body" => {
+            ApiError::invalid(field, format!("{message}; only \"attempt\" is accepted"))
+        }
+        other => other,
+    })?;
+    Ok(body.attempt.map(|a| a.0))
 }
 
 async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {

@@ -1,22 +1,9 @@
-//! The CodeDeploy PreTraffic hook: migrate, then tell CodeDeploy whether the new code may take
-//! traffic.
-//!
-//! Every function with a `DeploymentPreference` in template.yaml names this function as its
-//! `PreTraffic` hook. When CloudFormation updates a function's `live` alias, CodeDeploy starts a
-//! deployment and, before it moves any traffic to the new version, invokes this function with
-//!
-//! ```json
-//! {"DeploymentId":"d-ABCDEF123","LifecycleEventHookExecutionId":"eyJ..."}
-//! ```
-//!
-//! The hook runs the same migration as a manual invocation ([`crate::handle`]) and reports the
-//! outcome with `PutLifecycleEventHookExecutionStatus`: `Succeeded` lets the deployment shift
-//! traffic; `Failed` stops it, CloudFormation rolls the stack back, and the alias never left
-//! the old version. Anything but a hook event is a manual invocation and is answered as before.
-//!
-//! Several deployments run at once (one per aliased function), so the hook runs several times
-//! per deploy: the migration's advisory lock serialises them and all but the first find the
-//! schema current.
+//! The CodeDeploy PreTraffic hook of every aliased function (template.yaml): run the migration,
+//! as a manual invocation does ([`crate::handle`]), then report it with
+//! `PutLifecycleEventHookExecutionStatus`: `Succeeded` lets traffic shift, `Failed` stops the
+//! deployment and the alias never leaves the old version. One deploy runs the hook once per
+//! function; the migration's advisory lock serialises them, and all but the first find the
+//! schema current. Anything but a hook event is a manual invocation.
 
 use aws_sdk_codedeploy::types::LifecycleEventStatus;
 use lambda_runtime::{Error, LambdaEvent};

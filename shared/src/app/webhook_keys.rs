@@ -1,23 +1,9 @@
-//! The webhook's keys, and how a rotation reaches a warm instance without a gap.
-//!
-//! Three schemes verify a worker's report (`crate::domain::standard_webhooks`,
-//! `crate::domain::signature`):
-//!
-//! | scheme | key held here | from |
-//! |---|---|---|
-//! | Standard Webhooks `v1a` (ed25519) | the worker's `whpk_` public key | `WEBHOOK_PUBLIC_KEY_ARN` / `WEBHOOK_PUBLIC_KEY` |
-//! | Standard Webhooks `v1` (HMAC) | the decoded bytes of a `whsec_` secret | `WEBHOOK_SECRET_ARN` / `WEBHOOK_SECRET` |
-//! | legacy `Code2des-Signature`, while `LEGACY_SIGNATURE=true` | the secret's text | the same secret |
-//!
-//! A key from Secrets Manager is read once, at init. When a signature matches none of the keys
-//! held, every secret that came from Secrets Manager is read again (at most once a minute per
-//! instance, so forged requests cannot turn into a stream of Secrets Manager calls): their
-//! `AWSCURRENT` and `AWSPREVIOUS` versions all become valid. So after `put-secret-value`, a
-//! worker may switch to the new key at once (a warm instance picks it up on the first
-//! mismatch), and one still signing with the old key keeps working until the next rotation.
-//! docs/OPERATIONS.md has the steps. The re-read is concurrent (every secret, both stages at
-//! once) and capped ([`READ_TIMEOUT`], and the request's budget); when it fails, the delivery is
-//! answered 503, never 401: a worker retries a 503, and its key may well be the new one.
+//! The webhook's keys (Standard Webhooks `v1a` public key, `v1` secret, the legacy signature's
+//! secret), and how a rotation reaches a warm instance without a gap: when a signature matches
+//! no key held, the Secrets Manager keys are read again, `AWSCURRENT` and `AWSPREVIOUS` (at most
+//! once a minute, so forgeries cannot become a stream of calls). A failed re-read is a 503, never
+//! a 401: the worker retries, and its key may be the new one. docs/OPERATIONS.md, "The webhook's
+//! keys", has the steps.
 
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};

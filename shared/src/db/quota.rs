@@ -1,27 +1,12 @@
-//! The quota check (issue 23, `crate::domain::quota`) inside trigger's and retry's statements,
-//! and the organization's lock that makes its count exact.
-//!
-//! Why a lock, and why in a statement of its own: under READ COMMITTED a statement reads from
-//! the snapshot taken when it starts, so two concurrent triggers of one organization would both
-//! count the same processing jobs and both pass the last free slot. A lock taken INSIDE the
-//! counting statement does not help: waiting for it does not move that statement's snapshot,
-//! and its count still misses the job the other trigger committed meanwhile. So each trigger
-//! and retry takes `pg_advisory_xact_lock(class, organization)` in the statement before its own
-//! (pipelined between BEGIN and it: the same single round trip), and its statement then starts
-//! after the previous holder committed, with a snapshot that holds that job. The lock is the
-//! transaction's and ends with its COMMIT or ROLLBACK. It serialises only what adds processing
-//! jobs to one organization (trigger and retry): whatever frees a slot (the webhook, cancel,
-//! delete, the deadline) takes no such lock, and counts at once.
-//!
-//! The `burst` counter needs no lock of its own: `INSERT … ON CONFLICT DO UPDATE` on the
-//! subject's row locks that row and evaluates the update against its newest version, so racing
-//! calls count one after the other. Every call increments it; the handler rolls the transaction
-//! back whenever no attempt was created (refused by either limit, a replay, not found), so only
-//! created attempts ever stay counted.
-//!
-//! Locks are always taken in one order (the organization's lock first, in its own statement;
-//! then a job's row, for a retry; then the subject's window row), so no two of these
-//! transactions can wait for each other in a cycle.
+//! The quota check (`crate::domain::quota`) inside trigger's and retry's statements, and the
+//! organization's lock that makes its count exact. Under READ COMMITTED two racing triggers
+//! would count the same snapshot and both take the last slot, and a lock taken inside the
+//! counting statement would not move its snapshot; so `pg_advisory_xact_lock` is taken in the
+//! statement before (pipelined, the same round trip), and the count starts after the previous
+//! holder committed. Only what adds processing jobs takes it. `burst` needs no lock: its
+//! `INSERT … ON CONFLICT DO UPDATE` serialises on the subject's row, and a call that created no
+//! attempt rolls its count back. Locks are taken in one order (organization, job, subject's
+//! row), so these transactions never wait in a cycle.
 
 use tokio_postgres::types::Type;
 use tokio_postgres::{GenericClient, Row};

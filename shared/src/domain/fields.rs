@@ -1,9 +1,10 @@
-//! A JSON object body, and members of the user API's bodies, read with errors that name the
-//! field (a 400's message). The worker protocol is read through its types
-//! ([`crate::domain::wire`]).
+//! A request's JSON object body, and its members read as a serde type whose errors name the
+//! member (a 400's message), as the worker protocol is read ([`crate::domain::wire`]).
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::domain::wire::read;
 use crate::error::ApiError;
 
 /// A JSON object body.
@@ -18,20 +19,7 @@ pub fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
-/// A required string member of a JSON body.
-pub fn required_str<'a>(body: &'a Map<String, Value>, field: &'static str) -> Result<&'a str, ApiError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Err(ApiError::invalid(field, "is required")),
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(ApiError::invalid(field, "must be a string")),
-    }
-}
-
-/// An optional string member (absent or null mean absent).
-pub fn optional_str<'a>(body: &'a Map<String, Value>, field: &'static str) -> Result<Option<&'a str>, ApiError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ApiError::invalid(field, "must be a string")),
-    }
+/// A body's members as `T`, a 400 naming the first member at fault (in key order).
+pub fn members<'a, T: Deserialize<'a>>(body: &'a Map<String, Value>) -> Result<T, ApiError> {
+    read(body).map_err(|fault| ApiError::invalid(fault.field(), fault.message().into_owned()))
 }

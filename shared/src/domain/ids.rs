@@ -4,9 +4,28 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 use uuid::Uuid;
 
+use crate::domain::wire::{checked, message_of, REQUIRED};
 use crate::error::ApiError;
+
+/// A body member read by `parse`: the messages a 400 gives for it (`is required`, `must be a
+/// string`, or `parse`'s own).
+macro_rules! deserialize_by_parse {
+    ($name:ident) => {
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                checked(d, |v| match v {
+                    Value::String(s) => Self::parse(&s).map_err(message_of),
+                    Value::Null => Err(REQUIRED.into()),
+                    _ => Err("must be a string".into()),
+                })
+            }
+        }
+    };
+}
 
 /// Longest accepted user string (every text column is varchar(255)).
 pub const MAX_TEXT: usize = 255;
@@ -50,6 +69,8 @@ macro_rules! text_newtype {
                 f.write_str(&self.0)
             }
         }
+
+        deserialize_by_parse!($name);
     };
 }
 
@@ -214,6 +235,8 @@ impl serde::Serialize for Code2desId {
 /// A Figma node id: `12:34`, or `I12:34;56:78` for a sublayer of an instance.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NodeId(String);
+
+deserialize_by_parse!(NodeId);
 
 impl NodeId {
     pub fn parse(raw: &str) -> Result<Self, ApiError> {

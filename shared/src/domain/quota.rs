@@ -1,23 +1,9 @@
-//! Quotas (issue 23, SPEC section 9): what one tenant may ask of the workers and the database.
-//!
-//! Two limits, both checked by trigger and by retry, in the statement that creates the attempt:
-//!
-//! | limit | partition | counts | default |
-//! |---|---|---|---|
-//! | `active` | organization | its jobs processing now, as every reader sees them (stored processing, not deleted, not past the deadline) | `MAX_ACTIVE_JOBS_PER_ORG` = 20 |
-//! | `burst` | subject (the caller's `sub`) | its accepted triggers and retries in the current window of 60 s | `TRIGGERS_PER_MINUTE` = 30 |
-//!
-//! An organization may have its own values (the `code2des_quota` table, migration V8); a NULL
-//! column there means the deployment's default. Refused, idempotently replayed or otherwise
-//! unsuccessful calls count nothing.
-//!
-//! Both are published with the fields of draft-ietf-httpapi-ratelimit-headers-11 on every 202
-//! and 429 of trigger and retry ([`QuotaState::policy_field`], [`QuotaState::limit_field`]).
-//! `active` is a concurrency quota: it has no window (no `w`; quota unit
-//! `concurrent-requests`), so its RateLimit item has no `t` either: a slot frees when one of the
-//! organization's jobs ends, which no clock predicts. `burst` is a fixed window that starts
-//! with the subject's first counted call and lasts [`BURST_WINDOW`]; its `t` is the seconds left
-//! in that window.
+//! Quotas (SPEC section 9): `active`, an organization's processing jobs, and `burst`, a
+//! subject's accepted triggers and retries per 60 s window, checked in the statement that creates
+//! an attempt (defaults and per-organization values: docs/OPERATIONS.md, "Quota refusals").
+//! Both are published as draft-ietf-httpapi-ratelimit-headers-11 fields; `active` is a
+//! concurrency quota, so it has no window and no `t`: a slot frees when a job ends, which no
+//! clock predicts.
 
 use std::time::Duration;
 

@@ -1,26 +1,7 @@
-//! Job metrics as CloudWatch Embedded Metric Format records (SPEC section 8).
-//!
-//! One JSON line per record on stdout; CloudWatch Logs turns each into metrics of the namespace
-//! `Code2Des`, no API call and no permission needed. Every metric has the dimension
-//! `Service=code2des` (what the alarms and the dashboard in template.yaml query);
-//! `WebhookRejected` is published twice, per `Service` and per `Service` + `Reason`;
-//! `QuotaRefused` per `Service` + `Limit` only (the template's alarm and widget query each
-//! limit, and a total would be one more custom metric to pay for).
-//!
-//! | metric | unit | when |
-//! |---|---|---|
-//! | `JobsTriggered` | Count | a trigger created a job |
-//! | `JobsCompleted`, `JobsFailed`, `JobsCancelled` | Count | the job's terminal transition, with `JobDurationMs` |
-//! | `JobsTimedOut` | Count | overdue jobs persisted as failed `timed out` (the sweep), with `JobDurationMs` where known |
-//! | `JobsRetried` | Count | a retry created the next attempt |
-//! | `WebhookRejected` | Count | a webhook refused; dimension `Reason` |
-//! | `LegacySignatureUsed` | Count | a webhook accepted on the deprecated `Code2des-Signature`; property `userAgent` says who sent it |
-//! | `ResultBytes` | Bytes | the size of a result answered |
-//! | `JobsPurged`, `ArtifactObjectsPurged`, `IdempotencyKeysExpired`, `WebhookDeliveriesExpired` | Count | a purge run (retention) |
-//! | `QuotaRefused` | Count | a trigger or retry answered 429; dimension `Limit` (`active`, `burst`) |
-//!
-//! Records are printed in Lambda (`AWS_LAMBDA_FUNCTION_NAME` set) and where `LOG_FORMAT=json`
-//! (the local stack), nowhere else. [`render`] is pure; [`capture`] lets a test read them back.
+//! Job metrics as CloudWatch Embedded Metric Format records (SPEC section 8): one JSON line per
+//! record on stdout, which CloudWatch Logs turns into metrics with no API call. The metrics,
+//! their dimensions and when each is published: docs/OPERATIONS.md, "Metrics". Printed in
+//! Lambda and where `LOG_FORMAT=json`; [`render`] is pure, [`capture`] lets a test read them.
 
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};

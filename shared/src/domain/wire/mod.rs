@@ -249,3 +249,64 @@ pub(crate) fn message_of(e: ApiError) -> Cow<'static, str> {
         other => other.to_string().into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        #[allow(dead_code)]
+        n: u8,
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct Outer {
+        #[allow(dead_code)]
+        items: Vec<Obj<Inner>>,
+    }
+
+    fn fault(v: Value) -> Fault {
+        read::<Outer>(&v).unwrap_err()
+    }
+
+    #[test]
+    fn a_fault_keeps_the_path_of_its_member() {
+        let f = fault(json!({"items": [{"n": 1}, {"n": "x"}]}));
+        assert_eq!(f.path, [Seg::Key("items".into()), Seg::Index(1), Seg::Key("n".into())]);
+        assert_eq!(f.field(), "items.1.n");
+        assert!(f.to_string().starts_with("$.items[1].n: invalid type: string"), "{f}");
+        // A missing member is named, under its object.
+        let f = fault(json!({"items": [{}]}));
+        assert_eq!((f.json_path(), f.kind), ("$.items[0].n".to_owned(), FaultKind::Missing));
+        // An unknown member is its object's fault.
+        let f = fault(json!({"items": [{"n": 1, "my key": 2}]}));
+        assert_eq!((f.json_path(), &f.kind), ("$.items[0]".to_owned(), &FaultKind::Unknown("my key".into())));
+        assert_eq!(f.message(), r#"unknown field "my key""#);
+    }
+
+    #[test]
+    fn a_struct_is_an_object_never_an_array() {
+        // serde's derive alone would read `[1]` as `{"n": 1}`.
+        let f = fault(json!({"items": [[1]]}));
+        assert_eq!(f.json_path(), "$.items[0]");
+        assert!(f.message().ends_with("expected an object"), "{f}");
+        let top = read_slice::<Outer>(b" [[{\"n\": 1}]]").unwrap_err();
+        assert_eq!(top.to_string(), "$: not a JSON object");
+        assert!(read_slice::<Outer>(b"{\"items\": [").unwrap_err().to_string().starts_with("$: not JSON: EOF"));
+        assert!(read_slice::<Outer>(b"{\"items\": []} x")
+            .unwrap_err()
+            .to_string()
+            .starts_with("$: not JSON: trailing"));
+    }
+
+    #[test]
+    fn member_names_are_plain_or_quoted() {
+        assert_eq!(
+            json_path("$", &[Seg::Key("a_1".into()), Seg::Key("my logo".into()), Seg::Key("1a".into())]),
+            r#"$.a_1["my logo"]["1a"]"#
+        );
+    }
+}

@@ -195,3 +195,31 @@ async fn racing_cancels_all_answer_200_with_the_cancelled_job() {
         assert_eq!(a.json, now);
     }
 }
+
+/// A cancel that starts while a retry is being written waits for the row, and then cancels the
+/// attempt the retry started: the locked row's status decides, not the statement's snapshot
+/// (which still holds the failed attempt).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancel_racing_a_retry_cancels_the_new_attempt() {
+    let app = Arc::new(TestApp::new().await);
+    let t = app.tenant().await;
+    let id = app.new_job(&t).await;
+    app.fail(&id, "first attempt").await;
+    // Every UPDATE of the job holds its row 800 ms: the retry is still writing when the cancel
+    // starts.
+    app.widen_race_window(800).await;
+    let retrying = {
+        let (app, t, id) = (app.clone(), t.clone(), id.clone());
+        tokio::spawn(async move { app.retry(&t, &id, Some(1)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancelled = app.cancel(&t, Some(&t.sub), &id).await;
+    assert_eq!(retrying.await.unwrap().status, 202);
+    assert_eq!(cancelled.status, 200, "{cancelled:?}");
+    assert_eq!(cancelled.json["attempt"], 2);
+    assert_eq!(
+        (cancelled.json["status"].as_str(), cancelled.json["errorMessage"].as_str()),
+        (Some("failed"), Some("cancelled"))
+    );
+    assert_eq!(app.job_row(&id).await.get::<_, String>("status_label"), "2");
+}

@@ -1,6 +1,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use serde_json::json;
+
 use crate::helpers::*;
 
 #[tokio::test]
@@ -65,6 +67,35 @@ async fn racing_placements_all_answer_the_same_stored_root() {
     assert_eq!(times.len(), 1);
     let row = app.job_row(&id).await;
     assert_eq!(row.get::<_, Option<String>>("materialized_node_id").as_ref(), roots.iter().next());
+}
+
+/// A placement that starts while the completion is being written: it waits for the row, and
+/// then sees the job completed. Its statement's snapshot predates the completion, so an UPDATE
+/// that checked the status on that snapshot would place nothing and answer 200 with no root
+/// (what the load test once caught); the status is the locked row's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_placement_racing_the_completion_places_its_root() {
+    let app = Arc::new(TestApp::new().await);
+    let t = app.tenant().await;
+    let id = app.new_job(&t).await;
+    let m = app.manifest(&id).await;
+    let key = format!("code2des/{id}/1/images/hero.png");
+    let artifact = artifact(&id, &m.nonce, json!({"hero": {"key": key, "mime_type": "image/png"}}), &["hero"]);
+    let report = app.upload_result(&id, &artifact, &[(&key, png(8, 8))]).await;
+    // Every UPDATE of the job holds its row 800 ms: the completion is still writing when the
+    // placement starts.
+    app.widen_race_window(800).await;
+    let completing = {
+        let app = app.clone();
+        tokio::spawn(async move { app.webhook(&report).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let placed = app.place(&t, Some(&t.sub), &id, "7:8").await;
+    assert_eq!(completing.await.unwrap().status, 200);
+    assert_eq!(placed.status, 200, "{placed:?}");
+    assert_eq!(placed.json["materializedNodeId"], "7:8", "{placed:?}");
+    let row = app.job_row(&id).await;
+    assert_eq!(row.get::<_, Option<String>>("materialized_node_id").as_deref(), Some("7:8"));
 }
 
 #[tokio::test]

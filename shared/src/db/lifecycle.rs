@@ -109,10 +109,12 @@ const CANCEL: &str = concat!(
     " AND c.deleted_at IS NULL AND ",
     visible!("$4"),
     " FOR NO KEY UPDATE OF c), ",
-    // The same fence as the webhook's: processing, not deleted, within the deadline.
+    // The same fence as the webhook's: processing, not deleted, within the deadline, tested on
+    // the locked row (`t`): the UPDATE scans the statement's snapshot, which may predate a
+    // retry or webhook committed while `target` waited, and `c` there would be that old state.
     "cancelled AS (UPDATE code2des AS c SET status = ", crate::db::sql::status_failed!(), ", error_message = ", crate::db::sql::message_cancelled!(), ", updated_at = now(), ",
-    "updated_by = $4 FROM target t WHERE c.id = t.id AND c.attempt = t.attempt AND c.status = ", crate::db::sql::status_processing!(), " ",
-    "AND c.deleted_at IS NULL AND NOT t.overdue ",
+    "updated_by = $4 FROM target t WHERE c.id = t.id AND t.status = ", crate::db::sql::status_processing!(), " ",
+    "AND NOT t.overdue ",
     "RETURNING c.id, c.attempt, c.created_at, c.updated_at, c.updated_by), ",
     "marked AS (INSERT INTO code2des_attempt AS a (code2des_id, attempt, started_at, cancelled_at, cancelled_by) ",
     "SELECT x.id, x.attempt, x.created_at, x.updated_at, $4 FROM cancelled x ",

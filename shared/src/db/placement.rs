@@ -31,11 +31,15 @@ const PLACE: &str = concat!(
     " AND c.deleted_at IS NULL AND ",
     visible!("$4"),
     " FOR NO KEY UPDATE OF c), ",
+    // The conditions are the locked row's (`t`), not `c`'s: the UPDATE scans the statement's
+    // snapshot, which may predate a completion committed while `target` waited for the row; a
+    // `c.status` test there would see the job processing and place nothing. `t` is the newest
+    // version, and the lock held since then means nothing changed it meanwhile.
     "placed AS (UPDATE code2des AS c SET materialized_at = now(), materialized_node_id = $6, ",
     "updated_at = now(), updated_by = $4 FROM target t ",
-    "WHERE c.id = t.id AND c.status = ",
+    "WHERE c.id = t.id AND t.status = ",
     crate::db::sql::status_completed!(),
-    " AND c.deleted_at IS NULL AND c.materialized_node_id IS NULL ",
+    " AND t.materialized_node_id IS NULL ",
     "RETURNING c.id, c.materialized_at, c.materialized_node_id, c.updated_at, c.updated_by) ",
     "SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
     "t.placement_target, t.status, t.attempt, t.nonce, t.result_url, t.warning_count, t.error_message, ",

@@ -114,20 +114,38 @@ pub fn budget_of(req: &Request) -> Budget {
 /// entry point of every API function's `handle`. A handler that outruns its budget (a bug: every
 /// dependency call is bounded) is answered 503 `dependency_timeout` at the backstop, before the
 /// invocation's own timeout, so a client never sees a gateway error.
-pub async fn serve<F>(route: &'static str, request_id: &str, req: &Request, handler: F) -> Response<Body>
+///
+/// Not an `async fn`: an async fn keeps its arguments in its own future, so the handler's
+/// future would be held twice, and every caller above would hold it again (see
+/// [`within_budget`]).
+pub fn serve<'a, F>(
+    route: &'static str,
+    request_id: &'a str,
+    req: &Request,
+    handler: F,
+) -> impl Future<Output = Response<Body>> + 'a
 where
-    F: Future<Output = Result<Response<Body>, ApiError>>,
+    F: Future<Output = Result<Response<Body>, ApiError>> + 'a,
 {
-    respond(route, request_id, within_budget(req, handler).await)
+    let outcome = within_budget(req, handler);
+    async move { respond(route, request_id, outcome.await) }
 }
 
 /// The handler's outcome under the request's budget ([`serve`] without the answer, for a
 /// function that looks at the outcome first).
-pub async fn within_budget<F>(req: &Request, handler: F) -> Result<Response<Body>, ApiError>
+///
+/// The handler's future is boxed here, where it is made: unoptimised (the dev profile that
+/// `cargo run` and `cargo lambda watch` build), every async layer above it holds a copy of a
+/// future it contains, and the poll of each keeps another on its stack frame; a handler's tens of
+/// kilobytes grew past a tokio worker's 2 MiB stack at the first request (issue 37). Boxed, each
+/// layer holds a pointer; the one allocation per request costs nothing next to the request
+/// (`local/tests/future_sizes.rs` holds the sizes).
+pub fn within_budget<'a, F>(req: &Request, handler: F) -> impl Future<Output = Result<Response<Body>, ApiError>> + 'a
 where
-    F: Future<Output = Result<Response<Body>, ApiError>>,
+    F: Future<Output = Result<Response<Body>, ApiError>> + 'a,
 {
-    budget_of(req).run(handler, || Err(ApiError::DependencyTimeout("a dependency"))).await
+    let handler = Box::pin(handler);
+    budget_of(req).run(handler, || Err(ApiError::DependencyTimeout("a dependency")))
 }
 
 /// Turns a handler's outcome into its response, and logs one line per request.

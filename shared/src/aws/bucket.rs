@@ -57,32 +57,59 @@ fn timed_out(op: &'static str, why: OutOfTime) -> BucketError {
 
 /// An object opened by GET: its size is known, its body not yet read.
 pub struct Opened {
+    /// The object's size, from the GET's own `Content-Length` (an answer without one is refused
+    /// by [`ArtifactBucket::open`]: the result route plans its memory from this figure).
     pub size: u64,
     body: ByteStream,
     limit: u64,
 }
 
 impl Opened {
-    /// Reads the body, refusing more bytes than the limit (the size header could lie).
+    /// Reads the body as a stream, counting as it reads: it stops at the first byte past the
+    /// limit or past the announced size (a storage that lies about it), so memory never holds
+    /// more than `min(size, limit)` plus one chunk. A body shorter than announced is a fault too:
+    /// a truncated artifact must not be served as if it were whole.
     pub async fn read(self) -> Result<Vec<u8>, BucketError> {
-        let collected = match bounded(BODY_TIMEOUT, self.body.collect()).await {
-            Ok(c) => c,
-            Err(why) => return Err(timed_out("GetObject body", why)),
-        };
-        match collected {
-            Ok(data) => {
-                let bytes = data.into_bytes().to_vec();
-                if bytes.len() as u64 > self.limit {
-                    return Err(BucketError::TooLarge(bytes.len() as u64));
-                }
-                Ok(bytes)
-            }
-            Err(e) => {
-                tracing::error!(dependency = "artifact storage", error = %e, "S3 body read failed");
-                Err(BucketError::Unavailable)
-            }
+        let Opened { size, body, limit } = self;
+        match bounded(BODY_TIMEOUT, read_capped(body, size, limit)).await {
+            Ok(read) => read,
+            Err(why) => Err(timed_out("GetObject body", why)),
         }
     }
+}
+
+/// The body of a GET whose `Content-Length` said `size` (at most `limit`), read chunk by chunk.
+async fn read_capped(mut body: ByteStream, size: u64, limit: u64) -> Result<Vec<u8>, BucketError> {
+    // `size <= limit` (open refused larger), so this allocation is bounded by the caller's limit.
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(usize::MAX));
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| {
+            tracing::error!(dependency = "artifact storage", error = %crate::error::chain(&e), "S3 body read failed");
+            BucketError::Unavailable
+        })?;
+        let read = bytes.len() as u64 + chunk.len() as u64;
+        if read > limit {
+            return Err(BucketError::TooLarge(read));
+        }
+        if read > size {
+            return Err(lying("GetObject body", format!("more than the {size} bytes its Content-Length announced")));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    if (bytes.len() as u64) < size {
+        return Err(lying(
+            "GetObject body",
+            format!("{} of the {size} bytes its Content-Length announced", bytes.len()),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// S3 (or what stands in for it) answered in a way S3 never does: a fault of the storage, not
+/// of the object, logged with what was wrong.
+fn lying(op: &'static str, what: String) -> BucketError {
+    tracing::error!(dependency = "artifact storage", operation = op, problem = what, "S3 answered inconsistently");
+    BucketError::Unavailable
 }
 
 fn status_of<E>(err: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> Option<u16> {
@@ -92,7 +119,7 @@ fn status_of<E>(err: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> Op
     }
 }
 
-/// A GET's or HEAD's error as the adapter's: 404 missing, 403 a refused role, else a fault.
+/// A GET's error as the adapter's: 404 missing, 403 a refused role, else a fault.
 fn read_error<E: std::error::Error + 'static>(
     op: &'static str,
     err: SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
@@ -142,7 +169,11 @@ impl ArtifactBucket {
             Ok(Err(e)) => return Err(read_error("GetObject", e)),
             Err(why) => return Err(timed_out("GetObject", why)),
         };
-        let size = out.content_length().unwrap_or(0).max(0) as u64;
+        // S3 always sends the size of a GetObject's body; an answer without one (or a negative
+        // one) is refused rather than read as 0, which would let an unknown body past the plan.
+        let Some(size) = out.content_length().and_then(|n| u64::try_from(n).ok()) else {
+            return Err(lying("GetObject", "no Content-Length".to_owned()));
+        };
         if size > limit {
             return Err(BucketError::TooLarge(size));
         }
@@ -152,15 +183,6 @@ impl ArtifactBucket {
     /// The whole object, at most `limit` bytes, in one request.
     pub async fn get_bounded(&self, key: &str, limit: u64) -> Result<Vec<u8>, BucketError> {
         self.open(key, limit).await?.read().await
-    }
-
-    /// The object's size, without its body.
-    pub async fn size(&self, key: &str) -> Result<u64, BucketError> {
-        match bounded(CALL_TIMEOUT, self.client.head_object().bucket(&self.name).key(key).send()).await {
-            Ok(Ok(out)) => Ok(out.content_length().unwrap_or(0).max(0) as u64),
-            Ok(Err(e)) => Err(read_error("HeadObject", e)),
-            Err(why) => Err(timed_out("HeadObject", why)),
-        }
     }
 
     /// Deletes every object under `prefix` (which ends in `/`): listed a thousand at a time, each

@@ -83,16 +83,25 @@ pub fn encode(coding: Coding, body: &[u8]) -> Option<Vec<u8>> {
                 lgwin: BROTLI_WINDOW as i32,
                 ..Default::default()
             };
-            brotli::BrotliCompress(&mut &body[..], &mut out, &params).ok()?;
-            Some(out)
+            let done = brotli::BrotliCompress(&mut &body[..], &mut out, &params);
+            said(coding, done.map(|_| out))
         }
         Coding::Gzip => {
             let mut enc =
                 flate2::write::GzEncoder::new(Vec::with_capacity(body.len() / 4), flate2::Compression::default());
-            enc.write_all(body).ok()?;
-            enc.finish().ok()
+            said(coding, enc.write_all(body).and_then(|()| enc.finish()))
         }
     }
+}
+
+/// A coding that failed (writing to memory cannot, short of a bug in the crate) is logged: the
+/// identity answer that follows is correct, but nobody should wonder why a client asking for
+/// `br` got none.
+fn said(coding: Coding, done: std::io::Result<Vec<u8>>) -> Option<Vec<u8>> {
+    done.inspect_err(
+        |e| tracing::error!(coding = ?coding, error = %e, "compressing the result failed; answering identity"),
+    )
+    .ok()
 }
 
 #[cfg(test)]

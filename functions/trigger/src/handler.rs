@@ -200,7 +200,11 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
         }
         Ended::RolledBack(Inserted::QuotaExceeded { quota }) => Err(refused(&quota, &scope, "trigger")),
         Ended::RolledBack(Inserted::KeyTaken { quota }) => {
-            let key = key.as_ref().map(IdempotencyKey::as_str).unwrap_or_default();
+            // Only a request with a key can find its key taken; one without is a bug, said as
+            // one, not a look-up of the empty key.
+            let Some(key) = key.as_ref().map(IdempotencyKey::as_str) else {
+                return Err(bug("trigger's transaction", "an Idempotency-Key taken by a request without one"));
+            };
             let job = replayed(deps, &scope, key, &fingerprint).await?;
             Ok(answer(StatusCode::ACCEPTED, deps, &scope, &job, Some(&quota), request_id))
         }

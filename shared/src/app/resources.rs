@@ -80,8 +80,7 @@ async fn iam_password(cfg: &DbConfig) -> Result<crate::db::connect::Password, Se
     };
     let port = cfg.pg.get_ports().first().copied().unwrap_or(5432);
     let user = cfg.pg.get_user().unwrap_or_default().to_owned();
-    let env: Vec<(String, String)> = std::env::vars().collect();
-    let (region, provider) = match crate::aws::sdk::direct_settings(&env) {
+    let (region, provider) = match crate::aws::sdk::direct_settings(&crate::config::aws_environment()) {
         Some((region, credentials)) => {
             (region, aws_credential_types::provider::SharedCredentialsProvider::new(credentials))
         }

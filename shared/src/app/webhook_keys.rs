@@ -248,9 +248,27 @@ impl WebhookKeys {
         let (secrets, public_keys) =
             tokio::join!(Self::versions(self.secret_arn.as_deref()), Self::versions(self.public_key_arn.as_deref()));
         let (Some(secrets), Some(public_keys)) = (secrets, public_keys) else { return false };
-        let secrets: Vec<Secret> = secrets.into_iter().filter_map(|s| Secret::parse(s).ok()).collect();
-        let public_keys: Vec<VerifyingKey> =
-            public_keys.iter().filter_map(|k| sw::parse_public_key(k.expose_secret()).ok()).collect();
+        // A version that does not parse is left out, and said: an operator who put a bad value
+        // in the secret learns it here, not from workers locked out after the next rotation.
+        // The error names the format only, never the value.
+        let secrets: Vec<Secret> = secrets
+            .into_iter()
+            .filter_map(|s| {
+                Secret::parse(s)
+                    .inspect_err(|e| tracing::error!(error = %e, "a webhook secret version does not parse; ignored"))
+                    .ok()
+            })
+            .collect();
+        let public_keys: Vec<VerifyingKey> = public_keys
+            .iter()
+            .filter_map(|k| {
+                sw::parse_public_key(k.expose_secret())
+                    .inspect_err(
+                        |e| tracing::error!(error = %e, "a webhook public key version does not parse; ignored"),
+                    )
+                    .ok()
+            })
+            .collect();
         let secrets = (!secrets.is_empty()).then_some(secrets);
         let public_keys = (!public_keys.is_empty()).then_some(public_keys);
         if secrets.is_none() && public_keys.is_none() {
@@ -290,7 +308,9 @@ impl WebhookKeys {
         if !self.due()? {
             return first;
         }
-        if !self.refresh().await {
+        // Boxed: the refresh (two Secrets Manager reads at once) is the largest future of the
+        // webhook's path and the rarest; unboxed, every delivery's future would carry its room.
+        if !Box::pin(self.refresh()).await {
             self.refresh_failed();
             return Err(VerifyError::KeysUnreadable);
         }

@@ -25,8 +25,7 @@ pub async fn sdk_config() -> &'static SdkConfig {
             .operation_attempt_timeout(Duration::from_secs(5))
             .operation_timeout(Duration::from_secs(12))
             .build();
-        let env: Vec<(String, String)> = std::env::vars().collect();
-        match direct_settings(&env) {
+        match direct_settings(&crate::config::aws_environment()) {
             Some((region, credentials)) => SdkConfig::builder()
                 .behavior_version(BehaviorVersion::latest())
                 .region(region)
@@ -43,8 +42,10 @@ pub async fn sdk_config() -> &'static SdkConfig {
                 if var("AWS_REGION").is_none() && var("AWS_DEFAULT_REGION").is_none() {
                     loader = loader.region(aws_config::Region::from_static(DEFAULT_REGION));
                 }
-                if var("S3_ENDPOINT").is_some() && var("AWS_ACCESS_KEY_ID").is_none() {
-                    loader = loader.credentials_provider(local_credentials());
+                if let Some(endpoint) = var("S3_ENDPOINT").filter(|e| is_loopback(e)) {
+                    if var("AWS_ACCESS_KEY_ID").is_none() {
+                        loader = loader.credentials_provider(local_credentials(&endpoint));
+                    }
                 }
                 loader.load().await
             }
@@ -55,9 +56,24 @@ pub async fn sdk_config() -> &'static SdkConfig {
 
 pub(crate) const DEFAULT_REGION: &str = "us-east-1";
 
-/// The local stack's fixed S3 keys, for an `S3_ENDPOINT` without keys in the environment.
-fn local_credentials() -> aws_credential_types::Credentials {
+/// The local stack's fixed S3 keys, for a loopback `S3_ENDPOINT` (the local stack's own S3)
+/// without keys in the environment; said in the log, so that nobody mistakes them for theirs.
+/// An endpoint elsewhere never gets them: its keys come from the environment or the SDK's
+/// chain, or its calls fail and say so.
+fn local_credentials(endpoint: &str) -> aws_credential_types::Credentials {
+    tracing::info!(endpoint, "S3_ENDPOINT is on loopback and no AWS keys are set: using the local stack's S3 keys");
     aws_credential_types::Credentials::new("local", "local-secret", None, None, "code2des-local")
+}
+
+/// Whether an endpoint URL names a loopback host (127.0.0.0/8, ::1 or localhost).
+fn is_loopback(endpoint: &str) -> bool {
+    let Ok(url) = url::Url::parse(endpoint) else { return false };
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
 }
 
 /// `AWS_*` variables that the Lambda runtime itself sets, or that [`direct_settings`] reads.
@@ -93,7 +109,10 @@ pub(crate) fn direct_settings(
         (Some(key), Some(secret)) => {
             aws_credential_types::Credentials::new(key, secret, get("AWS_SESSION_TOKEN"), None, "environment")
         }
-        (None, None) if get("S3_ENDPOINT").is_some() => local_credentials(),
+        (None, None) => match get("S3_ENDPOINT").filter(|e| is_loopback(e)) {
+            Some(endpoint) => local_credentials(&endpoint),
+            None => return None,
+        },
         _ => return None,
     };
     Some((aws_config::Region::new(region), credentials))
@@ -205,6 +224,16 @@ mod tests {
         // No credentials at all, or half of a key pair: the loader's chain decides.
         assert!(super::direct_settings(&env(&[("AWS_REGION", "eu-west-1")])).is_none());
         assert!(super::direct_settings(&env(&[("AWS_ACCESS_KEY_ID", "k"), ("S3_ENDPOINT", "http://x")])).is_none());
+    }
+
+    #[test]
+    fn an_endpoint_elsewhere_without_keys_never_gets_the_local_keys() {
+        for elsewhere in ["http://10.0.0.5:9000", "https://s3.example.com", "not a url"] {
+            assert!(super::direct_settings(&env(&[("S3_ENDPOINT", elsewhere)])).is_none(), "{elsewhere}");
+        }
+        for local in ["http://localhost:9000", "http://[::1]:9000", "http://127.0.0.2:9000"] {
+            assert!(super::direct_settings(&env(&[("S3_ENDPOINT", local)])).is_some(), "{local}");
+        }
     }
 
     #[test]

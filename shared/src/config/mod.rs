@@ -26,6 +26,23 @@ pub const DEFAULT_POOL_SIZE: usize = 2;
 /// Days a soft-deleted job stays before the purge removes it (SPEC section 9).
 pub const DEFAULT_PURGE_AFTER_DAYS: i32 = 30;
 
+/// The variables the AWS SDK's set-up decides on (`AWS_*` and `S3_ENDPOINT`), as pairs: the
+/// SDK's configuration (`crate::aws::sdk`) and the database's IAM token read them here, so this
+/// module stays the one place that reads the environment.
+pub fn aws_environment() -> Vec<(String, String)> {
+    std::env::vars().filter(|(k, _)| k.starts_with("AWS_") || k == "S3_ENDPOINT").collect()
+}
+
+/// Whether log lines are JSON off Lambda (`LOG_FORMAT=json`).
+pub fn json_logs() -> bool {
+    var("LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"))
+}
+
+/// Whether this process is a Lambda function (the runtime sets `AWS_LAMBDA_FUNCTION_NAME`).
+pub fn in_lambda() -> bool {
+    var("AWS_LAMBDA_FUNCTION_NAME").is_some()
+}
+
 /// A non-empty environment variable.
 pub fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())

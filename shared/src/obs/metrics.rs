@@ -157,10 +157,7 @@ pub fn render(record: &Record, timestamp_ms: u64) -> String {
 /// Whether records are printed: in Lambda, or with `LOG_FORMAT=json`. Read once.
 pub fn enabled() -> bool {
     static ENABLED: OnceLock<bool> = OnceLock::new();
-    *ENABLED.get_or_init(|| {
-        let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
-        set("AWS_LAMBDA_FUNCTION_NAME") || std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"))
-    })
+    *ENABLED.get_or_init(|| crate::config::in_lambda() || crate::config::json_logs())
 }
 
 /// Records kept for the [`Capture`]s alive (how many, and the lines since the first began).

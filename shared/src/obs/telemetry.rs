@@ -11,7 +11,7 @@ pub fn init_local() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     // try_init: a test harness may have installed one already.
-    if std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json")) {
+    if crate::config::json_logs() {
         let _ = builder.json().flatten_event(true).try_init();
     } else {
         let _ = builder.try_init();

@@ -374,8 +374,9 @@ pub async fn timed<T>(fut: impl std::future::Future<Output = Result<T, tokio_pos
 /// connection of its own, with the same TLS policy as the one it cancels for).
 static CANCEL_TLS: OnceLock<MakeRustlsConnect> = OnceLock::new();
 
-/// Longest a request waits for the server to take a cancel request (spent in the reserve).
-const CANCEL_TIMEOUT: Duration = Duration::from_secs(1);
+/// Longest a request waits for the server to take a cancel request (spent in the reserve,
+/// which counts it: `crate::budget::RESERVE`).
+const CANCEL_TIMEOUT: Duration = crate::budget::CANCEL;
 
 /// [`timed`] for a statement on `client`: when its time runs out, the server is asked to cancel
 /// it. Otherwise the statement runs on after the client was told 503: a lock wait that commits

@@ -7,7 +7,8 @@
 //!   later, after the client was told 503: a processing attempt that no manifest dispatched.
 //!   BEGIN is pipelined with the statement (one round trip); COMMIT follows as the second.
 //! - A connection whose transaction is left in doubt is discarded, never returned to the pool:
-//!   the server then rolls the transaction back.
+//!   the server then rolls the transaction back. So is one whose future is dropped half-way
+//!   ([`InTransaction`]).
 //! - The manifest is written after the commit. If that fails, the attempt is set failed with a
 //!   clear message (fenced by its attempt and nonce) and the call answers 503: never an
 //!   attempt stuck in processing that no worker was told about.
@@ -44,28 +45,49 @@ pub async fn transaction<T>(
     client: Object,
     statement: impl AsyncFnOnce(&tokio_postgres::Client) -> Result<Tx<T>, ApiError>,
 ) -> Result<Ended<T>, ApiError> {
-    let (begun, decided) = tokio::join!(timed(client.batch_execute("BEGIN")), statement(&client));
-    let decided = match begun.map_err(ApiError::from).and(decided) {
-        Ok(d) => d,
-        Err(e) => {
-            discard(client);
-            return Err(e);
-        }
-    };
+    let tx = InTransaction(Some(client));
+    let (begun, decided) = tokio::join!(timed(tx.client().batch_execute("BEGIN")), statement(tx.client()));
+    // On every early return below the guard discards the connection.
+    let decided = begun.map_err(ApiError::from).and(decided)?;
     match decided {
         Tx::Rollback(v) => {
-            if timed(client.batch_execute("ROLLBACK")).await.is_err() {
-                discard(client);
+            if timed(tx.client().batch_execute("ROLLBACK")).await.is_ok() {
+                drop(tx.ended());
             }
             Ok(Ended::RolledBack(v))
         }
-        Tx::Commit(v) => match timed(client.batch_execute("COMMIT")).await {
-            Ok(()) => Ok(Ended::Committed(client, v)),
-            Err(e) => {
-                discard(client);
-                Ok(Ended::Uncertain(v, e.into()))
-            }
+        Tx::Commit(v) => match timed(tx.client().batch_execute("COMMIT")).await {
+            Ok(()) => Ok(Ended::Committed(tx.ended(), v)),
+            Err(e) => Ok(Ended::Uncertain(v, e.into())),
         },
+    }
+}
+
+/// A pooled connection between BEGIN and its end. Dropped before [`InTransaction::ended`] (an
+/// error, or the request's future dropped half-way: the budget's backstop, a client gone) it is
+/// discarded, and the server rolls the transaction back. Returned to the pool instead, it
+/// would hand the next request an open transaction: its writes never committed, the locks of
+/// this one held. The pool cannot tell (deadpool's Fast and Verified recycling run no
+/// statement that would notice, docs/RELIABILITY.md), and asking the server on every checkout
+/// costs a round trip; this costs nothing.
+struct InTransaction(Option<Object>);
+
+impl InTransaction {
+    fn client(&self) -> &Object {
+        self.0.as_ref().expect("a transaction's connection until it ended")
+    }
+
+    /// The transaction ended (committed or rolled back): the connection is clean again.
+    fn ended(mut self) -> Object {
+        self.0.take().expect("a transaction ends once")
+    }
+}
+
+impl Drop for InTransaction {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            discard(client);
+        }
     }
 }
 

@@ -22,7 +22,33 @@ pub const NODE_TYPES: &[&str] = NodeType::ALL;
 /// The codes of the artifact's `warnings` (docs/WORKER.md, "Warnings", says what each means).
 pub const WARNING_CODES: &[&str] = WarningCode::ALL;
 
-/// Bounds on what one artifact may ask of the backend and the plugin. Documented in README.
+/// What one Lambda synchronous response carries, the envelope included (6 MiB).
+pub const LAMBDA_RESPONSE_BYTES: usize = 6 * 1024 * 1024;
+
+/// The room left for the body in the envelope: the status, headers and JSON framing of the
+/// envelope take the rest (256 KiB, far more than they use).
+pub const RESPONSE_BUDGET: usize = LAMBDA_RESPONSE_BYTES - 256 * 1024;
+
+/// The largest compressed body the budget carries: a compressed body is binary, so the envelope
+/// holds it base64-encoded, four characters for three bytes (6 029 312 → 4 521 984).
+pub const COMPRESSED_BUDGET: usize = RESPONSE_BUDGET / 4 * 3;
+
+/// The best ratio a converted document compresses to in the coding every compressing client
+/// gets (gzip: Node's fetch asks for no br), as measured by `code2des-bench compression`
+/// (docs/PERFORMANCE.md section 8: 194 003 bytes of 1 554 794).
+const BEST_GZIP_RATIO: (u64, u64) = (194_003, 1_554_794);
+
+/// The largest artifact the result route could ever answer: one whose document compresses as
+/// well as any converted document does and still fits [`COMPRESSED_BUDGET`]
+/// (4 521 984 × 1 554 794 / 194 003 = 36 240 437 bytes). A larger one cannot be served to any
+/// client, so it is refused before it is read; the worker checks that the compressed answer of
+/// the artifact it wrote really fits (`code2des_result::handler::check_answer`). The route's
+/// memory at this size is measured (docs/PERFORMANCE.md section 9) well within the result
+/// function's 1 024 MB.
+pub const MAX_ARTIFACT_BYTES: u64 = COMPRESSED_BUDGET as u64 * BEST_GZIP_RATIO.1 / BEST_GZIP_RATIO.0;
+
+/// Bounds on what one artifact may ask of the backend and the plugin. Documented in README and
+/// docs/WORKER.md section 3; how the sizes are derived: the constants above.
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// The artifact JSON itself (its GET's Content-Length is checked before the body is read,
@@ -35,7 +61,8 @@ pub struct Limits {
     pub max_image_bytes: u64,
     /// Figma's `createImage` limit per side.
     pub max_image_side: usize,
-    /// Bytes of response body (as it will sit JSON-escaped inside the Lambda envelope).
+    /// Bytes of response body as it will sit in the Lambda envelope: JSON-escaped text, or the
+    /// base64 of a compressed body.
     pub response_budget: usize,
     /// Parallel S3 reads per request.
     pub fetch_concurrency: usize,
@@ -46,14 +73,13 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_artifact_bytes: 2 * 1024 * 1024,
+            max_artifact_bytes: MAX_ARTIFACT_BYTES,
             max_nodes: 20_000,
             max_depth: 40,
             max_images: 512,
             max_image_bytes: 3 * 1024 * 1024,
             max_image_side: 4096,
-            // Lambda's synchronous response limit is 6 MiB for the whole envelope.
-            response_budget: 6 * 1024 * 1024 - 256 * 1024,
+            response_budget: RESPONSE_BUDGET,
             // Memory is bounded by response_budget, not by this: every image's GET gives its size
             // in its headers, and the plan against the budget is made before any body is read.
             fetch_concurrency: 32,
@@ -101,8 +127,8 @@ wire_enum! {
 /// `result_prefix`; its key is the webhook's `result_url`. The result route also checks what a
 /// schema cannot say: `code2des_id`, `attempt` and `nonce` equal the job's, every `imageRef` of
 /// the document is a key of `images`, every image key is under the job's prefix and its bytes
-/// are the declared type, at most 20 000 nodes nested at most 40 deep, 512 images, 2 MiB of
-/// artifact, 3 MiB per image. `code2des-worker validate` runs those checks on a local file.
+/// are the declared type, at most 20 000 nodes nested at most 40 deep, 512 images, 36 240 437
+/// bytes of artifact, 3 MiB per image. `code2des-worker validate` runs those checks on a local file.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ResultArtifact {
     /// The protocol version, 1.
@@ -284,6 +310,15 @@ pub fn validate_all(bytes: &[u8], expect: &Expect<'_>, limits: &Limits) -> Resul
         Some(a) if report.problems.is_empty() => Ok(a),
         _ => Err(report.problems),
     }
+}
+
+/// The artifact's own size against the limit, as the route refuses it before reading it (its
+/// GET's size header): the message names both numbers.
+pub fn check_size(len: u64, limits: &Limits) -> Result<(), Invalid> {
+    if len > limits.max_artifact_bytes {
+        return Err(format!("artifact is {len} bytes, over the limit of {}", limits.max_artifact_bytes));
+    }
+    Ok(())
 }
 
 fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> Result<Option<Artifact>, Stop> {

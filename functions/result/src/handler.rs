@@ -166,24 +166,63 @@ fn header_values(req: &Request, name: lambda_http::http::header::HeaderName) -> 
 /// The answer's body in `coding` when the request accepts one and the body is worth it: bytes
 /// (the Lambda envelope base64-encodes them) with `Content-Encoding`; else the text itself.
 /// A compressed body goes base64-encoded into the envelope: when that would not fit the budget
-/// (an image-heavy body barely compresses), the text goes as it is (it was checked to fit).
-fn encoded(text: String, coding: Coding, budget: usize) -> Response<Body> {
-    let packed = (text.len() >= encoding::MIN_BYTES)
-        .then(|| encoding::encode(coding, text.as_bytes()))
-        .flatten()
-        .filter(|bytes| bytes.len().div_ceil(3) * 4 <= budget);
-    match (packed, coding.header()) {
+/// (an image-heavy body barely compresses), the text goes as it is if it fits. `None` when
+/// neither fits: a document too large for the envelope as text is served compressed only.
+fn encoded(text: String, coding: Coding, budget: usize) -> Option<Response<Body>> {
+    match (packed(&text, coding, budget), coding.header()) {
         (Some(bytes), Some(name)) => {
             metrics::result_bytes(bytes.len() as u64);
             let mut resp = Response::new(Body::Binary(bytes));
             set_header(&mut resp, lambda_http::http::header::CONTENT_ENCODING, name);
-            resp
+            Some(resp)
         }
-        _ => {
+        _ if escaped_len(&text) <= budget => {
             metrics::result_bytes(text.len() as u64);
-            Response::new(Body::Text(text))
+            Some(Response::new(Body::Text(text)))
+        }
+        _ => None,
+    }
+}
+
+/// `text` in `coding`, when it is worth coding and its base64 fits `budget`.
+fn packed(text: &str, coding: Coding, budget: usize) -> Option<Vec<u8>> {
+    (text.len() >= encoding::MIN_BYTES)
+        .then(|| encoding::encode(coding, text.as_bytes()))
+        .flatten()
+        .filter(|bytes| bytes.len().div_ceil(3) * 4 <= budget)
+}
+
+/// Whether the route can serve `art` (a valid result) to every client that accepts `br` or
+/// `gzip`, as the plugin's fetch does: the least answer it makes of it, the document and the
+/// warnings with every image deferred, must fit the Lambda envelope in both codings. The worker
+/// runs this before it reports `completed` (a completed job is one whose result is served).
+/// The text of a document over the budget fits no envelope: only a compressed answer is promised.
+pub fn check_answer(id: Code2desId, art: &Artifact, limits: &Limits) -> Result<(), String> {
+    let doc = document_json(art, false).map_err(|e| e.to_string())?;
+    let body = ResultBody {
+        code2des_id: id,
+        kind: art.kind.as_str(),
+        version: PROTOCOL_VERSION,
+        warning_count: art.warning_count,
+        document: doc.as_deref(),
+        images: BTreeMap::new(),
+        deferred_images: art.used.iter().map(|(name, _)| name.as_str()).collect(),
+        warnings: art.warnings.as_ref().unwrap_or(&NO_WARNINGS),
+    };
+    let text = serde_json::to_string(&body).map_err(|e| e.to_string())?;
+    let budget = limits.response_budget;
+    for coding in [Coding::Brotli, Coding::Gzip] {
+        if packed(&text, coding, budget).is_none() && escaped_len(&text) > budget {
+            let size = encoding::encode(coding, text.as_bytes()).map_or(0, |b| b.len());
+            return Err(format!(
+                "the result's answer is {} bytes of JSON, {size} with {}: over the {} bytes a compressed Lambda response carries",
+                text.len(),
+                coding.header().unwrap_or("identity"),
+                budget / 4 * 3
+            ));
         }
     }
+    Ok(())
 }
 
 /// `If-None-Match` names `tag` (or is `*`): the client's copy is current.
@@ -407,13 +446,13 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     };
     // Our own types: a failure here is our bug (500), never the worker's artifact (502).
     let text = serde_json::to_string(&body).map_err(|e| internal("encoding a result", &e))?;
-    if escaped_len(&text) > deps.limits.response_budget {
-        // The plan above is conservative; this guards the promise of never sending a body
-        // the Lambda envelope cannot carry.
-        return Err(invalid(&job, "the response would exceed the Lambda response limit"));
-    }
     let deferred_count = body.deferred_images.len();
-    let resp = respond(text, coding, tag.as_deref(), deps.limits.response_budget);
+    // The plan above is conservative; this guards the promise of never sending a body the
+    // Lambda envelope cannot carry. A document too large to go as text goes compressed; a
+    // request that accepts no compression cannot have it (`check_answer`).
+    let resp = respond(text, coding, tag.as_deref(), deps.limits.response_budget).ok_or_else(|| {
+        invalid(&job, format!("the response would exceed the Lambda response limit in coding {coding:?}"))
+    })?;
     tracing::info!(request_id, code2des_id = %job.id, inlined, deferred = deferred_count, "result served");
     Ok(resp)
 }
@@ -461,8 +500,8 @@ fn document_json(art: &Artifact, images_only: bool) -> Result<Option<Box<RawValu
 
 /// The 200: the body in the negotiated coding, its type, `Vary`, and for a result (which never
 /// changes) its ETag and immutable caching.
-fn respond(text: String, coding: Coding, tag: Option<&str>, budget: usize) -> Response<Body> {
-    let mut resp = encoded(text, coding, budget);
+fn respond(text: String, coding: Coding, tag: Option<&str>, budget: usize) -> Option<Response<Body>> {
+    let mut resp = encoded(text, coding, budget)?;
     resp.headers_mut().insert(
         lambda_http::http::header::CONTENT_TYPE,
         lambda_http::http::HeaderValue::from_static("application/json"),
@@ -473,7 +512,7 @@ fn respond(text: String, coding: Coding, tag: Option<&str>, budget: usize) -> Re
         set_header(&mut resp, lambda_http::http::header::ETAG, tag);
         set_header(&mut resp, lambda_http::http::header::CACHE_CONTROL, IMMUTABLE);
     }
-    resp
+    Some(resp)
 }
 
 #[cfg(test)]

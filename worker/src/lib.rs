@@ -3,7 +3,13 @@
 //! manifest, write the images and the artifact under the attempt's prefix, POST the signed
 //! webhook (Standard Webhooks), retrying only 5xx and transport errors. With
 //! [`Worker::with_conversion`] a capture is converted by `code2des-convert` in headless
-//! Chromium; without a capture, or without the conversion, the result is a sample frame.
+//! Chromium. A job with no capture, or a worker with no conversion, fails with a message: the
+//! canned sample frame answers a job only when asked for explicitly ([`Worker::with_sample`],
+//! `--sample`), so no job ever completes with a page the user did not capture.
+//!
+//! `completed` means served: before reporting it, the worker runs the result route's own checks
+//! on the artifact bytes it wrote and the images it references ([`Worker::check_result`]); an
+//! artifact the route would refuse fails the job with the reason instead.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -11,6 +17,9 @@ use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
 use serde_json::{json, Value};
+use shared::domain::artifact::{self, Expect, Kind, Limits};
+use shared::domain::ids::Code2desId;
+use shared::domain::job::Nonce;
 use shared::domain::protocol::Manifest;
 use shared::domain::standard_webhooks as sw;
 
@@ -86,10 +95,6 @@ impl Conversion {
 /// A capture over this is refused before it is downloaded in full.
 const MAX_CAPTURE_BYTES: u64 = code2des_convert::capture::MAX_CAPTURE_BYTES as u64;
 
-/// What the result route accepts of one artifact (shared's `Limits`): over it, the job fails
-/// with a clear message rather than with the route's `artifact_invalid`.
-const MAX_ARTIFACT_BYTES: usize = 2 * 1024 * 1024;
-
 #[derive(Clone)]
 pub struct Worker {
     pub s3: aws_sdk_s3::Client,
@@ -102,6 +107,10 @@ pub struct Worker {
     signing_key: Option<ed25519_dalek::SigningKey>,
     http: reqwest::Client,
     conversion: Option<Arc<Conversion>>,
+    /// Answer every job with the sample frame ([`Worker::with_sample`]).
+    sample: bool,
+    /// What the result route serves: its own `Limits` (the default, as the route's `Deps`).
+    limits: Limits,
 }
 
 fn s3_err(e: impl std::error::Error + 'static) -> WorkerError {
@@ -117,7 +126,30 @@ impl Worker {
         let secret = secret.into();
         // A whsec_ value that does not decode is not a v1 key; the legacy signature remains.
         let v1 = sw::parse_secret(&secret).ok();
-        Self { s3, bucket: bucket.into(), secret, v1, signing_key: None, http, conversion: None }
+        Self {
+            s3,
+            bucket: bucket.into(),
+            secret,
+            v1,
+            signing_key: None,
+            http,
+            conversion: None,
+            sample: false,
+            limits: Limits::default(),
+        }
+    }
+
+    /// Answers every job with the canned sample frame instead of converting its capture: for
+    /// trying the protocol without Chromium (`code2des-worker --sample`), never by default.
+    pub fn with_sample(mut self) -> Self {
+        self.sample = true;
+        self
+    }
+
+    /// Checks results against these limits: those of a result route configured otherwise.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Converts captures for real (see the crate's documentation).
@@ -201,10 +233,19 @@ impl Worker {
 
     /// Converts the job: progress by stage, then the artifact and the terminal webhook. Stops
     /// early, answering the refusal, when a progress report is refused with 409 or 410.
+    /// Without a capture, or without a conversion, the job fails: a canned page reported as the
+    /// user's would be a success that converted nothing.
     pub async fn complete(&self, m: &Manifest) -> Result<Reply, WorkerError> {
+        if self.sample {
+            return self.sample(m).await;
+        }
         match (&self.conversion, &m.capture_url) {
             (Some(c), Some(url)) => self.convert(m, c, url).await,
-            _ => self.sample(m).await,
+            (_, None) => {
+                let msg = format!("page import {} has no capture: there is no page to convert", m.page_import_id);
+                self.fail(m, &msg).await
+            }
+            (None, Some(_)) => self.fail(m, "this worker was started without a renderer: it converts no capture").await,
         }
     }
 
@@ -286,11 +327,8 @@ impl Worker {
         let images = self.put_images(&Self::prefix(m), &out.images).await?;
         let warnings: Vec<Value> = out.warnings.iter().map(|w| json!(w)).collect();
         let count = i32::try_from(warnings.len()).unwrap_or(i32::MAX);
-        let size = serde_json::to_vec(&out.document).map_or(0, |v| v.len());
-        if size > MAX_ARTIFACT_BYTES {
-            let msg = format!("the converted page is too large: its document is {size} bytes, over 2 MiB");
-            return self.fail(m, &msg).await;
-        }
+        // `finish` checks the whole artifact as the route will, and fails the job if it would
+        // not be served (too large, too many warnings, an image the route refuses).
         self.finish(m, "result", Some(out.document), images, count, Some(warnings), None).await
     }
 
@@ -315,7 +353,8 @@ impl Worker {
         Ok(Value::Object(stored))
     }
 
-    /// The sample conversion: writes images and a `result` artifact, then reports `completed`.
+    /// The sample conversion ([`Worker::with_sample`] only): writes images and a `result`
+    /// artifact, then reports `completed`.
     async fn sample(&self, m: &Manifest) -> Result<Reply, WorkerError> {
         if let Some(stop) = self.report_stages(m, &STAGES[..2]).await? {
             return Ok(stop);
@@ -351,7 +390,9 @@ impl Worker {
     }
 
     /// Writes an artifact of the given kind and sends the matching webhook. `warnings`, when
-    /// given, is the artifact's fidelity report (its length is then `warning_count`).
+    /// given, is the artifact's fidelity report (its length is then `warning_count`). A `result`
+    /// is first checked as the result route will check it ([`Worker::check_result`]): one the
+    /// route would refuse is written as a `failure` and reported `failed`, with the reason.
     #[allow(clippy::too_many_arguments)]
     pub async fn finish(
         &self,
@@ -363,7 +404,6 @@ impl Worker {
         warnings: Option<Vec<Value>>,
         error_message: Option<&str>,
     ) -> Result<Reply, WorkerError> {
-        let key = format!("{}result.json", Self::prefix(m));
         let mut artifact = json!({
             "version": 1, "kind": kind, "code2des_id": m.code2des_id, "attempt": m.attempt,
             "nonce": m.nonce, "warning_count": warning_count, "document": document, "images": images,
@@ -371,7 +411,32 @@ impl Worker {
         if let Some(w) = warnings {
             artifact["warnings"] = Value::Array(w);
         }
-        self.put(&key, serde_json::to_vec(&artifact).unwrap_or_default(), "application/json").await?;
+        let raw = serde_json::to_vec(&artifact).map_err(|e| WorkerError::Manifest(e.to_string()))?;
+        if kind == "result" {
+            if let Err(problem) = self.check_result(m, &raw).await? {
+                tracing::warn!(code2des_id = %m.code2des_id, problem = %problem, "result not servable: the job fails");
+                let failure = json!({
+                    "version": 1, "kind": "failure", "code2des_id": m.code2des_id, "attempt": m.attempt,
+                    "nonce": m.nonce, "warning_count": 0, "document": null, "images": {},
+                });
+                let raw = serde_json::to_vec(&failure).map_err(|e| WorkerError::Manifest(e.to_string()))?;
+                return self.report(m, "failure", raw, 0, Some(&problem)).await;
+            }
+        }
+        self.report(m, kind, raw, warning_count, error_message).await
+    }
+
+    /// Writes the artifact bytes as `result.json` and sends the webhook of its kind.
+    async fn report(
+        &self,
+        m: &Manifest,
+        kind: &str,
+        raw: Vec<u8>,
+        warning_count: i32,
+        error_message: Option<&str>,
+    ) -> Result<Reply, WorkerError> {
+        let key = format!("{}result.json", Self::prefix(m));
+        self.put(&key, raw, "application/json").await?;
         let mut body = json!({
             "code2des_id": m.code2des_id, "attempt": m.attempt, "nonce": m.nonce,
             "status": if kind == "result" { "completed" } else { "failed" },
@@ -381,6 +446,69 @@ impl Worker {
             body["error_message"] = json!(msg);
         }
         self.send_webhook(&m.callback_url, &body).await
+    }
+
+    /// The result route's checks on a `result` artifact, run by the worker before it reports
+    /// `completed`, with the route's own code: its size against `Limits::max_artifact_bytes`,
+    /// shared's `validate` of these exact bytes, every image the document uses read back from
+    /// S3 as the route reads it and checked by `check_image`, and the route's `check_answer`
+    /// (the answer fits a compressed Lambda response). `Ok(Err(reason))`: the route would answer
+    /// 502 `artifact_invalid`; `Err`: S3 could not be read (the job is not reported).
+    pub async fn check_result(&self, m: &Manifest, raw: &[u8]) -> Result<Result<(), String>, WorkerError> {
+        let limits = &self.limits;
+        if raw.len() as u64 > limits.max_artifact_bytes {
+            return Ok(Err(format!(
+                "the result artifact is {} bytes, over the {} the result route serves",
+                grouped(raw.len() as u64),
+                grouped(limits.max_artifact_bytes)
+            )));
+        }
+        let Ok(id) = Code2desId::parse(&m.code2des_id) else {
+            return Ok(Err(format!("the manifest's code2des_id {:?} is not a job id", m.code2des_id)));
+        };
+        let prefix = shared::domain::keys::job_prefix(id, m.attempt);
+        let nonce = Nonce::from_db(m.nonce.clone());
+        let expect = Expect {
+            code2des_id: &m.code2des_id,
+            attempt: m.attempt,
+            nonce: &nonce,
+            prefix: &prefix,
+            kind: Kind::Result,
+        };
+        let art = match artifact::validate(raw, &expect, limits) {
+            Ok(a) => a,
+            Err(reason) => {
+                return Ok(Err(format!("the result artifact would be refused by the result route: {reason}")))
+            }
+        };
+        for (name, entry) in &art.used {
+            let bytes = match self.read_image(&entry.key).await? {
+                Ok(b) => b,
+                Err(reason) => return Ok(Err(format!("image {name:?} of the result: {reason}"))),
+            };
+            if let Err(reason) = artifact::check_image(&bytes, entry.mime, limits) {
+                return Ok(Err(format!("image {name:?} of the result would be refused by the result route: {reason}")));
+            }
+        }
+        Ok(code2des_result::handler::check_answer(id, &art, limits)
+            .map_err(|reason| format!("the result cannot be served: {reason}")))
+    }
+
+    /// One image as the route reads it: missing or over `max_image_bytes` is the artifact's
+    /// fault (`Ok(Err)`); S3 failing is not (`Err`).
+    async fn read_image(&self, key: &str) -> Result<Result<Vec<u8>, String>, WorkerError> {
+        let out = match self.s3.get_object().bucket(&self.bucket).key(key).send().await {
+            Ok(out) => out,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => {
+                return Ok(Err(format!("{key} does not exist")))
+            }
+            Err(e) => return Err(s3_err(e)),
+        };
+        let size = out.content_length().unwrap_or(0).max(0) as u64;
+        if size > self.limits.max_image_bytes {
+            return Ok(Err(format!("it is {size} bytes, over the limit of {}", self.limits.max_image_bytes)));
+        }
+        Ok(Ok(out.body.collect().await.map_err(s3_err)?.into_bytes().to_vec()))
     }
 
     /// Signs and POSTs a webhook body, retrying transport errors and 5xx with backoff. One
@@ -475,4 +603,17 @@ impl Worker {
             }
         }
     }
+}
+
+/// A byte count as people read it in a message: `2 098 432`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
 }

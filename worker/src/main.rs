@@ -1,7 +1,8 @@
 //! `code2des-worker`: the reference worker as a command.
 //!
 //! `code2des-worker poll` completes every new job (converting its capture in headless
-//! Chromium; `--sample` answers the sample document instead); `code2des-worker complete <manifest key>` or
+//! Chromium; a job with no capture fails; `--sample` answers every job with the canned sample
+//! document instead, for trying the protocol without Chromium); `code2des-worker complete <manifest key>` or
 //! `code2des-worker fail <manifest key> <message>` handles one; `code2des-worker validate
 //! <artifact.json> [--images DIR]` runs the result route's checks on a local artifact.
 //! Configuration is the same environment as the services: `ARTIFACT_BUCKET`, `WEBHOOK_SECRET`,
@@ -27,7 +28,8 @@ struct Cli {
     /// A file holding the `whsk_` key (the local stack writes one under its data directory).
     #[arg(long, env = "WEBHOOK_SIGNING_KEY_FILE")]
     signing_key_file: Option<std::path::PathBuf>,
-    /// Answer every job with the sample document instead of converting its capture.
+    /// Answer every job with the canned sample document instead of converting its capture (no
+    /// Chromium needed). Only with this flag: without it, a job with no capture fails.
     #[arg(long, env = "CODE2DES_WORKER_SAMPLE")]
     sample: bool,
     /// The time limit of one page in the renderer (load, layout, snapshot).
@@ -187,7 +189,9 @@ async fn run(mut cli: Cli) -> Result<(), Error> {
     if let Some(key) = key {
         worker = worker.with_signing_key(key);
     }
-    if !cli.sample {
+    if cli.sample {
+        worker = worker.with_sample();
+    } else {
         // Chromium (`$CHROMIUM_PATH`, else chromium on the PATH) starts at the first capture.
         let options = code2des_convert::Options {
             page_timeout: Duration::from_secs(cli.page_timeout_secs.max(1)),

@@ -2,8 +2,9 @@
 //! route's checks on a local artifact and its images, before production refuses it.
 //!
 //! The checks are the result route's own functions (`shared::domain::artifact::validate_all`,
-//! the same checks as the route's `validate` with every problem reported, and `check_image`),
-//! under the same `Limits`; only the reading differs: files instead of S3 objects.
+//! the same checks as the route's `validate` with every problem reported, `check_image`, and
+//! the route's `check_answer`: its answer fits a compressed Lambda response), under the same
+//! `Limits`; only the reading differs: files instead of S3 objects.
 //!
 //! What the artifact must agree with comes from `--manifest` (the job's `manifest.json`) when
 //! given, else from the artifact itself (its `code2des_id`, `attempt`, `nonce` and `kind`): then
@@ -48,11 +49,8 @@ pub fn run(opts: &Options, limits: &Limits) -> Result<Outcome, String> {
     let bytes = std::fs::read(&opts.artifact).map_err(|e| format!("{}: {e}", opts.artifact.display()))?;
     let mut out = Outcome::default();
     // The route refuses an artifact over the size limit before reading it (one GET, its size).
-    if bytes.len() as u64 > limits.max_artifact_bytes {
-        out.problems.push(problem(
-            "$",
-            format!("artifact is {} bytes, over the limit of {}", bytes.len(), limits.max_artifact_bytes),
-        ));
+    if let Err(reason) = artifact::check_size(bytes.len() as u64, limits) {
+        out.problems.push(problem("$", reason));
         return Ok(out);
     }
     let own: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
@@ -88,6 +86,13 @@ pub fn run(opts: &Options, limits: &Limits) -> Result<Outcome, String> {
         }
     };
     out.images_used = art.used.len();
+    // The answer the route makes of it must fit a compressed Lambda response, as the worker
+    // checks before it reports `completed`.
+    if let Ok(parsed) = Code2desId::parse(&id) {
+        if let Err(reason) = code2des_result::handler::check_answer(parsed, &art, limits) {
+            out.problems.push(problem("$", reason));
+        }
+    }
     let Some(dir) = &opts.images else { return Ok(out) };
     for (name, entry) in &art.used {
         let at = format!("$.images{}", member(name));

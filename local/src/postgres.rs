@@ -120,20 +120,22 @@ async fn refused(target: &LoopbackTarget) -> bool {
 fn start(target: LoopbackTarget, dir: PathBuf) -> Result<LocalPostgres, StartError> {
     let addr = format!("{}:{}", target.host, target.port);
     let server = Server::installed().map_err(|reason| StartError::NoPostgres { addr: addr.clone(), reason })?;
+    let wanted = dir.clone();
     let failed = |what: &str, e: String| {
         let hint = if server.as_postgres() {
             format!(
                 " (running as root, the cluster belongs to the postgres user: every directory above {} must \
                  let it through, or choose another --data-dir)",
-                dir.display()
+                wanted.display()
             )
         } else {
             String::new()
         };
-        StartError::LocalPostgres(format!("{what} in {}{hint}: {e}", dir.display()))
+        StartError::LocalPostgres(format!("{what} in {}{hint}: {e}", wanted.display()))
     };
     std::fs::create_dir_all(&dir).map_err(|e| failed("cannot create the cluster's directory", e.to_string()))?;
     server.own(&dir).map_err(|e| failed("cannot give the cluster's directory to postgres", e))?;
+    let dir = reachable(&server, dir).map_err(|e| failed("no place the postgres user can reach", e))?;
     let data = dir.join("data");
     if !data.join("PG_VERSION").exists() {
         tracing::info!(dir = %dir.display(), "initialising a private PostgreSQL cluster (once)");
@@ -153,6 +155,34 @@ fn start(target: LoopbackTarget, dir: PathBuf) -> Result<LocalPostgres, StartErr
     );
     Ok(LocalPostgres { server, dir, port: target.port })
 }
+
+/// Where the cluster lives: `dir` itself, or, run as root from a checkout the `postgres` user
+/// cannot get through to (root's home is 0700 in most containers), a place in that user's home
+/// kept for this `dir` ([`Server::reachable_place_for`]). `dir` then holds a file that says where,
+/// and the log says it too: a newcomer looking under --data-dir finds the way.
+fn reachable(server: &Server, dir: PathBuf) -> Result<PathBuf, String> {
+    if server.reaches(&dir) {
+        return Ok(dir);
+    }
+    let place = server.reachable_place_for(&dir)?;
+    let note = format!(
+        "The postgres user cannot reach this directory (a directory above it is closed to others),\n\
+         so code2des-local keeps its private PostgreSQL cluster in:\n{}\n",
+        place.display()
+    );
+    std::fs::write(dir.join(MOVED_NOTE), note).map_err(|e| format!("{}: {e}", dir.join(MOVED_NOTE).display()))?;
+    tracing::warn!(
+        wanted = %dir.display(),
+        dir = %place.display(),
+        "the postgres user cannot reach the data directory (run as root from a directory closed to others): \
+         the private PostgreSQL cluster lives in the postgres user's home instead"
+    );
+    Ok(place)
+}
+
+/// The file under `{--data-dir}/postgres` that names the cluster's real place when it had to
+/// live elsewhere.
+pub const MOVED_NOTE: &str = "WHERE-THE-CLUSTER-IS.txt";
 
 #[cfg(test)]
 mod tests {

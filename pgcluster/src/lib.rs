@@ -65,6 +65,39 @@ impl Server {
         Ok(())
     }
 
+    /// Whether the server's user can write `dir`: always when this process runs the server
+    /// itself; run as root, only when every directory above `dir` lets the `postgres` user
+    /// through (a checkout in root's 0700 home does not).
+    pub fn reaches(&self, dir: &Path) -> bool {
+        !self.as_postgres
+            || Command::new("runuser")
+                .args(["-u", "postgres", "--", "test", "-w"])
+                .arg(dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+    }
+
+    /// A directory the server's user owns and reaches, for a cluster whose wanted place it
+    /// cannot reach: `code2des-local/<wanted, as one name>` in the `postgres` user's home (the
+    /// package's `/var/lib/postgresql`), so the same wanted place finds the same cluster at the
+    /// next start. Made, and given to that user.
+    pub fn reachable_place_for(&self, wanted: &Path) -> Result<PathBuf, String> {
+        let home = postgres_home()?;
+        let name: String = wanted
+            .to_string_lossy()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' })
+            .collect();
+        let base = home.join("code2des-local");
+        let place = base.join(name.trim_start_matches('_'));
+        std::fs::create_dir_all(&place).map_err(|e| format!("{}: {e}", place.display()))?;
+        self.own(&base)?;
+        self.own(&place)?;
+        Ok(place)
+    }
+
     /// `initdb -D data`: trust authentication, bootstrap superuser `superuser`, plus `extra`.
     pub fn initdb(&self, data: &Path, superuser: &str, extra: &[&str]) -> Result<(), String> {
         run(self.tool("initdb", data).arg("-D").arg(data).args(["-A", "trust", "-U", superuser]).args(extra))
@@ -101,6 +134,16 @@ impl Server {
         }
         c.stdout(Stdio::null());
         c
+    }
+}
+
+/// The `postgres` user's home directory, from the password database.
+fn postgres_home() -> Result<PathBuf, String> {
+    let out = Command::new("getent").args(["passwd", "postgres"]).output().map_err(|e| format!("getent: {e}"))?;
+    let line = String::from_utf8_lossy(&out.stdout);
+    match line.trim().split(':').nth(5).filter(|h| !h.is_empty() && *h != "/") {
+        Some(home) => Ok(PathBuf::from(home)),
+        None => Err("the postgres user has no home directory to keep a cluster in".into()),
     }
 }
 

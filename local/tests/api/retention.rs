@@ -123,6 +123,38 @@ async fn a_webhook_answer_is_kept_for_redeliveries_for_a_week() {
     assert_eq!(left, ["msg_recent"]);
 }
 
+/// Issue 40: a trigger window (the `burst` quota's counter, one row per organization and
+/// caller) leaves once its window ended; a live one stays, and the caller's next trigger opens a
+/// new window as before.
+#[tokio::test]
+async fn a_trigger_window_that_ended_is_pruned_and_a_live_one_stays() {
+    let app = TestApp::new().await;
+    let (old, live) = (app.tenant().await, app.tenant().await);
+    app.new_job(&old).await;
+    app.new_job(&live).await;
+    let windows =
+        |t: &Tenant| format!("SELECT count(*) FROM code2des_org_trigger_window WHERE organization_id = {}", t.org);
+    assert_eq!(app.scalar_i64(&windows(&old)).await, 1);
+    app.batch(&format!(
+        "UPDATE code2des_org_trigger_window SET window_start = now() - interval '61 seconds' WHERE organization_id = {}",
+        old.org
+    ))
+    .await;
+    assert_eq!(purge(&app, 30).await.windows, 1);
+    assert_eq!(app.scalar_i64(&windows(&old)).await, 0, "the ended window is gone");
+    assert_eq!(app.scalar_i64(&windows(&live)).await, 1, "the live window stays");
+    assert_eq!(purge(&app, 30).await.windows, 0, "nothing more to prune");
+    // The caller triggers again: a new window of one call.
+    assert_eq!(app.trigger(&old).await.status, 202);
+    let hits = format!("SELECT hits::int8 FROM code2des_org_trigger_window WHERE organization_id = {}", old.org);
+    assert_eq!(app.scalar_i64(&hits).await, 1);
+    // No caller prunes a live window: the function's floor is the burst window.
+    let c = app.pool.get().await.unwrap();
+    let e = c.query("SELECT code2des_prune_trigger_windows(1, 10)", &[]).await.unwrap_err();
+    let message = e.as_db_error().map(|d| d.message().to_owned()).unwrap_or_default();
+    assert!(message.contains("at least 60"), "{e:?}");
+}
+
 #[tokio::test]
 async fn a_result_past_the_buckets_retention_is_410_result_expired() {
     let retention = Duration::from_secs(30 * 24 * 60 * 60);

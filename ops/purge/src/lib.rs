@@ -8,6 +8,9 @@
 //!   that moment, so this only frees the space).
 //! - A recorded webhook answer (a `webhook-id` and what the first delivery was told) leaves
 //!   after [`DELIVERY_TTL`]: longer than any worker's redelivery schedule.
+//! - A caller's trigger window (the `burst` quota's counter, one row per organization and
+//!   subject) leaves once its window ended: it counts nothing any more, and a caller's next
+//!   trigger opens a new one.
 //!
 //! Everything goes in batches, each one short statement, until a batch comes back short: a run
 //! after a quiet hour reads a few index entries and stops. EventBridge Scheduler runs it every
@@ -24,6 +27,7 @@ use shared::config::SetupError;
 use shared::db::purge;
 use shared::domain::job::IDEMPOTENCY_KEY_TTL;
 use shared::domain::keys::job_root;
+use shared::domain::quota::BURST_WINDOW;
 use shared::obs::metrics;
 use shared::ApiError;
 
@@ -55,6 +59,7 @@ pub struct Purged {
     pub objects: u64,
     pub keys: u64,
     pub deliveries: u64,
+    pub windows: u64,
 }
 
 /// One run: every job due, then every expired key, a batch at a time.
@@ -97,17 +102,33 @@ pub async fn purge(deps: &Deps) -> Result<Purged, ApiError> {
             break;
         }
     }
-    metrics::purged(done.jobs, done.objects, done.keys, done.deliveries);
+    loop {
+        let n = purge::prune_windows(&**client, BURST_WINDOW, BATCH).await?;
+        done.windows += n as u64;
+        if n < BATCH {
+            break;
+        }
+    }
+    metrics::purged(done.jobs, done.objects, done.keys, done.deliveries, done.windows);
     Ok(done)
 }
 
 /// The handler: any event (the scheduler's payload is ignored) runs one purge and answers
-/// `{"jobs","objects","keys","deliveries"}`. A failure is the invocation's error, so the schedule's metrics
+/// `{"jobs","objects","keys","deliveries","windows"}`. A failure is the invocation's error, so the schedule's metrics
 /// and the function's Errors alarm see it.
 pub async fn handle(deps: &Deps, _event: LambdaEvent<Value>) -> Result<Value, Error> {
     let p = purge(deps).await.map_err(|e| Error::from(e.to_string()))?;
     if p != Purged::default() {
-        tracing::info!(jobs = p.jobs, objects = p.objects, keys = p.keys, deliveries = p.deliveries, "purged");
+        tracing::info!(
+            jobs = p.jobs,
+            objects = p.objects,
+            keys = p.keys,
+            deliveries = p.deliveries,
+            windows = p.windows,
+            "purged"
+        );
     }
-    Ok(json!({ "jobs": p.jobs, "objects": p.objects, "keys": p.keys, "deliveries": p.deliveries }))
+    Ok(
+        json!({ "jobs": p.jobs, "objects": p.objects, "keys": p.keys, "deliveries": p.deliveries, "windows": p.windows }),
+    )
 }

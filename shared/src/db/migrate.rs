@@ -56,6 +56,10 @@ pub const ONLINE: &[OnlineStep] = &[
         sql: include_str!("../../../migrations/online/N7__list_sweep_and_purge_indexes.sql"),
     },
     OnlineStep { file: "N8__quota_index.sql", sql: include_str!("../../../migrations/online/N8__quota_index.sql") },
+    OnlineStep {
+        file: "N9__trigger_window_start_index.sql",
+        sql: include_str!("../../../migrations/online/N9__trigger_window_start_index.sql"),
+    },
 ];
 
 /// Versions whose file was edited after a release applied it: `(version, checksum of the edited
@@ -206,6 +210,7 @@ mod tests {
         (9, "webhook_delivery", 14_121_678_433_869_384_731),
         (10, "read_job_by_key", 9_898_043_728_040_015_612),
         (11, "trigger_window_per_organization", 15_059_579_405_312_878_062),
+        (12, "prune_trigger_windows", 3_054_903_474_671_515_884),
     ];
 
     #[test]

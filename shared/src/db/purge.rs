@@ -1,6 +1,7 @@
 //! Retention's statements (SPEC section 9): jobs soft-deleted `PURGE_AFTER_DAYS` ago leave the
 //! database (with their attempt, idempotency and delivery rows), and idempotency keys and
-//! recorded webhook answers past their time to live leave it too. Each call is one short statement over at most a batch, on an index that
+//! recorded webhook answers past their time to live leave it too, and so do trigger windows that
+//! ended. Each call is one short statement over at most a batch, on an index that
 //! leads to exactly those rows (migration V7's online indexes).
 
 use std::time::Duration;
@@ -30,6 +31,10 @@ const EXPIRE_KEYS: &str = "DELETE FROM code2des_idempotency k USING (SELECT subj
 const EXPIRE_DELIVERIES: &str = "DELETE FROM code2des_webhook_delivery d USING (SELECT webhook_id FROM \
      code2des_webhook_delivery WHERE created_at < now() - make_interval(secs => $1) ORDER BY created_at LIMIT $2) old \
      WHERE d.webhook_id = old.webhook_id RETURNING 1";
+
+/// Trigger windows (migration V11) that ended `$1` seconds ago or more, at most `$2` of them,
+/// through V12's function (the application role has no DELETE on the table).
+const PRUNE_WINDOWS: &str = "SELECT code2des_prune_trigger_windows($1, $2)";
 
 /// The jobs due for the purge, at most `limit`.
 pub async fn due(client: &impl GenericClient, after_days: i32, limit: i64) -> Result<Vec<Code2desId>, DbError> {
@@ -69,6 +74,20 @@ pub async fn expire_deliveries(client: &impl GenericClient, ttl: Duration, limit
     Ok(rows.len() as i64)
 }
 
+/// Deletes at most `limit` trigger windows that ended `window` ago or more; answers how many.
+pub async fn prune_windows(client: &impl GenericClient, window: Duration, limit: i64) -> Result<i64, DbError> {
+    let limit = i32::try_from(limit).map_err(|_| DbError::bug("a prune batch", format!("{limit} rows")))?;
+    let rows = Binds::none()
+        .and(&window.as_secs_f64(), Type::FLOAT8)
+        .and(&limit, Type::INT4)
+        .query(client, PRUNE_WINDOWS)
+        .await?;
+    Ok(match rows.first() {
+        Some(r) => i64::from(col::<i32>(r, 0)?),
+        None => 0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,7 +95,7 @@ mod tests {
 
     #[test]
     fn statements_use_the_placeholders_they_bind() {
-        for sql in [DUE, PURGE, EXPIRE_KEYS, EXPIRE_DELIVERIES] {
+        for sql in [DUE, PURGE, EXPIRE_KEYS, EXPIRE_DELIVERIES, PRUNE_WINDOWS] {
             assert_eq!(placeholders(sql), (1..=2).collect(), "{sql}");
         }
     }

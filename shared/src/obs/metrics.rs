@@ -303,13 +303,14 @@ pub fn legacy_signature_used(user_agent: Option<&str>) {
 /// A purge run deleted `jobs` jobs (soft-deleted long enough ago), `objects` of their artifact
 /// objects, `keys` expired idempotency keys and `deliveries` expired webhook answers (nothing is
 /// printed when it did nothing).
-pub fn purged(jobs: u64, objects: u64, keys: u64, deliveries: u64) {
-    if jobs + objects + keys + deliveries > 0 {
+pub fn purged(jobs: u64, objects: u64, keys: u64, deliveries: u64, windows: u64) {
+    if jobs + objects + keys + deliveries + windows > 0 {
         Record::new()
             .metric("JobsPurged", Unit::Count, jobs as f64)
             .metric("ArtifactObjectsPurged", Unit::Count, objects as f64)
             .metric("IdempotencyKeysExpired", Unit::Count, keys as f64)
             .metric("WebhookDeliveriesExpired", Unit::Count, deliveries as f64)
+            .metric("TriggerWindowsPruned", Unit::Count, windows as f64)
             .emit()
     }
 }

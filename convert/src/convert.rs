@@ -5,16 +5,23 @@
 //! whose items Figma's auto layout puts exactly where Chromium did becomes an auto layout frame;
 //! everything else keeps absolute positions.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::doc::{Dimension, Effect, FontName, Image, Node, Paint, Rgb, Rgba, Stop, Vector, Warning};
+use crate::doc::{Dimension, Effect, FontName, Image, Node, Paint, Rgb, Rgba, Stop, Vector, Warning, MAX_WARNINGS};
 use crate::render::STYLES;
+use crate::{stack, warn};
 
 /// Frames nest at most this deep (the artifact allows 40 levels); deeper boxes are flattened.
 const MAX_FRAME_DEPTH: usize = 36;
+/// The walk recurses at most this many elements deep; below, the content is drawn flat by a
+/// loop. Chromium's HTML parser nests at most 512 deep, which would take the walk's recursion
+/// near a 2 MiB thread stack in a debug build.
+pub const MAX_WALK_DEPTH: usize = 128;
+/// Drawn where a colour could not be read: seen, and not mistaken for the page's black text.
+const UNREAD: Rgba = Rgba { r: 0.5, g: 0.5, b: 0.5, a: 1.0 };
 /// The artifact allows 20 000 nodes; past this the rest of the page is left out (warned).
 pub const MAX_NODES: usize = 19_000;
 /// Figma's `createImage` limit per side, and the artifact's per image.
@@ -41,16 +48,21 @@ fn style_index(name: &str) -> usize {
     STYLES.iter().position(|s| *s == name).expect("a style the snapshot asks for")
 }
 
+/// Why a snapshot could not be read: Chromium's answer is not the shape it documents.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the renderer's snapshot is malformed: {0}")]
+pub struct MalformedSnapshot(pub String);
+
 /// The snapshot's main document, indexed.
 pub struct Snapshot<'a> {
     strings: Vec<&'a str>,
-    parent: Vec<i64>,
-    node_type: Vec<i64>,
+    pub(crate) parent: Vec<i64>,
+    pub(crate) node_type: Vec<i64>,
     node_name: Vec<&'a str>,
     node_value: Vec<Option<&'a str>>,
     attrs: Vec<Vec<(&'a str, &'a str)>>,
     children: Vec<Vec<usize>>,
-    layout_of: Vec<Option<usize>>,
+    pub(crate) layout_of: Vec<Option<usize>>,
     /// Every layout object of a node: a pseudo element's generated text has its own.
     layouts_of: Vec<Vec<usize>>,
     current_src: HashMap<usize, &'a str>,
@@ -72,10 +84,65 @@ fn rect(v: &Value) -> [f64; 4] {
     [f(0), f(1), f(2), f(3)]
 }
 
+/// An array member of `v`, which must be there.
+fn array<'v>(v: &'v Value, what: &str) -> Result<&'v Vec<Value>, MalformedSnapshot> {
+    v.as_array().ok_or_else(|| MalformedSnapshot(format!("no {what} array")))
+}
+
+/// `what` has `n` entries, one per node or layout object.
+fn same_len(what: &str, len: usize, n: usize) -> Result<(), MalformedSnapshot> {
+    if len == n {
+        return Ok(());
+    }
+    Err(MalformedSnapshot(format!("{what} has {len} entries for {n}")))
+}
+
+/// The parts of a snapshot the walk indexes without looking: one node type and name per node,
+/// parents before their children (so the tree has no cycle), one style row of every asked
+/// style per layout object, layout and text boxes that name existing nodes.
+fn check_shape(snap: &Value) -> Result<(), MalformedSnapshot> {
+    let strings = array(&snap["strings"], "strings")?.len();
+    let doc = snap["documents"].get(0).ok_or_else(|| MalformedSnapshot("no document".into()))?;
+    let nodes = &doc["nodes"];
+    array(&nodes["parentIndex"], "nodes.parentIndex")?;
+    let parent = ints(&nodes["parentIndex"]);
+    let n = parent.len();
+    for what in ["nodeType", "nodeName", "nodeValue"] {
+        same_len(&format!("nodes.{what}"), array(&nodes[what], &format!("nodes.{what}"))?.len(), n)?;
+    }
+    if let Some(i) = parent.iter().enumerate().position(|(i, p)| *p < -1 || *p >= i as i64) {
+        return Err(MalformedSnapshot(format!("node {i}'s parent is not an earlier node")));
+    }
+    if ints(&nodes["nodeName"]).iter().any(|s| usize::try_from(*s).map_or(true, |s| s >= strings)) {
+        return Err(MalformedSnapshot("a node name is not a string of the table".into()));
+    }
+    let layout = &doc["layout"];
+    let l = array(&layout["nodeIndex"], "layout.nodeIndex")?.len();
+    same_len("layout.bounds", array(&layout["bounds"], "layout.bounds")?.len(), l)?;
+    same_len("layout.text", array(&layout["text"], "layout.text")?.len(), l)?;
+    let styles = array(&layout["styles"], "layout.styles")?;
+    same_len("layout.styles", styles.len(), l)?;
+    // The document's own layout object has no style: an empty row.
+    if styles.iter().any(|row| row.as_array().is_none_or(|r| !r.is_empty() && r.len() != STYLES.len())) {
+        return Err(MalformedSnapshot(format!("a layout object has not the {} styles asked for", STYLES.len())));
+    }
+    if ints(&layout["nodeIndex"]).iter().any(|i| usize::try_from(*i).map_or(true, |i| i >= n)) {
+        return Err(MalformedSnapshot("a layout object names no node".into()));
+    }
+    let tb = &doc["textBoxes"];
+    if !tb.is_null() {
+        let boxes = array(&tb["layoutIndex"], "textBoxes.layoutIndex")?.len();
+        same_len("textBoxes.bounds", array(&tb["bounds"], "textBoxes.bounds")?.len(), boxes)?;
+    }
+    Ok(())
+}
+
 impl<'a> Snapshot<'a> {
-    pub fn parse(snap: &'a Value) -> Option<Self> {
-        let strings: Vec<&str> = snap["strings"].as_array()?.iter().map(|s| s.as_str().unwrap_or("")).collect();
-        let doc = snap["documents"].get(0)?;
+    pub fn parse(snap: &'a Value) -> Result<Self, MalformedSnapshot> {
+        check_shape(snap)?;
+        let strings: Vec<&str> =
+            snap["strings"].as_array().into_iter().flatten().map(|s| s.as_str().unwrap_or("")).collect();
+        let doc = &snap["documents"][0];
         let nodes = &doc["nodes"];
         let s = |i: i64| usize::try_from(i).ok().and_then(|i| strings.get(i).copied());
         let parent = ints(&nodes["parentIndex"]);
@@ -128,7 +195,7 @@ impl<'a> Snapshot<'a> {
             let len = lens.get(i).copied().unwrap_or(0).max(0) as usize;
             text_boxes.entry(li).or_default().push((*b, start, len));
         }
-        Some(Self {
+        Ok(Self {
             current_src: rare(&nodes["currentSourceURL"]),
             input_value: rare(&nodes["inputValue"]),
             pseudo: rare(&nodes["pseudoType"]),
@@ -149,7 +216,7 @@ impl<'a> Snapshot<'a> {
         })
     }
 
-    fn style(&self, layout: usize, name: &str) -> &'a str {
+    pub(crate) fn style(&self, layout: usize, name: &str) -> &'a str {
         let i = style_index(name);
         self.l_styles
             .get(layout)
@@ -167,7 +234,7 @@ impl<'a> Snapshot<'a> {
         self.attrs.get(node)?.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
     }
 
-    fn tag(&self, node: usize) -> String {
+    pub(crate) fn tag(&self, node: usize) -> String {
         self.node_name[node].to_ascii_lowercase()
     }
 
@@ -220,7 +287,8 @@ impl<'a> Snapshot<'a> {
             }
         }
         parts.reverse();
-        parts.join(" > ")
+        // The artifact takes paths of up to 2 000 characters; the element is at the end.
+        warn::keep_end(parts.join(" > "), 1000)
     }
 
     fn title(&self) -> Option<String> {
@@ -232,7 +300,7 @@ impl<'a> Snapshot<'a> {
 }
 
 /// `12.5px` → 12.5; anything else → 0.
-fn px(s: &str) -> f64 {
+pub(crate) fn px(s: &str) -> f64 {
     s.trim().strip_suffix("px").and_then(|n| n.trim().parse().ok()).unwrap_or(0.0)
 }
 
@@ -240,27 +308,9 @@ fn round(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
-/// `rgb(1, 2, 3)`, `rgba(1, 2, 3, 0.5)`, `rgb(1 2 3 / 0.5)`, `transparent`.
+/// A computed colour in any syntax Chromium serializes (see `color`), in sRGB.
 pub fn parse_color(s: &str) -> Option<Rgba> {
-    let s = s.trim();
-    if s == "transparent" {
-        return Some(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 0.0 });
-    }
-    let inner = s.strip_prefix("rgba(").or_else(|| s.strip_prefix("rgb("))?.strip_suffix(')')?;
-    let nums: Vec<f64> = inner
-        .split([',', ' ', '/'])
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.strip_suffix('%') {
-            Some(pc) => pc.parse::<f64>().map(|v| v / 100.0),
-            None => p.parse::<f64>(),
-        })
-        .collect::<Result<_, _>>()
-        .ok()?;
-    if nums.len() < 3 {
-        return None;
-    }
-    let c = |v: f64| round((v / 255.0).clamp(0.0, 1.0) * 1000.0) / 1000.0;
-    Some(Rgba { r: c(nums[0]), g: c(nums[1]), b: c(nums[2]), a: nums.get(3).copied().unwrap_or(1.0).clamp(0.0, 1.0) })
+    crate::color::parse(s)
 }
 
 fn solid(c: &Rgba) -> Paint {
@@ -286,31 +336,71 @@ fn split_top(s: &str) -> Vec<&str> {
     out
 }
 
-/// A leading colour function and the rest: `rgba(0, 0, 0, 0.1) 0px 4px` → (colour, `0px 4px`).
-fn take_color(s: &str) -> (Option<Rgba>, String) {
-    let s = s.trim();
-    if let Some(end) = s.find(')').filter(|_| s.starts_with("rgb")) {
-        return (parse_color(&s[..=end]), s[end + 1..].trim().to_owned());
+/// Splits at whitespace outside parentheses.
+fn split_words(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, None);
+    for (i, ch) in s.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            c if c.is_whitespace() && depth == 0 => {
+                if let Some(st) = start.take() {
+                    out.push(&s[st..i]);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        start.get_or_insert(i);
     }
-    // The colour may also come last.
-    if let Some(start) = s.find("rgb") {
-        let end = s[start..].find(')').map_or(s.len(), |e| start + e + 1);
-        return (parse_color(&s[start..end]), format!("{} {}", &s[..start], &s[end..]).trim().to_owned());
+    out.extend(start.map(|st| &s[st..]));
+    out
+}
+
+/// The colour of a shadow or a gradient stop (its one word that is not a length, a percentage
+/// or `inset`), in whatever syntax, and the other words.
+fn take_color(s: &str) -> (Option<&str>, String) {
+    let words = split_words(s);
+    let length = |w: &str| {
+        w == "inset"
+            || w.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.'))
+            || w.starts_with("calc(")
+    };
+    match words.iter().position(|w| !length(w)) {
+        Some(i) => {
+            let rest: Vec<&str> = words.iter().enumerate().filter(|(k, _)| *k != i).map(|(_, w)| *w).collect();
+            (Some(words[i]), rest.join(" "))
+        }
+        None => (None, s.trim().to_owned()),
     }
-    (None, s.to_owned())
 }
 
 /// CSS `box-shadow` (computed) → effects.
 pub fn parse_shadows(s: &str) -> Vec<Effect> {
+    shadows(s).0
+}
+
+/// `box-shadow` → effects, and the colours that could not be read (drawn grey).
+fn shadows(s: &str) -> (Vec<Effect>, Vec<String>) {
+    let mut unread = Vec::new();
     if s.trim() == "none" || s.trim().is_empty() {
-        return Vec::new();
+        return (Vec::new(), unread);
     }
     let mut out = Vec::new();
     for one in split_top(s) {
         let (color, rest) = take_color(one);
         let inset = rest.contains("inset");
         let lens: Vec<f64> = rest.split_whitespace().filter(|w| *w != "inset").map(px).collect();
-        let color = color.unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
+        // Chromium always writes the colour; without one, CSS's is currentColor.
+        let color = match color.map(|c| (c, parse_color(c))) {
+            Some((_, Some(c))) => c,
+            Some((text, None)) => {
+                unread.push(text.to_owned());
+                UNREAD
+            }
+            None => Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 },
+        };
         out.push(Effect {
             kind: if inset { "INNER_SHADOW" } else { "DROP_SHADOW" },
             color,
@@ -321,11 +411,16 @@ pub fn parse_shadows(s: &str) -> Vec<Effect> {
     }
     // CSS paints the first shadow on top; Figma paints effects in list order, the last on top.
     out.reverse();
-    out
+    (out, unread)
 }
 
 /// CSS `linear-gradient(…)` (computed) for a box of `w`×`h` → a Figma linear gradient.
 pub fn parse_linear_gradient(s: &str, w: f64, h: f64) -> Option<Paint> {
+    linear_gradient(s, w, h).map(|(p, _)| p)
+}
+
+/// A linear gradient, and the stop colours that could not be read (drawn grey).
+fn linear_gradient(s: &str, w: f64, h: f64) -> Option<(Paint, Vec<String>)> {
     let inner = s.trim().strip_prefix("linear-gradient(")?.strip_suffix(')')?;
     let mut args = split_top(inner);
     let mut angle = 180.0f64;
@@ -366,9 +461,14 @@ pub fn parse_linear_gradient(s: &str, w: f64, h: f64) -> Option<Paint> {
         return None;
     }
     let mut stops: Vec<(Rgba, Option<f64>)> = Vec::new();
+    let mut unread = Vec::new();
     for a in &args {
-        let (color, rest) = take_color(a);
-        let color = color?;
+        // A stop without a colour is an interpolation hint: left out, the colours run evenly.
+        let (Some(text), rest) = take_color(a) else { continue };
+        let color = parse_color(text).unwrap_or_else(|| {
+            unread.push(text.to_owned());
+            UNREAD
+        });
         let pos = rest.split_whitespace().next().and_then(|p| {
             p.strip_suffix('%')
                 .and_then(|v| v.parse::<f64>().ok())
@@ -379,6 +479,9 @@ pub fn parse_linear_gradient(s: &str, w: f64, h: f64) -> Option<Paint> {
     }
     // Missing positions: the first 0, the last 1, the others spread evenly between known ones.
     let n = stops.len();
+    if n == 0 {
+        return None;
+    }
     if stops[0].1.is_none() {
         stops[0].1 = Some(0.0);
     }
@@ -407,13 +510,14 @@ pub fn parse_linear_gradient(s: &str, w: f64, h: f64) -> Option<Paint> {
     let (a1, b1) = (-b0, a0);
     let c1 = 0.5 - (a1 + b1) / 2.0;
     let r = |v: f64| (v * 10_000.0).round() / 10_000.0;
-    Some(Paint::GradientLinear {
+    let paint = Paint::GradientLinear {
         gradient_transform: [[r(a0), r(b0), r(c0)], [r(a1), r(b1), r(c1)]],
         gradient_stops: stops
             .into_iter()
             .map(|(color, p)| Stop { position: r(p.unwrap_or(0.0).clamp(0.0, 1.0)), color })
             .collect(),
-    })
+    };
+    Some((paint, unread))
 }
 
 /// A CSS weight and style as Figma names a font's style.
@@ -492,13 +596,46 @@ enum ImageSource {
     Crop,
 }
 
+/// Where a node sorts among its siblings: negative `z-index` first (by z-index), then
+/// Chromium's paint order.
+type Key = (i64, i64, i64);
+
+/// The sort key of a node made from layout object `l` of element `n`.
+fn key(s: &Snapshot<'_>, n: usize, l: usize) -> Key {
+    let paint = s.l_paint.get(l).copied().unwrap_or(0);
+    match stack::negative_z(s, n, l) {
+        Some(z) => (-1, z, paint),
+        None => (0, 0, paint),
+    }
+}
+
+/// Chromium's paint order alone, for what has no z-index of its own.
+fn order(paint: i64) -> Key {
+    (0, 0, paint)
+}
+
 /// A container being filled: its page origin and depth, and the nodes made in it so far, each
-/// with its paint order.
+/// with its sort key.
 struct Container {
     ox: f64,
     oy: f64,
     depth: usize,
-    nodes: Vec<(i64, Node)>,
+    nodes: Vec<(Key, Node)>,
+}
+
+/// A frame the walk is filling, as an element deeper down sees it.
+struct Open {
+    /// Its element; `None` for the page.
+    owner: Option<usize>,
+    /// Nodes moved into it from deeper down wait under this id until it is closed.
+    id: usize,
+    clips: bool,
+    faded: bool,
+    /// Its box in page coordinates, and its container's origin and depth.
+    rect: [f64; 4],
+    ox: f64,
+    oy: f64,
+    depth: usize,
 }
 
 struct Ctx<'s, 'a> {
@@ -508,18 +645,90 @@ struct Ctx<'s, 'a> {
     by_url: HashMap<String, String>,
     crops: Vec<Crop>,
     warnings: Vec<Warning>,
-    warned_fonts: std::collections::HashSet<(String, String)>,
+    warned_fonts: HashSet<(String, String)>,
+    /// (element, property) already warned of.
+    warned: HashSet<(usize, &'static str)>,
     count: usize,
     root_bg_from: Option<usize>,
+    /// The frames being filled, outermost (the page) first.
+    open: Vec<Open>,
+    next_id: usize,
+    /// Nodes made for a frame further out, by its [`Open::id`].
+    moved: Vec<(usize, (Key, Node))>,
+    /// Stacking contexts holding a negative z-index (`None` the root's).
+    negative_hosts: HashSet<Option<usize>>,
+    /// How many elements deep the walk's recursion is.
+    walk_depth: usize,
 }
 
 impl Ctx<'_, '_> {
+    /// Adds a warning, within the artifact's limits: [`MAX_WARNINGS`] of them, messages and
+    /// node names of at most 1 000 characters (paths are cut by [`Snapshot::path`]).
     fn warn(&mut self, code: &'static str, message: impl Into<String>, dom: usize, node: &str) {
-        if self.warnings.len() >= 500 {
+        if self.warnings.len() >= MAX_WARNINGS {
             return;
         }
         let path = self.s.path(dom);
-        self.warnings.push(Warning { code, message: message.into(), path, node: node.to_owned(), indices: None, dom });
+        let message = warn::keep_end(message.into(), 1000);
+        let node = node.chars().take(1000).collect();
+        self.warnings.push(Warning { code, message, path, node, indices: None, dom });
+    }
+
+    /// An `unsupported_css` warning about `property`, once per element and property.
+    fn css(&mut self, n: usize, name: &str, property: &'static str, message: String) {
+        if self.warned.insert((n, property)) {
+            self.warn("unsupported_css", message, n, name);
+        }
+    }
+
+    /// A colour property of layout object `l`; one that cannot be read is warned and drawn
+    /// grey, so its box is still drawn. `None` when the snapshot has no value.
+    fn color(&mut self, n: usize, l: usize, property: &'static str, name: &str) -> Option<Rgba> {
+        let v = self.s.style(l, property);
+        if v.is_empty() {
+            return None;
+        }
+        parse_color(v).or_else(|| {
+            self.css(n, name, property, format!("{property}: {} could not be read: drawn grey", warn::quote(v)));
+            Some(UNREAD)
+        })
+    }
+
+    /// Warns of colours that could not be read in a value with several (shadows, gradients).
+    fn unread(&mut self, n: usize, name: &str, property: &'static str, colors: &[String]) {
+        if let Some(c) = colors.first() {
+            self.css(n, name, property, format!("{property}: colour {} could not be read: drawn grey", warn::quote(c)));
+        }
+    }
+
+    /// The nodes moved into the frame `id` from deeper down.
+    fn take_moved(&mut self, id: usize) -> Vec<(Key, Node)> {
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.moved).into_iter().partition(|(to, _)| *to == id);
+        self.moved = rest;
+        mine.into_iter().map(|(_, k)| k).collect()
+    }
+
+    /// The family Chromium drew the `font-family` list with. When its look-up failed (or was
+    /// never made: the renderer asks for the lists of text nodes only), the list's first family
+    /// is named, which may not be the one drawn: logged and warned, once per list.
+    fn font(&mut self, css_family: &str, dom: usize) -> String {
+        let wanted = first_family(css_family);
+        if let Some(used) = self.fonts.get(css_family) {
+            return used.clone();
+        }
+        if self.warned_fonts.insert((css_family.to_owned(), String::new())) {
+            tracing::warn!(
+                font_family = css_family,
+                "no platform font known for this font-family; naming its first family"
+            );
+            let message = format!(
+                "the font drawn for font-family: {} is unknown (its look-up failed); named {wanted}, which may not be it",
+                warn::quote(css_family)
+            );
+            let name = self.s.label(dom);
+            self.warn("font_substituted", message, dom, &name);
+        }
+        wanted
     }
 
     fn add_image(&mut self, key: &str, mime: &'static str, bytes: Vec<u8>) -> String {
@@ -599,7 +808,7 @@ pub fn convert(
     width: u32,
     height: f64,
     platform_fonts: &[(String, String)],
-) -> Option<(Converted, Vec<Crop>)> {
+) -> Result<(Converted, Vec<Crop>), MalformedSnapshot> {
     let s = Snapshot::parse(snap)?;
     let mut cx = Ctx {
         s: &s,
@@ -609,8 +818,14 @@ pub fn convert(
         crops: Vec::new(),
         warnings: Vec::new(),
         warned_fonts: Default::default(),
+        warned: Default::default(),
         count: 1,
         root_bg_from: None,
+        open: Vec::new(),
+        next_id: 1,
+        moved: Vec::new(),
+        negative_hosts: stack::negative_hosts(&s),
+        walk_depth: 0,
     };
     let title = s.title().unwrap_or_else(|| "Page".into());
     // The canvas background: the root element's, else body's (CSS 2, 14.2), colour and images
@@ -620,7 +835,9 @@ pub fn convert(
     let body = html.and_then(|h| s.children[h].iter().copied().find(|c| s.tag(*c) == "body"));
     let paints_background = |n: usize| {
         s.layout_of[n].is_some_and(|l| {
-            parse_color(s.style(l, "background-color")).is_some_and(|c| c.a > 0.0)
+            // A colour that cannot be read is drawn (grey), so it paints.
+            let bg = s.style(l, "background-color");
+            (!bg.is_empty() && parse_color(bg).is_none_or(|c| c.a > 0.0))
                 || !matches!(s.style(l, "background-image"), "none" | "")
         })
     };
@@ -668,12 +885,14 @@ pub fn convert(
         root_fills.insert(0, Paint::Solid { color: Rgb { r: 1.0, g: 1.0, b: 1.0 }, opacity: None });
     }
     cx.count += tiles.len();
-    let nodes = tiles.into_iter().map(|t| (i64::MIN, t)).collect();
+    let nodes = tiles.into_iter().map(|t| ((i64::MIN, 0, 0), t)).collect();
     let mut root = Container { ox: 0.0, oy: 0.0, depth: 1, nodes };
+    cx.open.push(Open { owner: None, id: 0, clips: true, faded: false, rect: page, ox: 0.0, oy: 0.0, depth: 1 });
     if let Some(h) = html {
         visit(&mut cx, h, &mut root, false);
     }
-    let mut children: Vec<(i64, Node)> = root.nodes;
+    let mut children: Vec<(Key, Node)> = root.nodes;
+    children.extend(cx.take_moved(0));
     children.sort_by_key(|(p, _)| *p);
     let document = Node {
         kind: "FRAME",
@@ -687,7 +906,7 @@ pub fn convert(
     };
     locate(&document, &mut cx.warnings);
     let crops = std::mem::take(&mut cx.crops);
-    Some((Converted { document, images: cx.images, warnings: cx.warnings, title }, crops))
+    Ok((Converted { document, images: cx.images, warnings: cx.warnings, title }, crops))
 }
 
 /// Gives each warning that names a node the child indices of the first node (in document order)
@@ -749,16 +968,19 @@ fn box_paint(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], name: &str) 
 fn background_fills(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], name: &str) -> Vec<Paint> {
     let s = cx.s;
     let mut fills = Vec::new();
-    if let Some(c) = parse_color(s.style(l, "background-color")).filter(|c| c.a > 0.0) {
+    if let Some(c) = cx.color(n, l, "background-color", name).filter(|c| c.a > 0.0) {
         fills.push(solid(&c));
     }
     let bgi = s.style(l, "background-image");
     if bgi != "none" && !bgi.is_empty() {
         for layer in split_top(bgi).into_iter().rev() {
             if layer.starts_with("linear-gradient(") {
-                match parse_linear_gradient(layer, b[2], b[3]) {
-                    Some(p) => fills.push(p),
-                    None => cx.warn("unsupported_css", format!("background {layer:.60} not converted"), n, name),
+                match linear_gradient(layer, b[2], b[3]) {
+                    Some((p, unread)) => {
+                        cx.unread(n, name, "background-image", &unread);
+                        fills.push(p);
+                    }
+                    None => cx.css(n, name, "background-image", not_drawn(layer)),
                 }
             } else if let Some(url) = layer.strip_prefix("url(").and_then(|u| u.strip_suffix(')')) {
                 let url = url.trim_matches(['"', '\'']);
@@ -779,11 +1001,15 @@ fn background_fills(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], name:
                     None => {}
                 }
             } else {
-                cx.warn("unsupported_css", format!("background {layer:.60} not converted"), n, name);
+                cx.css(n, name, "background-image", not_drawn(layer));
             }
         }
     }
     fills
+}
+
+fn not_drawn(layer: &str) -> String {
+    format!("background-image: {} not drawn", warn::quote(layer))
 }
 
 /// An element's border (one colour, per-side widths), corner radii and shadows.
@@ -799,18 +1025,23 @@ fn box_edges(
     let sides = ["top", "right", "bottom", "left"];
     let mut widths = [0.0; 4];
     let mut colors: Vec<Option<Rgba>> = Vec::new();
+    let color_of = ["border-top-color", "border-right-color", "border-bottom-color", "border-left-color"];
     for (i, side) in sides.iter().enumerate() {
         let style = s.style(l, &format!("border-{side}-style"));
         let w = s.px(l, &format!("border-{side}-width"));
-        let c = parse_color(s.style(l, &format!("border-{side}-color"))).filter(|c| c.a > 0.0);
-        if style != "none" && style != "hidden" && w > 0.0 && c.is_some() {
+        if style == "none" || style == "hidden" || w <= 0.0 {
+            continue;
+        }
+        let c = cx.color(n, l, color_of[i], name).filter(|c| c.a > 0.0);
+        if c.is_some() {
             widths[i] = w;
             colors.push(c);
         }
     }
     let strokes = colors.first().cloned().flatten().map(|c| {
         if colors.iter().any(|o| o.as_ref() != Some(&c)) {
-            cx.warn("unsupported_css", "border sides of different colours drawn in the first side's", n, name);
+            let message = "border-color: sides of different colours drawn in the first side's".into();
+            cx.css(n, name, "border-color", message);
         }
         (solid(&c), widths)
     });
@@ -824,7 +1055,8 @@ fn box_edges(
     };
     let max_r = b[2].min(b[3]) / 2.0;
     let radii = ["top-left", "top-right", "bottom-right", "bottom-left"].map(|c| round(radius(c).min(max_r)));
-    let effects = parse_shadows(s.style(l, "box-shadow"));
+    let (effects, unread) = shadows(s.style(l, "box-shadow"));
+    cx.unread(n, name, "box-shadow", &unread);
     (strokes, radii, effects)
 }
 
@@ -919,28 +1151,165 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
             }
             return;
         }
-        1 => {}
-        _ => {
+        1 if matches!(s.tag(n).as_str(), "head" | "script" | "style" | "template" | "noscript") => return,
+        _ => {}
+    }
+    if cx.walk_depth >= MAX_WALK_DEPTH {
+        flatten(cx, n, into);
+        return;
+    }
+    cx.walk_depth += 1;
+    match s.layout_of[n].filter(|_| s.node_type[n] == 1) {
+        // display: contents, or a node without a box whose children may still have one.
+        None => {
             for c in s.children[n].clone() {
                 visit(cx, c, into, false);
             }
-            return;
         }
+        Some(l) => match placement(cx, n, l) {
+            Some((target, clip)) => move_out(cx, n, l, target, clip),
+            None => element(cx, n, l, into, flex_item),
+        },
     }
-    let tag = s.tag(n);
-    if matches!(tag.as_str(), "head" | "script" | "style" | "template" | "noscript") {
-        return;
+    cx.walk_depth -= 1;
+}
+
+/// The frame (an index into `cx.open`) an element must be drawn in when it is not its DOM
+/// parent's, and the clip of the frames it leaves that do clip it in CSS: an absolutely or
+/// fixed positioned element leaves the clipping frames inside its containing block; an
+/// element of negative `z-index` goes to its stacking context's frame, to paint below that
+/// frame's in-flow content.
+fn placement(cx: &mut Ctx<'_, '_>, n: usize, l: usize) -> Option<(usize, Option<[f64; 4]>)> {
+    let s = cx.s;
+    let out_of_flow = matches!(s.style(l, "position"), "absolute" | "fixed");
+    let cb = if out_of_flow { stack::containing_block(s, n, l) } else { None };
+    // The frame clips this element in CSS: it is its containing block or one of its ancestors.
+    let clips_it = |o: &Open| {
+        o.clips && (!out_of_flow || o.owner.zip(cb).is_some_and(|(ow, cb)| ow == cb || stack::is_ancestor(s, ow, cb)))
+    };
+    let target = if stack::negative_z(s, n, l).is_some() {
+        let sc = stack::stacking_context(s, n);
+        cx.open.iter().rposition(|o| o.owner == sc)?
+    } else if out_of_flow {
+        cx.open.iter().position(|o| o.owner.is_some() && o.clips && !clips_it(o))? - 1
+    } else {
+        return None;
+    };
+    let left = cx.open.get(target + 1..).filter(|l| !l.is_empty())?;
+    if let Some(f) = left.iter().find(|o| o.faded && !clips_it(o)) {
+        // Its opacity applies to this element, its clip does not: Figma cannot do both.
+        let name = s.label(n);
+        let message = format!(
+            "{}: clipped by {}, which fades it but does not clip it",
+            warn::quote(s.style(l, "position")),
+            f.owner.map(|o| s.label(o)).unwrap_or_default()
+        );
+        cx.css(n, &name, "position", format!("position: {message}"));
+        return None;
     }
-    let Some(l) = s.layout_of[n] else {
-        // display: contents, or a node without a box whose children may still have one.
-        for c in s.children[n].clone() {
-            visit(cx, c, into, false);
-        }
+    let clip = left.iter().filter(|o| clips_it(o)).map(|o| o.rect).reduce(intersect);
+    Some((target, clip))
+}
+
+fn intersect(a: [f64; 4], b: [f64; 4]) -> [f64; 4] {
+    let (x0, y0) = (a[0].max(b[0]), a[1].max(b[1]));
+    let (x1, y1) = ((a[0] + a[2]).min(b[0] + b[2]), (a[1] + a[3]).min(b[1] + b[3]));
+    [x0, y0, (x1 - x0).max(0.0), (y1 - y0).max(0.0)]
+}
+
+/// Draws element `n` into the open frame `target` rather than its DOM parent's, inside a
+/// clipping frame of `clip` (page coordinates) when the frames it left clipped it.
+fn move_out(cx: &mut Ctx<'_, '_>, n: usize, l: usize, target: usize, clip: Option<[f64; 4]>) {
+    let (id, tox, toy, depth) = {
+        let t = &cx.open[target];
+        (t.id, t.ox, t.oy, t.depth)
+    };
+    let clip = clip.filter(|_| depth + 1 < MAX_FRAME_DEPTH);
+    let (ox, oy, inner_depth) = match clip {
+        Some(r) => (r[0], r[1], depth + 1),
+        None => (tox, toy, depth),
+    };
+    let left = cx.open.split_off(target + 1);
+    let mut here = Container { ox, oy, depth: inner_depth, nodes: Vec::new() };
+    element(cx, n, l, &mut here, false);
+    cx.open.extend(left);
+    let Some(r) = clip else {
+        cx.moved.extend(here.nodes.into_iter().map(|k| (id, k)));
         return;
     };
+    if here.nodes.is_empty() {
+        return;
+    }
+    here.nodes.sort_by_key(|(k, _)| *k);
+    let first = here.nodes[0].0;
+    let wrapper = Node {
+        kind: "FRAME",
+        name: format!("{} clip", cx.s.label(n)),
+        x: round(r[0] - tox),
+        y: round(r[1] - toy),
+        width: round(r[2]),
+        height: round(r[3]),
+        fills: Some(Vec::new()),
+        clips_content: Some(true),
+        children: Some(here.nodes.into_iter().map(|(_, k)| k).collect()),
+        ..Node::default()
+    };
+    cx.count += 1;
+    cx.moved.push((id, (first, wrapper)));
+}
+
+/// The content of `n`, below the walk's depth limit: every box and text drawn in `into` at its
+/// place on the page, by a loop rather than recursion (no clipping, opacity or auto layout).
+fn flatten(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container) {
+    let s = cx.s;
+    let name = s.label(n);
+    let message = format!("nested over {MAX_WALK_DEPTH} elements deep: the content below is drawn flat");
+    cx.warn("depth_limit", message, n, &name);
+    let mut todo = vec![n];
+    while let Some(c) = todo.pop() {
+        if cx.count >= MAX_NODES {
+            return;
+        }
+        let tag = s.tag(c);
+        let leaf = s.pseudo.contains_key(&c)
+            || matches!(
+                tag.as_str(),
+                "img" | "svg" | "input" | "textarea" | "select" | "canvas" | "video" | "iframe" | "object" | "embed"
+            );
+        match (s.node_type[c], s.layout_of[c]) {
+            (3, Some(l)) => text(cx, c, l, into),
+            (1, _) if matches!(tag.as_str(), "script" | "style" | "template" | "noscript") => {}
+            (1, Some(l)) if leaf => element(cx, c, l, into, false),
+            (1, Some(l)) => {
+                let b = s.l_bounds[l];
+                let paint = box_paint(cx, c, l, b, &s.label(c));
+                if paints_something(&paint) && s.style(l, "visibility") != "hidden" {
+                    let mut node = Node {
+                        kind: "RECTANGLE",
+                        name: s.label(c),
+                        x: round(b[0] - into.ox),
+                        y: round(b[1] - into.oy),
+                        width: round(b[2]),
+                        height: round(b[3]),
+                        dom: Some(c),
+                        ..Node::default()
+                    };
+                    apply_paint(&mut node, paint);
+                    cx.count += 1;
+                    into.nodes.push((key(s, c, l), node));
+                }
+                todo.extend(s.children[c].iter().rev());
+            }
+            _ => todo.extend(s.children[c].iter().rev()),
+        }
+    }
+}
+
+/// An element with a box, drawn in `into`.
+fn element(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container, flex_item: bool) {
+    let s = cx.s;
     let b = s.l_bounds[l];
     let name = s.label(n);
-    let paint_order = s.l_paint.get(l).copied().unwrap_or(0);
     let visible = s.style(l, "visibility") != "hidden";
     // Generated content (::before, ::after, ::marker) converts like any box; it is named so.
     if let Some(p) = s.pseudo.get(&n) {
@@ -964,54 +1333,52 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
     if opacity < 1.0 {
         node.opacity = Some(round(opacity));
     }
-    if s.style(l, "transform") != "none" && !s.style(l, "transform").is_empty() {
-        cx.warn("unsupported_css", "transform drawn as its bounding box", n, &name);
-    }
     let paint = if visible {
+        for (property, message) in warn::approximations(s, n, l, b) {
+            cx.css(n, &name, property, message);
+        }
         box_paint(cx, n, l, b, &name)
     } else {
         BoxPaint { fills: vec![], strokes: None, radii: [0.0; 4], effects: vec![] }
     };
-    // Replaced content.
+    let Some(paint) = replaced(cx, n, l, node.clone(), paint, into) else { return };
+    if s.pseudo.contains_key(&n) {
+        // Generated content: its text is layout objects of the pseudo element itself.
+        let generated: Vec<usize> =
+            s.layouts_of[n].iter().copied().filter(|li| s.text_boxes.contains_key(li)).collect();
+        if !paints_something(&paint) && opacity >= 1.0 && stack::negative_z(s, n, l).is_none() {
+            for li in generated {
+                if !symbol_marker(cx, n, li, into) {
+                    text(cx, n, li, into);
+                }
+            }
+            return;
+        }
+    }
+    frame(cx, n, l, node, paint, into);
+}
+
+/// Replaced content (images, SVG, themed controls, embedded content), drawn in `into`; answers
+/// the paint back for any other element.
+fn replaced(
+    cx: &mut Ctx<'_, '_>,
+    n: usize,
+    l: usize,
+    mut node: Node,
+    paint: BoxPaint,
+    into: &mut Container,
+) -> Option<BoxPaint> {
+    let s = cx.s;
+    let (tag, b, name) = (s.tag(n), s.l_bounds[l], node.name.clone());
+    let visible = s.style(l, "visibility") != "hidden";
+    let k = key(s, n, l);
     match tag.as_str() {
         "img" => {
-            let url = s.current_src.get(&n).copied().or_else(|| s.attr(n, "src")).unwrap_or("");
-            if !visible {
-                return;
+            if visible {
+                node = image(cx, n, l, node, paint);
+                cx.count += 1;
+                into.nodes.push((k, node));
             }
-            let mut content = None;
-            match cx.image_source(url, n, &name) {
-                Some(ImageSource::Ready("image/svg+xml", bytes)) => {
-                    let r = cx.add_image(url, "image/svg+xml", bytes);
-                    node.kind = "SVG";
-                    node.image_ref = Some(r);
-                }
-                Some(ImageSource::Ready(m, bytes)) => {
-                    let r = cx.add_image(url, m, bytes);
-                    let mode = match s.style(l, "object-fit") {
-                        "contain" | "scale-down" => "FIT",
-                        _ => "FILL",
-                    };
-                    content = Some(Paint::Image { image_ref: r, scale_mode: mode });
-                }
-                Some(ImageSource::Crop) => {
-                    let r = cx.crop(b);
-                    content = Some(Paint::Image { image_ref: r, scale_mode: "FILL" });
-                }
-                None => {}
-            }
-            if node.kind != "SVG" {
-                node.kind = "RECTANGLE";
-                apply_paint(&mut node, paint);
-                if let Some(c) = content {
-                    node.fills.get_or_insert_with(Vec::new).push(c);
-                }
-            } else {
-                node = boxed_svg(cx, l, node, paint);
-            }
-            cx.count += 1;
-            into.nodes.push((paint_order, node));
-            return;
         }
         "svg" => {
             if visible {
@@ -1021,9 +1388,8 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
                 node.image_ref = Some(r);
                 node = boxed_svg(cx, l, node, paint);
                 cx.count += 1;
-                into.nodes.push((paint_order, node));
+                into.nodes.push((k, node));
             }
-            return;
         }
         "input"
             if matches!(s.attr(n, "type").map(str::to_ascii_lowercase).as_deref(), Some("checkbox" | "radio"))
@@ -1036,9 +1402,8 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
                 node.kind = "RECTANGLE";
                 node.fills = Some(vec![Paint::Image { image_ref: r, scale_mode: "FILL" }]);
                 cx.count += 1;
-                into.nodes.push((paint_order, node));
+                into.nodes.push((k, node));
             }
-            return;
         }
         "canvas" | "video" | "iframe" | "object" | "embed" => {
             let code = match tag.as_str() {
@@ -1050,49 +1415,109 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
             node.kind = "RECTANGLE";
             apply_paint(&mut node, paint);
             cx.count += 1;
-            into.nodes.push((paint_order, node));
-            return;
+            into.nodes.push((k, node));
         }
-        _ => {}
+        _ => return Some(paint),
     }
-    if s.pseudo.contains_key(&n) {
-        // Generated content: its text is layout objects of the pseudo element itself.
-        let generated: Vec<usize> =
-            s.layouts_of[n].iter().copied().filter(|li| s.text_boxes.contains_key(li)).collect();
-        if !paints_something(&paint) && opacity >= 1.0 {
-            for li in generated {
-                if !symbol_marker(cx, n, li, into) {
-                    text(cx, n, li, into);
-                }
-            }
-            return;
+    None
+}
+
+/// An `<img>`: an image fill of its box (with the box's paint below it), or an SVG node.
+fn image(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, paint: BoxPaint) -> Node {
+    let s = cx.s;
+    let url = s.current_src.get(&n).copied().or_else(|| s.attr(n, "src")).unwrap_or("");
+    let mut content = None;
+    match cx.image_source(url, n, &node.name) {
+        Some(ImageSource::Ready("image/svg+xml", bytes)) => {
+            let r = cx.add_image(url, "image/svg+xml", bytes);
+            node.kind = "SVG";
+            node.image_ref = Some(r);
+            return boxed_svg(cx, l, node, paint);
         }
+        Some(ImageSource::Ready(m, bytes)) => {
+            let r = cx.add_image(url, m, bytes);
+            let mode = match s.style(l, "object-fit") {
+                "contain" | "scale-down" => "FIT",
+                _ => "FILL",
+            };
+            content = Some(Paint::Image { image_ref: r, scale_mode: mode });
+        }
+        Some(ImageSource::Crop) => {
+            let r = cx.crop(s.l_bounds[l]);
+            content = Some(Paint::Image { image_ref: r, scale_mode: "FILL" });
+        }
+        None => {}
     }
+    node.kind = "RECTANGLE";
+    apply_paint(&mut node, paint);
+    if let Some(c) = content {
+        node.fills.get_or_insert_with(Vec::new).push(c);
+    }
+    node
+}
+
+/// The children of element `n`'s frame `open`, in paint order: its own, and those moved into
+/// it from deeper down.
+fn fill(cx: &mut Ctx<'_, '_>, n: usize, l: usize, open: Open, flex: bool) -> Vec<Node> {
+    let s = cx.s;
+    let (id, b) = (open.id, open.rect);
+    cx.next_id += 1;
+    let mut inner = Container { ox: open.ox, oy: open.oy, depth: open.depth, nodes: Vec::new() };
+    cx.open.push(open);
+    for c in s.children[n].clone() {
+        let item = flex
+            && s.node_type[c] == 1
+            && !s.pseudo.contains_key(&c)
+            && s.layout_of[c].is_some_and(|cl| !matches!(s.style(cl, "position"), "absolute" | "fixed"));
+        visit(cx, c, &mut inner, item);
+    }
+    cx.open.pop();
+    if matches!(s.tag(n).as_str(), "input" | "textarea" | "select") {
+        input_text(cx, n, l, b, &mut inner);
+    }
+    let mut kids = inner.nodes;
+    kids.extend(cx.take_moved(id));
+    kids.sort_by_key(|(p, _)| *p);
+    kids.into_iter().map(|(_, k)| k).collect()
+}
+
+/// Any other element: a frame when it paints, clips, fades, lays out flex items or holds a
+/// negative z-index; else flattened, its paint a rectangle and its content beside it.
+fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, paint: BoxPaint, into: &mut Container) {
+    let s = cx.s;
+    let (b, k, flex_item) = (s.l_bounds[l], key(s, n, l), node.flex_item);
     let display = s.style(l, "display");
     let clips = s.style(l, "overflow-x") != "visible" || s.style(l, "overflow-y") != "visible";
     let flex = matches!(display, "flex" | "inline-flex") && s.style(l, "flex-wrap") == "nowrap";
+    let faded = node.opacity.is_some();
+    let stacks = stack::negative_z(s, n, l).is_some() || cx.negative_hosts.contains(&Some(n));
     let paints = paints_something(&paint);
-    let framed = paints || clips || opacity < 1.0 || flex || flex_item;
-    if !framed || into.depth >= MAX_FRAME_DEPTH {
+    let needs_frame = clips || faded || flex || flex_item || stacks;
+    if into.depth >= MAX_FRAME_DEPTH && needs_frame {
+        let message =
+            format!("nested over {MAX_FRAME_DEPTH} frames deep: drawn flat, without its clip, opacity or auto layout");
+        cx.warn("depth_limit", message, n, &node.name);
+    }
+    if !(paints || needs_frame) || into.depth >= MAX_FRAME_DEPTH {
         if paints {
             // Too deep for a frame: its paint as a rectangle, its content beside it.
             node.kind = "RECTANGLE";
             apply_paint(&mut node, paint);
             collapsed_border(s, l, &mut node);
             cx.count += 1;
-            into.nodes.push((paint_order, node.clone()));
+            into.nodes.push((k, node));
         }
         for c in s.children[n].clone() {
             visit(cx, c, into, false);
         }
         return;
     }
-    if display == "inline" && paints && !clips && opacity >= 1.0 && !flex_item {
+    if display == "inline" && paints && !clips && !faded && !flex_item && !stacks {
         let lines = inline_lines(s, n);
         if lines.len() > 1 {
             // Broken across lines: CSS paints each line's fragment (box-decoration-break:
             // slice), not the bounding box, which would cover the lines' other text.
-            inline_fragments(cx, n, l, &node, paint, &lines, paint_order, into);
+            inline_fragments(cx, n, l, &node, paint, &lines, k, into);
             for c in s.children[n].clone() {
                 visit(cx, c, into, false);
             }
@@ -1103,27 +1528,16 @@ fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) 
     collapsed_border(s, l, &mut node);
     node.clips_content = Some(clips);
     cx.count += 1;
-    let mut inner = Container { ox: b[0], oy: b[1], depth: into.depth + 1, nodes: Vec::new() };
-    for c in s.children[n].clone() {
-        let item = flex
-            && s.node_type[c] == 1
-            && !s.pseudo.contains_key(&c)
-            && s.layout_of[c].is_some_and(|cl| !matches!(s.style(cl, "position"), "absolute" | "fixed"));
-        visit(cx, c, &mut inner, item);
-    }
-    if matches!(tag.as_str(), "input" | "textarea" | "select") {
-        input_text(cx, n, l, b, &mut inner);
-    }
-    let mut kids = inner.nodes;
-    kids.sort_by_key(|(p, _)| *p);
-    let mut kids: Vec<Node> = kids.into_iter().map(|(_, k)| k).collect();
+    let open =
+        Open { owner: Some(n), id: cx.next_id, clips, faded, rect: b, ox: b[0], oy: b[1], depth: into.depth + 1 };
+    let mut kids = fill(cx, n, l, open, flex);
     if flex {
         auto_layout(s, n, l, &mut node, &mut kids);
     }
     if !kids.is_empty() {
         node.children = Some(kids);
     }
-    into.nodes.push((paint_order, node));
+    into.nodes.push((k, node));
 }
 
 /// Makes `frame` an auto layout frame when Figma would put every child exactly where it is:
@@ -1264,7 +1678,7 @@ fn inline_fragments(
     node: &Node,
     paint: BoxPaint,
     lines: &[[f64; 4]],
-    paint_order: i64,
+    paint_order: Key,
     into: &mut Container,
 ) {
     let s = cx.s;
@@ -1329,7 +1743,7 @@ fn symbol_marker(cx: &mut Ctx<'_, '_>, n: usize, li: usize, into: &mut Container
     if kind != symbol || side <= 0.0 || s.style(li, "visibility") == "hidden" {
         return false;
     }
-    let Some(color) = parse_color(s.style(li, "color")).filter(|c| c.a > 0.0) else { return true };
+    let Some(color) = cx.color(n, li, "color", &s.label(n)).filter(|c| c.a > 0.0) else { return true };
     // Blink draws the pixel-snapped rectangle.
     let (x, y, d) = ((b[0] + 1.0).round(), (b[1] + 0.75 * (2.0 * side - 1.0)).round(), side.round());
     let mut node = Node {
@@ -1352,7 +1766,7 @@ fn symbol_marker(cx: &mut Ctx<'_, '_>, n: usize, li: usize, into: &mut Container
         node.fills = Some(vec![solid(&color)]);
     }
     cx.count += 1;
-    into.nodes.push((s.l_paint.get(li).copied().unwrap_or(0), node));
+    into.nodes.push((order(s.l_paint.get(li).copied().unwrap_or(0)), node));
     true
 }
 
@@ -1364,13 +1778,14 @@ fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
     if s.style(l, "visibility") == "hidden" {
         return;
     }
-    let color = parse_color(s.style(l, "color")).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
+    let owner = usize::try_from(s.parent[n]).unwrap_or(n);
+    let color = cx.color(owner, l, "color", &s.label(owner)).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
     if color.a == 0.0 {
         return;
     }
     let css_family = s.style(l, "font-family");
     let wanted = first_family(css_family);
-    let used = cx.fonts.get(css_family).cloned().unwrap_or_else(|| wanted.clone());
+    let used = cx.font(css_family, owner);
     let style = font_style(s.style(l, "font-weight"), matches!(s.style(l, "font-style"), "italic" | "oblique"));
     let font_size = s.px(l, "font-size");
     let line_height = match s.style(l, "line-height") {
@@ -1405,8 +1820,9 @@ fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
         "justify" => "JUSTIFIED",
         _ => "LEFT",
     };
-    let paint_order = s.l_paint.get(l).copied().unwrap_or(0);
-    let owner = usize::try_from(s.parent[n]).unwrap_or(n);
+    // A text node has its parent's computed style: its z-index is the parent's, whose frame
+    // holds it, so it sorts by paint order alone.
+    let paint_order = order(s.l_paint.get(l).copied().unwrap_or(0));
     for (b, start, len) in boxes {
         let end = (start + len).min(full.len());
         let chars = String::from_utf16_lossy(&full[(*start).min(end)..end]);
@@ -1486,7 +1902,8 @@ fn input_text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], into: &mut 
             None => return,
         },
     };
-    let mut color = parse_color(s.style(l, "color")).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
+    let name = s.label(n);
+    let mut color = cx.color(n, l, "color", &name).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
     if placeholder {
         // Chromium's placeholder colour: the text colour at a little under half strength.
         color.a *= 0.46;
@@ -1510,7 +1927,7 @@ fn input_text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], into: &mut 
             let r = cx.crop(rect);
             cx.count += 1;
             into.nodes.push((
-                i64::MAX,
+                order(i64::MAX),
                 Node {
                     kind: "RECTANGLE",
                     name: "arrow".into(),
@@ -1528,12 +1945,12 @@ fn input_text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], into: &mut 
     let top =
         if s.tag(n) == "textarea" { s.px(l, "border-top-width") + s.px(l, "padding-top") } else { (b[3] - line) / 2.0 };
     let css_family = s.style(l, "font-family");
-    let family = cx.fonts.get(css_family).cloned().unwrap_or_else(|| first_family(css_family));
+    let family = cx.font(css_family, n);
     let style = font_style(s.style(l, "font-weight"), s.style(l, "font-style") == "italic");
     let name: String = chars.chars().take(40).collect();
     cx.count += 1;
     into.nodes.push((
-        i64::MAX,
+        order(i64::MAX),
         Node {
             kind: "TEXT",
             name,

@@ -197,7 +197,12 @@ pub const WARNING_CODES: &[&str] = &[
     "iframe_skipped",
     "video_skipped",
     "node_limit",
+    "depth_limit",
 ];
+
+/// The most warnings one conversion reports: the artifact's limit (`shared`'s
+/// `Limits::max_warnings` and the schema's `maxItems`), past which the result route refuses it.
+pub const MAX_WARNINGS: usize = 1000;
 
 /// A deterministic conversion warning: what could not be reproduced exactly, and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -8,14 +8,18 @@
 
 pub mod capture;
 mod cdp;
+mod color;
 pub mod convert;
 pub mod doc;
 pub mod render;
+mod stack;
+mod warn;
 
 use std::time::{Duration, Instant};
 
 pub use capture::{Capture, CaptureError};
-pub use doc::{Image, Node, Warning, WARNING_CODES};
+pub use convert::MalformedSnapshot;
+pub use doc::{Image, Node, Warning, MAX_WARNINGS, WARNING_CODES};
 pub use render::{Options, RenderError, Renderer};
 
 /// Why a capture could not be converted; the message is for the user.
@@ -25,6 +29,8 @@ pub enum ConvertError {
     Capture(#[from] CaptureError),
     #[error(transparent)]
     Render(#[from] RenderError),
+    #[error(transparent)]
+    Snapshot(#[from] MalformedSnapshot),
     #[error("the page has no content to convert")]
     NoContent,
 }
@@ -68,16 +74,16 @@ pub async fn convert(renderer: &Renderer, bytes: &[u8], screenshot: bool) -> Res
             let out = convert::convert(snap, capture.width, height, fonts);
             convert_time = t.elapsed();
             match out {
-                Some((c, crops)) => {
+                Ok((c, crops)) => {
                     let rects = crops.iter().map(|c| c.rect).collect();
-                    (Some((c, crops)), rects)
+                    (Ok((c, crops)), rects)
                 }
-                None => (None, Vec::new()),
+                Err(e) => (Err(e), Vec::new()),
             }
         })
         .await?;
     let render = t1.elapsed().saturating_sub(convert_time);
-    let (mut converted, crops) = converted.ok_or(ConvertError::NoContent)?;
+    let (mut converted, crops) = converted?;
     for (crop, png) in crops.iter().zip(rendered.crops) {
         if let Some(img) = converted.images.iter_mut().find(|i| i.name == crop.name) {
             img.bytes = png;

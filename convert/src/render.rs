@@ -122,6 +122,19 @@ pub const STYLES: &[&str] = &[
     "list-style-type",
     "border-collapse",
     "background-repeat",
+    // Read to stack and clip as CSS does, and to warn of what the document does not draw.
+    "z-index",
+    "isolation",
+    "filter",
+    "backdrop-filter",
+    "clip-path",
+    "mask-image",
+    "mix-blend-mode",
+    "background-blend-mode",
+    "text-shadow",
+    "perspective",
+    "contain",
+    "will-change",
 ];
 
 pub struct Renderer {

@@ -108,7 +108,8 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// The fixed list of warning codes (docs/WORKER.md, "Warnings").
+    /// The fixed list of warning codes (docs/WORKER.md, "Warnings", says what triggers each).
+    /// Codes are only ever added: an artifact written before a code was still validates.
     pub enum WarningCode {
         FontSubstituted = "font_substituted",
         UnsupportedCss = "unsupported_css",
@@ -120,6 +121,7 @@ wire_enum! {
         IframeSkipped = "iframe_skipped",
         VideoSkipped = "video_skipped",
         NodeLimit = "node_limit",
+        DepthLimit = "depth_limit",
     }
 }
 

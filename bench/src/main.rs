@@ -2,7 +2,7 @@
 //! (the machine is noisy; absolute numbers are not the point). See docs/PERFORMANCE.md.
 //!
 //! ```text
-//! code2des-bench [all|coldstart|compression|roundtrips|warm|reads|hydration|scale|capacity] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
+//! code2des-bench [all|coldstart|compression|roundtrips|warm|reads|hydration|scale|capacity|pool] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
 //! ```
 //! `--quick` runs every benchmark with a few iterations (CI checks that they still run; it
 //! asserts nothing about speed). `--extra` adds another binary to the cold-start table (a
@@ -21,6 +21,7 @@ mod latency;
 mod load;
 mod pg;
 mod pgproxy;
+mod pool;
 mod reads;
 mod roundtrips;
 mod scale;
@@ -99,7 +100,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: code2des-bench [all|coldstart|compression|convert|roundtrips|warm|reads|hydration|scale|capacity] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
+                "{e}\nusage: code2des-bench [all|coldstart|compression|convert|roundtrips|warm|reads|hydration|scale|capacity|pool] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
             );
             std::process::exit(2);
         }
@@ -125,6 +126,7 @@ fn run(args: Args) -> Result<(), String> {
             | "hydration"
             | "scale"
             | "capacity"
+            | "pool"
     ) {
         return Err(format!("unknown command {c:?}"));
     }
@@ -148,6 +150,12 @@ fn run(args: Args) -> Result<(), String> {
     }
     let cluster = pg::cluster()?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    if matches!(c, "all" | "pool") {
+        rt.block_on(pool::run(&cluster.url("postgres"), args.quick))?;
+    }
+    if c == "pool" {
+        return Ok(());
+    }
     let quick = args.quick;
     let rounds = args.rounds.unwrap_or(if quick { 1 } else { 5 });
     let result = rt.block_on(async {

@@ -9,6 +9,9 @@ freezes them; these slow them down, behind a TCP proxy that can be switched whil
   s3-trickle        S3 sends its bodies at 2 KB/s
   pg-late           PostgreSQL answers every round trip 6 s late
   row-locked        another session holds a job's row FOR UPDATE
+  compensate-late   S3 swallows the manifest PUT and PostgreSQL answers every round trip 7 s
+                    late: the trigger's dispatch fails at the end of the budget and its
+                    compensation (failing the attempt) runs on the slow database
 
 (The fifth fault, a slow Secrets Manager, has no place in the local stack, which takes its webhook
 keys from the environment: shared/tests/slow_secrets.rs drills it against an emulated endpoint.)
@@ -51,7 +54,8 @@ def has_retry_after(hdrs):
 class Proxy:
     """A TCP proxy to 127.0.0.1:target whose mode can change while it runs: `pass`; `late`,
     every response's first bytes held `delay` seconds after the request that asked for them;
-    `trickle`, every response sent at `rate` bytes a second."""
+    `trickle`, every response sent at `rate` bytes a second; `hang`, every request swallowed
+    (never forwarded, so never done) and nothing answered."""
 
     def __init__(self, target):
         self.target, self.mode, self.delay, self.rate = target, "pass", 0.0, 2048
@@ -83,6 +87,8 @@ class Proxy:
     def _up(self, c, up, asked):
         try:
             while data := c.recv(65536):
+                if self.mode == "hang":
+                    continue
                 asked.set()
                 up.sendall(data)
         except OSError:
@@ -315,12 +321,69 @@ def lock_drill(drill, pg_url):
         s.close()
 
 
+def compensate_drill(drill, pg_url, delay=7.0):
+    """The trigger's manifest PUT hangs (swallowed by S3's proxy, so the manifest is never
+    written) while PostgreSQL answers every round trip `delay` s late. BEGIN with the INSERT and
+    then the COMMIT take 2 x 7 s; the PUT hangs until the request's budget ends; dispatch then
+    fails the attempt on a budget of its own (shared::budget::compensate) against the slow
+    database. The answer must still come within BOUND: the backstop and the compensation's
+    budget used to overlap (budget 25 s + 2 s of compensation, backstop at 26.5 s). After
+    recovery the attempt is failed with the dispatch error, not processing with no manifest, and
+    its Idempotency-Key is released: the same trigger again is dispatched."""
+    port = int(pg_url.rsplit(":", 1)[1].split("/")[0])
+    pg = Proxy(port)
+    db_name = f"c2d_complate_{harness._token(8)}"
+    moto, endpoint = harness.moto_s3_server()
+    s3 = Proxy(int(endpoint.rsplit(":", 1)[1]))
+    s = harness.LocalStack(admin_url=pg_url, tag="complate",
+                           env={"DATABASE_URL": f"postgres://postgres@127.0.0.1:{pg.port}/{db_name}",
+                                "S3_ENDPOINT": f"http://127.0.0.1:{s3.port}"})
+    s.db_name, s.db_url = db_name, pg_url.rsplit("/", 1)[0] + "/" + db_name
+    try:
+        t = s.seed_tenant()
+        st, _, _ = s.trigger(t)  # warms the pool: the drilled trigger needs no new connection
+        if st != 202:
+            return violation(drill, f"trigger with everything up: {st}")
+        key = {"Idempotency-Key": "drill-" + harness._token(8)}
+        body = {"pageImportId": t.page_import, "figmaFileKey": "FILEkey123", "screenId": "compensated"}
+        s3.set("hang")
+        pg.set("late", delay)
+        st, _, _, took = timed(s, drill, "trigger", "POST", s.jobs_path(t), t.sub, body, headers=key, ok=())
+        if st != 503:
+            violation(drill, f"trigger with its manifest PUT hung answered {st} after {took:.1f} s")
+        pg.set("pass")
+        s3.set("pass")
+        # The compensating UPDATE's answer is still on its way back through the proxy.
+        deadline = time.time() + 3 * delay
+        row = ""
+        while time.time() < deadline:
+            row = s.sql("SELECT status::text || '|' || COALESCE(error_message, '') FROM code2des "
+                        "WHERE screen_id = 'compensated'")
+            if not row.startswith("0|"):
+                break
+            time.sleep(0.5)
+        if row != "2|the job could not be dispatched to the worker":
+            violation(drill, f"after recovery the undispatched attempt is {row!r}, not failed")
+        st, again, _ = s.request("POST", s.jobs_path(t), t.sub, body, headers=key)
+        if st != 202:
+            violation(drill, f"the same trigger after recovery answered {st} {again}")
+        else:
+            s.read_manifest(again["code2desId"])  # raises, so the drill fails, if it is missing
+        nothing_stuck(s, drill)
+    finally:
+        pg.set("pass")
+        s3.set("pass")
+        s.close()
+        moto.kill()
+
+
 DRILLS = {
     "s3-late-many": lambda pg: s3_drill("s3-late-many", pg, "late", 4.5),
     "s3-past-attempt": lambda pg: s3_drill("s3-past-attempt", pg, "late", 6.0),
     "s3-trickle": lambda pg: s3_drill("s3-trickle", pg, "trickle", rate=2048),
     "pg-late": lambda pg: pg_drill("pg-late", pg),
     "row-locked": lambda pg: lock_drill("row-locked", pg),
+    "compensate-late": lambda pg: compensate_drill("compensate-late", pg),
 }
 
 
@@ -328,7 +391,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--json", help="write every answer's drill, route, status and seconds here")
+    ap.add_argument("--only", help="comma-separated drills to run (default: all)")
     args = ap.parse_args()
+    drills = DRILLS
+    if args.only:
+        names = args.only.split(",")
+        unknown = [n for n in names if n not in DRILLS]
+        if unknown:
+            ap.error(f"unknown drill(s) {unknown}; there are {sorted(DRILLS)}")
+        drills = {n: DRILLS[n] for n in names}
     harness.local_binary()
     harness.ensure_moto()
     harness.ensure_postgres()
@@ -337,7 +408,7 @@ def main():
     for r in range(args.rounds):
         print(f"== round {r + 1} of {args.rounds}", flush=True)
         ths = []
-        for name, run in DRILLS.items():
+        for name, run in drills.items():
             def go(name=name, run=run):
                 try:
                     run(pg_url)

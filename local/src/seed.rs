@@ -97,11 +97,14 @@ pub async fn seed_command(
     if shared::domain::ids::PageImportId::parse(&page_import).is_err() {
         return Err("--page-import must be 1-255 characters with no control character".into());
     }
-    let t = tenant(&client, &format!("{sub}'s organization"), &sub, &page_import, "1", None)
+    // The member's page import holds a real capture (the landing sample, written just below by
+    // sample_imports): a job needs one, and the reference worker fails a job without it rather
+    // than answering a canned document (issue 37).
+    let landing = format!("s3://{}/{}", cfg.bucket(), sample_key("landing"));
+    let t = tenant(&client, &format!("{sub}'s organization"), &sub, &page_import, "1", Some(&landing))
         .await
         .map_err(|e| shared::error::chain(&e))?;
-    // Page imports whose captures the reference worker converts for real (the first one has
-    // no capture: the worker answers it with its sample document, as it always did).
+    // One more page import per sample capture, each converted for real by the reference worker.
     let samples = sample_imports(&client, cfg, &t).await?;
     let token = crate::identity::local_token(&t.sub);
     let base = format!("http://{}/organizations/{}/projects/{}/code2des", cfg.addr, t.org, t.project);

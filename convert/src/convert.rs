@@ -681,6 +681,14 @@ impl Ctx<'_, '_> {
         }
     }
 
+    /// A `depth_limit` warning, once per parent element: its children are alike too deep.
+    fn depth_limit(&mut self, n: usize, name: &str, message: String) {
+        let parent = usize::try_from(self.s.parent[n]).unwrap_or(n);
+        if self.warned.insert((parent, "depth_limit")) {
+            self.warn("depth_limit", message, n, name);
+        }
+    }
+
     /// A colour property of layout object `l`; one that cannot be read is warned and drawn
     /// grey, so its box is still drawn. `None` when the snapshot has no value.
     fn color(&mut self, n: usize, l: usize, property: &'static str, name: &str) -> Option<Rgba> {
@@ -1197,14 +1205,15 @@ fn placement(cx: &mut Ctx<'_, '_>, n: usize, l: usize) -> Option<(usize, Option<
     };
     let left = cx.open.get(target + 1..).filter(|l| !l.is_empty())?;
     if let Some(f) = left.iter().find(|o| o.faded && !clips_it(o)) {
-        // Its opacity applies to this element, its clip does not: Figma cannot do both.
-        let name = s.label(n);
+        // Its opacity applies to this element, the clip does not: Figma cannot do both.
+        let label = |o: &Open| o.owner.map(|o| s.label(o)).unwrap_or_default();
         let message = format!(
-            "{}: clipped by {}, which fades it but does not clip it",
+            "position: {}: drawn clipped by {} (CSS does not clip it there), to keep the opacity of {}",
             warn::quote(s.style(l, "position")),
-            f.owner.map(|o| s.label(o)).unwrap_or_default()
+            label(&left[0]),
+            label(f)
         );
-        cx.css(n, &name, "position", format!("position: {message}"));
+        cx.css(n, &s.label(n), "position", message);
         return None;
     }
     let clip = left.iter().filter(|o| clips_it(o)).map(|o| o.rect).reduce(intersect);
@@ -1264,7 +1273,7 @@ fn flatten(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container) {
     let s = cx.s;
     let name = s.label(n);
     let message = format!("nested over {MAX_WALK_DEPTH} elements deep: the content below is drawn flat");
-    cx.warn("depth_limit", message, n, &name);
+    cx.depth_limit(n, &name, message);
     let mut todo = vec![n];
     while let Some(c) = todo.pop() {
         if cx.count >= MAX_NODES {
@@ -1496,7 +1505,7 @@ fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, paint: BoxPai
     if into.depth >= MAX_FRAME_DEPTH && needs_frame {
         let message =
             format!("nested over {MAX_FRAME_DEPTH} frames deep: drawn flat, without its clip, opacity or auto layout");
-        cx.warn("depth_limit", message, n, &node.name);
+        cx.depth_limit(n, &node.name, message);
     }
     if !(paints || needs_frame) || into.depth >= MAX_FRAME_DEPTH {
         if paints {

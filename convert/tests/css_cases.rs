@@ -194,6 +194,11 @@ fn negative_z_index_paints_above_its_stacking_context_and_below_its_content() {
           <div id="over" style="position:absolute;z-index:1;left:60px;top:60px;width:20px;height:20px;background:rgb(0, 0, 0)"></div>
         </div>
         <div id="page-under" style="position:absolute;z-index:-1;left:0;top:0;width:50px;height:50px;background:rgb(255, 255, 0)"></div>
+        <div id="sc2" style="position:relative;z-index:0;width:400px;height:100px">
+          <div id="box" style="overflow:hidden;width:100px;height:50px;background:rgb(0, 0, 255)">
+            <div id="clipped-under" style="position:relative;z-index:-1;width:300px;height:100px;background:rgb(255, 0, 0)"></div>
+          </div>
+        </div>
         </body>"#);
     // Inside the stacking context's frame (its background below all), the negative ones first,
     // the most negative lowest, even the one whose DOM parent is the card; then the card, then
@@ -204,6 +209,15 @@ fn negative_z_index_paints_above_its_stacking_context_and_below_its_content() {
     let top = children(&out.document, &out.title);
     let at = |name: &str| top.iter().position(|n| n == name).unwrap_or_else(|| panic!("{name} in {top:?}"));
     assert!(at("div#page-under") < at("div#sc"), "{top:?}");
+    // Below the box that clips it: moved out of it, in a frame that clips it as the box did.
+    assert_eq!(children(&out.document, "div#sc2"), ["div#clipped-under clip", "div#box"]);
+    let all = nodes(&out.document);
+    let clip = named(&all, "div#clipped-under clip");
+    assert_eq!(
+        (clip["clipsContent"].as_bool(), clip["width"].as_f64(), clip["height"].as_f64()),
+        (Some(true), Some(100.0), Some(50.0))
+    );
+    assert_eq!(named(&all, "div#clipped-under")["width"], 300.0);
 }
 
 #[test]
@@ -240,8 +254,24 @@ fn what_is_not_drawn_exactly_is_said_once_per_element_and_property() {
 fn warnings_stop_at_the_artifacts_limit() {
     let divs = r#"<div style="filter:blur(1px);height:1px"></div>"#.repeat(MAX_WARNINGS + 100);
     let out = run(&format!("<!DOCTYPE html><body>{divs}</body>"));
-    assert_eq!(MAX_WARNINGS, 1000, "shared::domain::artifact::Limits::default().max_warnings");
     assert_eq!(out.warnings.len(), MAX_WARNINGS);
+}
+
+/// The converter does not depend on the shared crate (it builds in seconds alone), so the
+/// artifact's limit is read from its source: `Limits::default()`'s `max_warnings`.
+#[test]
+fn the_warnings_limit_is_the_artifacts() {
+    let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/domain/artifact.rs"))
+        .expect("shared/src/domain/artifact.rs");
+    let limit: Vec<usize> = source
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("max_warnings: ")?.strip_suffix(',')?.replace('_', "").parse().ok())
+        .collect();
+    assert_eq!(
+        limit,
+        [MAX_WARNINGS],
+        "Limits::default().max_warnings, as a literal, is code2des_convert::MAX_WARNINGS"
+    );
 }
 
 #[test]

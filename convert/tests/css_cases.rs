@@ -311,7 +311,13 @@ fn a_failed_font_look_up_is_warned() {
 fn a_page_nested_5000_deep_converts_within_the_artifacts_depth() {
     let open = r#"<div style="overflow:hidden;padding-left:1px">"#.repeat(5000);
     let close = "</div>".repeat(5000);
-    let out = run(&format!("<!DOCTYPE html><body>{open}<span style=\"background:red\">deep</span>{close}</body>"));
+    // An inline SVG as deep: its markup is written out whole.
+    let svg = format!(
+        "<svg width=\"10\" height=\"10\">{}<rect width=\"5\" height=\"5\"/>{}</svg>",
+        "<g>".repeat(5000),
+        "</g>".repeat(5000)
+    );
+    let out = run(&format!("<!DOCTYPE html><body>{svg}{open}<span style=\"background:red\">deep</span>{close}</body>"));
     fn depth(n: &Value) -> usize {
         1 + n["children"].as_array().into_iter().flatten().map(depth).max().unwrap_or(0)
     }
@@ -319,6 +325,7 @@ fn a_page_nested_5000_deep_converts_within_the_artifacts_depth() {
     let all = nodes(&out.document);
     assert!(all.iter().any(|n| n["characters"] == "deep"), "the deepest text is drawn");
     assert!(all.iter().any(|n| n["name"] == "span" && n["type"] == "RECTANGLE"), "and its box");
+    assert!(all.iter().any(|n| n["type"] == "SVG"), "the svg");
     assert!(out.warnings.iter().any(|w| w.code == "depth_limit"), "{:?}", out.warnings);
     // Every warning within the artifact's bounds (shared::domain::artifact::ArtifactWarning).
     for w in &out.warnings {

@@ -729,12 +729,21 @@ fn find_binary() -> Option<PathBuf> {
 /// The shell that starts Chromium: it joins the cgroups named before `--` (its children are
 /// then born in them: every Chromium process, no escape), starts Chromium in its process group,
 /// and waits for its standard input to close, which happens when the renderer drops it or when
-/// this process ends, however it ends; then it kills its whole process group. This is what a
-/// `pre_exec` `prctl(PR_SET_PDEATHSIG)` would do, without the unsafe code the workspace forbids.
-const WRAPPER: &str = r#"while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done
+/// this process ends, however it ends. Then it leaves the cgroups for their parents, kills
+/// what they hold (`cgroup.kill` in v2, each process in v1), removes them, and kills its whole
+/// process group, itself last. This is what a `pre_exec` `prctl(PR_SET_PDEATHSIG)` would do,
+/// and the cleanup a process that exits without dropping its renderer cannot, without the
+/// unsafe code the workspace forbids. (The cgroup paths hold no white space: `make_cgroups`.)
+const WRAPPER: &str = r#"dirs=
+while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 97; dirs="$dirs $1"; shift; done
 shift
 "$@" </dev/null &
 read -r line
+for d in $dirs; do echo $$ > "${d%/*}/cgroup.procs"; done
+for d in $dirs; do
+  if [ -e "$d/cgroup.kill" ]; then echo 1 > "$d/cgroup.kill"; else kill -KILL $(cat "$d/cgroup.procs") 2>/dev/null; fi
+done
+for i in 1 2 3 4 5 6 7 8 9 10; do rmdir $dirs 2>/dev/null; [ -n "$dirs" ] && [ -e ${dirs##* } ] || break; sleep 0.1; done
 kill -KILL 0"#;
 
 /// A cgroup made for one browser.
@@ -768,7 +777,7 @@ impl Tree {
         let cgroups = if cgroup { make_cgroups(&name, memory_limit) } else { Vec::new() };
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c").arg(WRAPPER).arg("sh");
-        cmd.args(cgroups.iter().map(|c| c.dir.join("cgroup.procs")));
+        cmd.args(cgroups.iter().map(|c| &c.dir));
         cmd.arg("--").arg(binary).args(args);
         // The wrapper leads a process group of its own: one signal reaches every process of the
         // browser (crashpad's handlers excepted, which leave it and exit with the browser).
@@ -932,7 +941,9 @@ fn make_cgroups(name: &str, limit: u64) -> Vec<Cgroup> {
             fits.then_some(path)
         })?;
         let rel = path.strip_prefix(root).unwrap_or(path).trim_start_matches('/');
-        Some(Path::new(mount).join(rel))
+        let dir = Path::new(mount).join(rel);
+        // The wrapper shell splits its list of cgroups on white space.
+        (!dir.to_string_lossy().contains(char::is_whitespace)).then_some(dir)
     };
     if let Some(parent) = dir_of("cgroup2", None) {
         sweep(&parent);

@@ -148,29 +148,58 @@ fn a_renderer_never_dropped_dies_with_its_process() {
     assert!(pids.len() >= 3, "{pids:?}");
     let gone = wait_for(Duration::from_secs(2), || alive(&pids).is_empty());
     assert!(gone, "alive after their process exited: {:?}", alive(&pids));
-    // The helper could not remove its cgroups (a process cannot remove the cgroup it is in, and
-    // nothing of it ran at its exit): the next renderer to start removes them.
-    let helper = stdout.split("helper process: ").nth(1).and_then(|r| r.lines().next()).expect("the helper's pid");
+    // Its cgroups too: the wrapper shell left them and removed them.
+    let cgroups: Vec<std::path::PathBuf> = stdout
+        .split("browser cgroups: ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .expect("the helper's cgroups")
+        .split(',')
+        .filter(|c| !c.is_empty())
+        .map(Into::into)
+        .collect();
+    let removed = wait_for(Duration::from_secs(3), || cgroups.iter().all(|c| !c.exists()));
+    assert!(removed, "left behind: {cgroups:?}");
+}
+
+/// The cgroups of a process of this machine that is gone, which it could not remove (its
+/// wrapper shell was killed too), are removed by the next renderer to start; those of a live
+/// process are left to it.
+#[test]
+fn a_dead_process_cgroups_are_swept() {
+    let _serial = serial();
     let rt = runtime();
     let r = rt.block_on(Renderer::start(Options::default())).expect("Chromium starts");
     let health = rt.block_on(r.health()).expect("a browser");
+    rt.block_on(r.close());
+    if health.cgroups.is_empty() {
+        return; // nowhere to make a cgroup: nothing to sweep
+    }
+    // A pid that is gone: a child that has exited and been waited for.
+    let mut child = std::process::Command::new("true").spawn().expect("true runs");
+    let dead = child.id();
+    child.wait().expect("true exits");
+    let mut made = Vec::new();
     for cgroup in &health.cgroups {
-        let parent = cgroup.parent().expect("a parent cgroup");
-        // Named `code2des-chromium-{pid namespace}-{pid}-{n}`.
-        let helpers = || {
-            std::fs::read_dir(parent)
-                .expect("the parent cgroup")
-                .flatten()
-                .filter(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    name.starts_with("code2des-chromium-") && name.split('-').nth(3) == Some(helper)
-                })
-                .count()
-        };
-        let left = wait_for(Duration::from_secs(3), || helpers() == 0);
-        assert!(left, "the helper's cgroups are still in {}", parent.display());
+        // Named `code2des-chromium-{pid namespace}-{pid}-{n}`: this one's, the dead pid's.
+        let name = cgroup.file_name().expect("a name").to_string_lossy().into_owned();
+        let f: Vec<&str> = name.split('-').collect();
+        let parent = cgroup.parent().expect("a parent");
+        let stale = parent.join(format!("{}-{}-{}-{dead}-0", f[0], f[1], f[2]));
+        let live = parent.join(format!("{}-{}-{}-{}-999", f[0], f[1], f[2], std::process::id()));
+        std::fs::create_dir(&stale).expect("a stale cgroup");
+        std::fs::create_dir(&live).expect("a live process's cgroup");
+        made.push((stale, live));
+    }
+    let r = rt.block_on(Renderer::start(Options::default())).expect("Chromium starts");
+    let swept = wait_for(Duration::from_secs(3), || made.iter().all(|(stale, _)| !stale.exists()));
+    let kept = made.iter().all(|(_, live)| live.exists());
+    for (_, live) in &made {
+        let _ = std::fs::remove_dir(live);
     }
     rt.block_on(r.close());
+    assert!(swept, "not swept: {made:?}");
+    assert!(kept, "a live process's cgroup was swept: {made:?}");
 }
 
 /// Run by the test above in a process of its own: starts a renderer, names its processes and
@@ -185,8 +214,10 @@ fn exits_without_dropping_its_renderer() {
     let r = rt.block_on(Renderer::start(Options::default())).expect("Chromium starts");
     converts(&rt, &r, "<!DOCTYPE html><p>converted");
     let pids: Vec<String> = descendants().into_keys().map(|p| p.to_string()).collect();
-    println!("helper process: {}", std::process::id());
     println!("browser processes: {}", pids.join(","));
+    let health = rt.block_on(r.health()).expect("a browser");
+    let cgroups: Vec<String> = health.cgroups.iter().map(|c| c.display().to_string()).collect();
+    println!("browser cgroups: {}", cgroups.join(","));
     std::process::exit(0);
 }
 

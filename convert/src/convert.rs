@@ -1,9 +1,12 @@
 //! From a `DOMSnapshot.captureSnapshot` to the document: the layout tree walked in DOM order,
 //! boxes that paint something (or clip, or fade, or lay out flex items) as frames, the rest
 //! flattened into their nearest frame; text runs (one per line box) as TEXT nodes; images as
-//! image fills or SVG nodes. Children are ordered by Chromium's paint order. A flex container
-//! whose items Figma's auto layout puts exactly where Chromium did becomes an auto layout frame;
-//! everything else keeps absolute positions.
+//! image fills or SVG nodes. Children are ordered by Chromium's paint order, negative z-index
+//! first. An element CSS clips or stacks elsewhere than in its DOM parent's frame (an absolutely
+//! positioned one outside an `overflow` inside its containing block, a negative z-index) is
+//! moved to the frame where CSS paints it (`stack`). A flex container whose items Figma's auto
+//! layout puts exactly where Chromium did becomes an auto layout frame; everything else keeps
+//! absolute positions. What is drawn otherwise than CSS is warned of (`warn`).
 
 use std::collections::{HashMap, HashSet};
 

@@ -657,7 +657,7 @@ struct Ctx<'s, 'a> {
     open: Vec<Open>,
     next_id: usize,
     /// Nodes made for a frame further out, by its [`Open::id`].
-    moved: Vec<(usize, (Key, Node))>,
+    moved: HashMap<usize, Vec<(Key, Node)>>,
     /// Stacking contexts holding a negative z-index (`None` the root's).
     negative_hosts: HashSet<Option<usize>>,
     /// How many elements deep the walk's recursion is.
@@ -714,9 +714,7 @@ impl Ctx<'_, '_> {
 
     /// The nodes moved into the frame `id` from deeper down.
     fn take_moved(&mut self, id: usize) -> Vec<(Key, Node)> {
-        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.moved).into_iter().partition(|(to, _)| *to == id);
-        self.moved = rest;
-        mine.into_iter().map(|(_, k)| k).collect()
+        self.moved.remove(&id).unwrap_or_default()
     }
 
     /// The family Chromium drew the `font-family` list with. When its look-up failed (or was
@@ -834,7 +832,7 @@ pub fn convert(
         root_bg_from: None,
         open: Vec::new(),
         next_id: 1,
-        moved: Vec::new(),
+        moved: HashMap::new(),
         negative_hosts: stack::negative_hosts(&s),
         walk_depth: 0,
     };
@@ -1246,7 +1244,7 @@ fn move_out(cx: &mut Ctx<'_, '_>, n: usize, l: usize, target: usize, clip: Optio
     element(cx, n, l, &mut here, false);
     cx.open.extend(left);
     let Some(r) = clip else {
-        cx.moved.extend(here.nodes.into_iter().map(|k| (id, k)));
+        cx.moved.entry(id).or_default().extend(here.nodes);
         return;
     };
     if here.nodes.is_empty() {
@@ -1267,7 +1265,7 @@ fn move_out(cx: &mut Ctx<'_, '_>, n: usize, l: usize, target: usize, clip: Optio
         ..Node::default()
     };
     cx.count += 1;
-    cx.moved.push((id, (first, wrapper)));
+    cx.moved.entry(id).or_default().push((first, wrapper));
 }
 
 /// The content of `n`, below the walk's depth limit: every box and text drawn in `into` at its

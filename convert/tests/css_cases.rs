@@ -162,6 +162,9 @@ fn an_overflow_clips_only_what_it_contains() {
             <div id="inflow" style="width:300px;height:20px;background:rgb(0, 0, 255)"></div>
             <div id="abs" style="position:absolute;left:150px;top:150px;width:50px;height:50px;background:rgb(255, 0, 0)"></div>
             <div id="fixed" style="position:fixed;left:300px;top:10px;width:50px;height:50px;background:rgb(0, 255, 0)"></div>
+            <div id="faded" style="opacity:0.5">
+              <div id="kept-faded" style="position:absolute;left:200px;top:0;width:10px;height:10px;background:rgb(255, 0, 0)"></div>
+            </div>
           </div>
           <div id="own" style="position:relative;overflow:hidden;width:100px;height:100px;background:rgb(9, 9, 9)">
             <div id="kept" style="position:absolute;left:80px;top:80px;width:50px;height:50px;background:rgb(255, 0, 0)"></div>
@@ -179,6 +182,12 @@ fn an_overflow_clips_only_what_it_contains() {
         assert!(!n["ancestors"].as_array().expect("up").contains(&"div#clipper".into()), "{id} is clipped: {n}");
         assert_eq!((n["absX"].as_f64(), n["absY"].as_f64()), (Some(x), Some(y)), "{id}");
     }
+    // Faded by an ancestor that does not clip it, inside one that should not: Figma cannot fade
+    // it without the clip; it keeps both, and says so.
+    assert!(named(&all, "div#kept-faded")["ancestors"].as_array().expect("up").contains(&"div#faded".into()));
+    let w = warned(&out.warnings, "unsupported_css", "to keep the opacity of div#faded");
+    assert_eq!(w.len(), 1, "{:?}", out.warnings);
+    assert!(w[0].message.contains("drawn clipped by div#clipper"), "{w:?}");
     // Its containing block clips it: kept inside.
     assert!(named(&all, "div#kept")["ancestors"].as_array().expect("up").contains(&"div#own".into()));
 }

@@ -358,10 +358,13 @@ fn vm_hwm_kib() -> u64 {
 
 /// The child: builds the result handler's Deps like the Lambda does (multi-thread runtime,
 /// lazily connecting pool, S3 client), opens its connections, then makes ONE result call
-/// and prints `VmHWM-before VmHWM-after body-bytes`.
+/// and prints `VmHWM-before VmHWM-after body-bytes`. A fifth argument is the request's
+/// Accept-Encoding (the largest-result benchmark's compressed answers).
 pub fn child(args: &[String]) -> Result<(), String> {
-    let [url, endpoint, tenant, id] = args else {
-        return Err("hydration-child URL S3_ENDPOINT ORG,PROJECT,SUB JOB_ID".into());
+    let (url, endpoint, tenant, id, coding) = match args {
+        [url, endpoint, tenant, id] => (url, endpoint, tenant, id, None),
+        [url, endpoint, tenant, id, coding] => (url, endpoint, tenant, id, Some(coding.as_str())),
+        _ => return Err("hydration-child URL S3_ENDPOINT ORG,PROJECT,SUB JOB_ID [ACCEPT_ENCODING]".into()),
     };
     let mut parts = tenant.splitn(3, ',');
     let (org, project, sub) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
@@ -387,6 +390,7 @@ pub fn child(args: &[String]) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         let deps = code2des_result::handler::Deps::new(&resources).await.map_err(|e| e.to_string())?;
         let ev = fixture::result_event(&t, id);
+        let ev = coding.map_or(ev.clone(), |c| with_header(&ev, "accept-encoding", c));
         let before = vm_hwm_kib();
         let resp = code2des_result::handler::handle(&deps, request(&ev)).await;
         let (status, len) = answer(resp);

@@ -2,7 +2,7 @@
 //! (the machine is noisy; absolute numbers are not the point). See docs/PERFORMANCE.md.
 //!
 //! ```text
-//! code2des-bench [all|coldstart|compression|roundtrips|warm|reads|hydration|scale|capacity|pool] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
+//! code2des-bench [all|coldstart|compression|roundtrips|warm|reads|hydration|largest|scale|capacity|pool] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
 //! ```
 //! `--quick` runs every benchmark with a few iterations (CI checks that they still run; it
 //! asserts nothing about speed). `--extra` adds another binary to the cold-start table (a
@@ -17,6 +17,7 @@ mod compression;
 mod convert;
 mod fixture;
 mod hydration;
+mod largest;
 mod latency;
 mod load;
 mod pg;
@@ -100,7 +101,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: code2des-bench [all|coldstart|compression|convert|roundtrips|warm|reads|hydration|scale|capacity|pool] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
+                "{e}\nusage: code2des-bench [all|coldstart|compression|convert|roundtrips|warm|reads|hydration|largest|scale|capacity|pool] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
             );
             std::process::exit(2);
         }
@@ -124,6 +125,7 @@ fn run(args: Args) -> Result<(), String> {
             | "warm"
             | "reads"
             | "hydration"
+            | "largest"
             | "scale"
             | "capacity"
             | "pool"
@@ -182,6 +184,9 @@ fn run(args: Args) -> Result<(), String> {
         }
         if matches!(c, "all" | "hydration") {
             hydration::run(app.clone(), quick).await;
+        }
+        if matches!(c, "all" | "largest") {
+            largest::run(app.clone(), quick).await;
         }
         if matches!(c, "all" | "scale") {
             scale::run(|db| cluster.url(db), quick, args.json.as_deref()).await?;

@@ -155,6 +155,7 @@ export const WARNING_LABEL: Record<WarningCode | BuildWarning["code"], string> =
   iframe_skipped: "Iframe skipped",
   video_skipped: "Video skipped",
   node_limit: "Node limit reached",
+  depth_limit: "Depth limit reached",
   empty_group: "Empty group",
   paint_skipped: "Paint skipped",
 };

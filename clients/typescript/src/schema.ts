@@ -708,7 +708,7 @@ export interface components {
         };
         ResultWarning: {
             /** @enum {string} */
-            code: "font_substituted" | "unsupported_css" | "image_converted" | "image_too_large" | "image_unavailable" | "pseudo_element" | "canvas_skipped" | "iframe_skipped" | "video_skipped" | "node_limit";
+            code: "font_substituted" | "unsupported_css" | "image_converted" | "image_too_large" | "image_unavailable" | "pseudo_element" | "canvas_skipped" | "iframe_skipped" | "video_skipped" | "node_limit" | "depth_limit";
             /** @description For the user. */
             message: string;
             /** @description The element's DOM path in the capture. */

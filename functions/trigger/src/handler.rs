@@ -10,7 +10,7 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
-use shared::app::dispatch::{self, Dispatcher, Ended, Tx};
+use shared::app::dispatch::{self, DispatchError, Dispatcher, Ended, Tx};
 use shared::app::resources::Resources;
 use shared::config::SetupError;
 use shared::db::connect::conn;
@@ -23,6 +23,7 @@ use shared::domain::job::{Job, Nonce, Policy, Status};
 use shared::domain::quota::{Quota, QuotaState};
 use shared::domain::scope::Scope;
 use shared::error::{bug, ErrorCode};
+use shared::http::faults;
 use shared::http::request::{self, raw_body};
 use shared::http::response::{ok_json, respond, serve, set_header, set_rate_limit};
 use shared::http::routes::RouteId;
@@ -148,6 +149,15 @@ fn refused(quota: &QuotaState, scope: &Scope, route: &'static str) -> ApiError {
     }
 }
 
+/// A manifest that was not written, as an answer: the bucket's fault a 503 as every storage
+/// fault is (`faults::storage`), our own bug a 500.
+fn undispatched(e: DispatchError) -> ApiError {
+    match e {
+        DispatchError::Bucket(e) => faults::storage(e),
+        DispatchError::Bug => ApiError::Internal,
+    }
+}
+
 async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Body>, ApiError> {
     let bytes = raw_body(req)?;
     let scope = caller::scope(req)?;
@@ -183,7 +193,10 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
     .await?;
     match ended {
         Ended::Committed(client, Inserted::Created { job, capture_url, quota }) => {
-            deps.dispatcher.dispatch(&client, &job, &nonce, capture_url, Undispatched::NewJob).await?;
+            deps.dispatcher
+                .dispatch(&client, &job, &nonce, capture_url, Undispatched::NewJob)
+                .await
+                .map_err(undispatched)?;
             metrics::job_triggered();
             tracing::info!(code2des_id = %job.id, organization_id = job.organization_id.get(), project_id = job.project_id.get(), "job created");
             Ok(answer(StatusCode::ACCEPTED, deps, &scope, &job, Some(&quota), request_id))
@@ -192,7 +205,7 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
             // The row may exist: dispatch it anyway and answer 503; a retry with the same
             // Idempotency-Key finds this job.
             deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url).await;
-            Err(e)
+            Err(e.into())
         }
         Ended::RolledBack(Inserted::NotFound) => Err(ApiError::NotFound("page import not found")),
         Ended::RolledBack(Inserted::PageImportNotCompleted) => {
@@ -299,14 +312,17 @@ async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<
     .await?;
     let job = match ended {
         Ended::Committed(client, Retried::Created { job, capture_url, quota }) => {
-            deps.dispatcher.dispatch(&client, &job, &nonce, capture_url, Undispatched::Retry).await?;
+            deps.dispatcher
+                .dispatch(&client, &job, &nonce, capture_url, Undispatched::Retry)
+                .await
+                .map_err(undispatched)?;
             metrics::job_retried();
             tracing::info!(code2des_id = %job.id, attempt = job.attempt, "job retried");
             return Ok(answer(StatusCode::ACCEPTED, deps, scope, &job, Some(&quota), request_id));
         }
         Ended::Uncertain(Retried::Created { job, capture_url, .. }, e) => {
             deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url).await;
-            return Err(e);
+            return Err(e.into());
         }
         Ended::RolledBack(Retried::NotFound) => return Err(ApiError::NotFound("job not found")),
         Ended::RolledBack(Retried::QuotaExceeded(quota)) => return Err(refused(&quota, scope, "retry")),

@@ -12,16 +12,19 @@
 //! - The manifest is written after the commit. If that fails, the attempt is set failed with a
 //!   clear message (fenced by its attempt and nonce) and the call answers 503: never an
 //!   attempt stuck in processing that no worker was told about.
+//!
+//! Like the adapters, this speaks their errors and its own ([`DbError`], [`DispatchError`]),
+//! never an answer: the functions turn them into one at the edge (`crate::http::faults`).
 
 use deadpool_postgres::Object;
 
-use crate::aws::bucket::ArtifactBucket;
+use crate::aws::bucket::{ArtifactBucket, BucketError};
 use crate::db::connect::timed;
+use crate::db::error::DbError;
 use crate::db::trigger::{fail_undispatched, Undispatched};
 use crate::domain::job::{Job, Nonce};
 use crate::domain::keys::job_prefix;
 use crate::domain::protocol::{Manifest, PROTOCOL_VERSION};
-use crate::error::ApiError;
 
 /// What the statement decided: keep its writes, or undo them.
 pub enum Tx<T> {
@@ -30,6 +33,9 @@ pub enum Tx<T> {
 }
 
 /// How a transaction ended.
+// The committed connection is the large variant: an `Ended` is made once per request and moved
+// once, and boxing the connection would cost every dispatch an allocation to save a copy.
+#[allow(clippy::large_enum_variant)]
 pub enum Ended<T> {
     /// Committed; the connection is clean and may be used again.
     Committed(Object, T),
@@ -37,18 +43,18 @@ pub enum Ended<T> {
     RolledBack(T),
     /// The COMMIT's outcome is unknown (its answer never came): the writes may exist. The
     /// connection was discarded.
-    Uncertain(T, ApiError),
+    Uncertain(T, DbError),
 }
 
 /// Runs `statement` in a transaction whose BEGIN is pipelined with it.
 pub async fn transaction<T>(
     client: Object,
-    statement: impl AsyncFnOnce(&tokio_postgres::Client) -> Result<Tx<T>, ApiError>,
-) -> Result<Ended<T>, ApiError> {
+    statement: impl AsyncFnOnce(&tokio_postgres::Client) -> Result<Tx<T>, DbError>,
+) -> Result<Ended<T>, DbError> {
     let tx = InTransaction(Some(client));
     let (begun, decided) = tokio::join!(timed(tx.client().batch_execute("BEGIN")), statement(tx.client()));
     // On every early return below the guard discards the connection.
-    let decided = begun.map_err(ApiError::from).and(decided)?;
+    let decided = begun.and(decided)?;
     match decided {
         Tx::Rollback(v) => {
             if timed(tx.client().batch_execute("ROLLBACK")).await.is_ok() {
@@ -58,7 +64,7 @@ pub async fn transaction<T>(
         }
         Tx::Commit(v) => match timed(tx.client().batch_execute("COMMIT")).await {
             Ok(()) => Ok(Ended::Committed(tx.ended(), v)),
-            Err(e) => Ok(Ended::Uncertain(v, e.into())),
+            Err(e) => Ok(Ended::Uncertain(v, e)),
         },
     }
 }
@@ -96,6 +102,17 @@ fn discard(client: Object) {
     drop(Object::take(client));
 }
 
+/// Why a manifest was not written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DispatchError {
+    /// The bucket did not take it (the adapter logged why).
+    #[error("the manifest was not written to the bucket ({0:?})")]
+    Bucket(BucketError),
+    /// Our bug: a manifest that does not serialise (logged here). Retrying cannot help.
+    #[error("the manifest does not serialise")]
+    Bug,
+}
+
 /// Writes manifests into the artifact bucket.
 #[derive(Clone, Debug)]
 pub struct Dispatcher {
@@ -125,12 +142,15 @@ impl Dispatcher {
     }
 
     /// Writes the manifest at `code2des/{id}/{attempt}/manifest.json`.
-    pub async fn put(&self, manifest: &Manifest) -> Result<(), ApiError> {
-        let body = serde_json::to_vec(manifest).map_err(|e| crate::error::internal("serialising a manifest", &e))?;
+    pub async fn put(&self, manifest: &Manifest) -> Result<(), DispatchError> {
+        let body = serde_json::to_vec(manifest).map_err(|e| {
+            tracing::error!(context = "serialising a manifest", error = %crate::error::chain(&e), "internal error");
+            DispatchError::Bug
+        })?;
         self.bucket
             .put_json(&Manifest::key(&manifest.code2des_id, manifest.attempt), body)
             .await
-            .map_err(crate::http::faults::storage)
+            .map_err(DispatchError::Bucket)
     }
 
     /// Dispatches a committed attempt. If the manifest cannot be written, the attempt is failed
@@ -142,7 +162,7 @@ impl Dispatcher {
         nonce: &Nonce,
         capture_url: Option<String>,
         what: Undispatched,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), DispatchError> {
         let manifest = self.manifest(job, nonce, capture_url);
         if let Err(e) = self.put(&manifest).await {
             tracing::error!(code2des_id = %job.id, attempt = job.attempt, "manifest write failed; failing the attempt");

@@ -569,6 +569,50 @@ mod tests {
     }
 
     #[test]
+    fn a_body_over_the_text_budget_goes_compressed_or_not_at_all() {
+        // A budget of 20 000 bytes: the text (about 60 000) does not fit, its br or gzip does.
+        let text = serde_json::json!({"children": vec![serde_json::json!({"type": "TEXT", "characters": "a docs page"}); 1500]})
+            .to_string();
+        assert!(escaped_len(&text) > 20_000);
+        for coding in [Coding::Brotli, Coding::Gzip] {
+            let resp = encoded(text.clone(), coding, 20_000).expect("compressed, it fits");
+            assert!(matches!(resp.body(), Body::Binary(b) if b.len().div_ceil(3) * 4 <= 20_000));
+        }
+        assert!(encoded(text.clone(), Coding::Identity, 20_000).is_none(), "as text it fits no envelope");
+        assert!(encoded(text, Coding::Identity, 200_000).is_some());
+    }
+
+    #[test]
+    fn check_answer_promises_a_fit_in_both_codings_for_the_document_alone() {
+        let art = |document: serde_json::Value| Artifact {
+            kind: Kind::Result,
+            warning_count: Some(0),
+            warnings: None,
+            document: Some(document),
+            used: vec![(
+                "hero".into(),
+                ImageEntry { key: "code2des/x/1/images/hero.png".into(), mime: artifact::Mime::Png },
+            )],
+        };
+        let id = Code2desId::parse("01890a5d-ac96-774b-bcce-b302099a8057").unwrap();
+        let small = Limits { response_budget: 20_000, ..Limits::default() };
+        let page = serde_json::json!({"type": "FRAME", "children": vec![serde_json::json!({"type": "TEXT", "characters": "a docs page"}); 1500]});
+        assert_eq!(check_answer(id, &art(page), &small), Ok(()), "compresses to a fraction of the budget");
+        // Text that does not compress (a xorshift's letters): over the budget in both codings.
+        let mut x = 7_u64;
+        let noise: String = (0..60_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (b'a' + (x % 26) as u8) as char
+            })
+            .collect();
+        let err = check_answer(id, &art(serde_json::json!({"type": "TEXT", "characters": noise})), &small).unwrap_err();
+        assert!(err.contains("with br: over the 15000 bytes a compressed Lambda response carries"), "{err}");
+    }
+
+    #[test]
     fn escaping_counts_quotes_and_backslashes() {
         assert_eq!(escaped_len(r#"{"a":"\n"}"#), 10 + 5);
     }

@@ -17,17 +17,18 @@ use shared::db::connect::conn;
 use shared::db::quota::lock_organization;
 use shared::db::retry::{self, Retried};
 use shared::db::trigger::{self, Inserted, Keyed, NewJob, Undispatched};
+use shared::domain::field_error::FieldError;
 use shared::domain::fields::{json_object, members};
 use shared::domain::ids::{Code2desId, FigmaFileKey, IdempotencyKey, PageImportId, PlacementTarget, ScreenId};
 use shared::domain::job::{Job, Nonce, Policy, Status};
 use shared::domain::quota::{Quota, QuotaState};
 use shared::domain::scope::Scope;
 use shared::error::{bug, ErrorCode};
-use shared::http::faults;
 use shared::http::request::{self, raw_body};
 use shared::http::response::{ok_json, respond, serve, set_header, set_rate_limit};
 use shared::http::routes::RouteId;
 use shared::http::{caller, view};
+use shared::http::{faults, refusals};
 use shared::obs::metrics;
 use shared::ApiError;
 
@@ -87,7 +88,7 @@ struct Input {
 
 impl Input {
     fn parse(bytes: &[u8]) -> Result<Self, ApiError> {
-        members(&json_object(bytes)?)
+        Ok(members(&json_object(bytes)?)?)
     }
 
     /// The request's meaning, independent of JSON spelling (key order, whitespace), so a
@@ -133,7 +134,7 @@ fn answer(
 
 /// A quota's 429, counted and logged.
 fn refused(quota: &QuotaState, scope: &Scope, route: &'static str) -> ApiError {
-    match (quota.refused(), quota.refusal()) {
+    match (quota.refused(), refusals::quota_exceeded(quota)) {
         (Some(limit), Some(err)) => {
             metrics::quota_refused(limit);
             tracing::info!(
@@ -280,8 +281,8 @@ pub fn parse_retry_body(bytes: &[u8]) -> Result<Option<i32>, ApiError> {
         return Ok(None);
     }
     let body: RetryBody = members(&json_object(bytes)?).map_err(|e| match e {
-        ApiError::Invalid { field, message } if field == "body" => {
-            ApiError::invalid(field, format!("{message}; only \"attempt\" is accepted"))
+        FieldError { field, message } if field == "body" => {
+            FieldError::new(field, format!("{message}; only \"attempt\" is accepted"))
         }
         other => other,
     })?;

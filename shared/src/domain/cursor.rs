@@ -10,8 +10,8 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use uuid::Uuid;
 
+use crate::domain::field_error::FieldError;
 use crate::domain::ids::Code2desId;
-use crate::error::ApiError;
 
 const VERSION: u8 = 1;
 const TAG: usize = 16;
@@ -55,8 +55,8 @@ pub fn encode(key: &[u8; 32], created_at: DateTime<Utc>, id: Code2desId, b: &Bin
     URL_SAFE_NO_PAD.encode(payload)
 }
 
-pub fn decode(key: &[u8; 32], raw: &str, b: &Binding<'_>) -> Result<(DateTime<Utc>, Code2desId), ApiError> {
-    let bad = || ApiError::invalid("cursor", "is not a cursor this API issued for this query");
+pub fn decode(key: &[u8; 32], raw: &str, b: &Binding<'_>) -> Result<(DateTime<Utc>, Code2desId), FieldError> {
+    let bad = || FieldError::new("cursor", "is not a cursor this API issued for this query");
     if raw.len() > 64 {
         return Err(bad());
     }

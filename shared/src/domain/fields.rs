@@ -4,22 +4,22 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::domain::field_error::FieldError;
 use crate::domain::wire::read;
-use crate::error::ApiError;
 
 /// A JSON object body.
-pub fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
+pub fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, FieldError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::invalid("body", "a JSON object is required"));
+        return Err(FieldError::new("body", "a JSON object is required"));
     }
     match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(ApiError::invalid("body", "must be a JSON object")),
-        Err(_) => Err(ApiError::invalid("body", "must be valid JSON")),
+        Ok(_) => Err(FieldError::new("body", "must be a JSON object")),
+        Err(_) => Err(FieldError::new("body", "must be valid JSON")),
     }
 }
 
 /// A body's members as `T`, a 400 naming the first member at fault (in key order).
-pub fn members<'a, T: Deserialize<'a>>(body: &'a Map<String, Value>) -> Result<T, ApiError> {
-    read(body).map_err(|fault| ApiError::invalid(fault.field(), fault.message().into_owned()))
+pub fn members<'a, T: Deserialize<'a>>(body: &'a Map<String, Value>) -> Result<T, FieldError> {
+    read(body).map_err(|fault| FieldError::new(fault.field(), fault.message().into_owned()))
 }

@@ -8,8 +8,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::domain::wire::{checked, message_of, REQUIRED};
-use crate::error::ApiError;
+use crate::domain::field_error::FieldError;
+use crate::domain::wire::{checked, REQUIRED};
 
 /// A body member read by `parse`: the messages a 400 gives for it (`is required`, `must be a
 /// string`, or `parse`'s own).
@@ -18,7 +18,7 @@ macro_rules! deserialize_by_parse {
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 checked(d, |v| match v {
-                    Value::String(s) => Self::parse(&s).map_err(message_of),
+                    Value::String(s) => Self::parse(&s).map_err(|e| e.message),
                     Value::Null => Err(REQUIRED.into()),
                     _ => Err("must be a string".into()),
                 })
@@ -30,16 +30,16 @@ macro_rules! deserialize_by_parse {
 /// Longest accepted user string (every text column is varchar(255)).
 pub const MAX_TEXT: usize = 255;
 
-fn check_text(field: &'static str, raw: &str, max: usize) -> Result<(), ApiError> {
+fn check_text(field: &'static str, raw: &str, max: usize) -> Result<(), FieldError> {
     let len = raw.chars().count();
     if len == 0 {
-        return Err(ApiError::invalid(field, "must not be empty"));
+        return Err(FieldError::new(field, "must not be empty"));
     }
     if len > max {
-        return Err(ApiError::invalid(field, format!("must be at most {max} characters")));
+        return Err(FieldError::new(field, format!("must be at most {max} characters")));
     }
     if raw.chars().any(char::is_control) {
-        return Err(ApiError::invalid(field, "must not contain control characters"));
+        return Err(FieldError::new(field, "must not contain control characters"));
     }
     Ok(())
 }
@@ -54,7 +54,7 @@ macro_rules! text_newtype {
             /// The API field this value comes from, used in 400 messages.
             pub const FIELD: &'static str = $field;
 
-            pub fn parse(raw: &str) -> Result<Self, ApiError> {
+            pub fn parse(raw: &str) -> Result<Self, FieldError> {
                 check_text($field, raw, MAX_TEXT)?;
                 Ok(Self(raw.to_owned()))
             }
@@ -107,7 +107,7 @@ pub struct ProgressStage(String);
 impl ProgressStage {
     pub const MAX: usize = 64;
 
-    pub fn parse(field: &'static str, raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(field: &'static str, raw: &str) -> Result<Self, FieldError> {
         check_text(field, raw, Self::MAX)?;
         Ok(Self(raw.to_owned()))
     }
@@ -118,14 +118,14 @@ impl ProgressStage {
 }
 
 /// A positive 32-bit id from the path (`organization.id`, `project.id` are `serial`).
-fn parse_positive_i32(field: &'static str, raw: &str) -> Result<i32, ApiError> {
+fn parse_positive_i32(field: &'static str, raw: &str) -> Result<i32, FieldError> {
     // Digits only: no sign, no whitespace, no leading '+', so one id has one spelling.
     if raw.is_empty() || raw.len() > 10 || !raw.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ApiError::invalid(field, "must be a positive 32-bit integer"));
+        return Err(FieldError::new(field, "must be a positive 32-bit integer"));
     }
     match raw.parse::<i32>() {
         Ok(v) if v > 0 => Ok(v),
-        _ => Err(ApiError::invalid(field, "must be a positive 32-bit integer")),
+        _ => Err(FieldError::new(field, "must be a positive 32-bit integer")),
     }
 }
 
@@ -133,7 +133,7 @@ fn parse_positive_i32(field: &'static str, raw: &str) -> Result<i32, ApiError> {
 pub struct OrganizationId(i32);
 
 impl OrganizationId {
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(raw: &str) -> Result<Self, FieldError> {
         parse_positive_i32("organizationId", raw).map(Self)
     }
 
@@ -157,7 +157,7 @@ impl fmt::Display for OrganizationId {
 pub struct ProjectId(i32);
 
 impl ProjectId {
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(raw: &str) -> Result<Self, FieldError> {
         parse_positive_i32("projectId", raw).map(Self)
     }
 
@@ -187,16 +187,16 @@ impl Code2desId {
         Self(Uuid::now_v7())
     }
 
-    pub fn parse_field(field: &'static str, raw: &str) -> Result<Self, ApiError> {
+    pub fn parse_field(field: &'static str, raw: &str) -> Result<Self, FieldError> {
         // Only the hyphenated 36-character form: braces, URNs and simple forms are refused.
         // Hex case is not significant (RFC 9562); the id is stored and answered lowercase.
         if raw.len() != 36 {
-            return Err(ApiError::invalid(field, "must be a UUID"));
+            return Err(FieldError::new(field, "must be a UUID"));
         }
-        Uuid::try_parse(raw).map(Self).map_err(|_| ApiError::invalid(field, "must be a UUID"))
+        Uuid::try_parse(raw).map(Self).map_err(|_| FieldError::new(field, "must be a UUID"))
     }
 
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(raw: &str) -> Result<Self, FieldError> {
         Self::parse_field("code2desId", raw)
     }
 
@@ -239,10 +239,10 @@ pub struct NodeId(String);
 deserialize_by_parse!(NodeId);
 
 impl NodeId {
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(raw: &str) -> Result<Self, FieldError> {
         check_text("nodeId", raw, MAX_TEXT)?;
         if !is_node_id(raw) {
-            return Err(ApiError::invalid("nodeId", "must be a Figma node id such as 12:34 or I12:34;56:78"));
+            return Err(FieldError::new("nodeId", "must be a Figma node id such as 12:34 or I12:34;56:78"));
         }
         Ok(Self(raw.to_owned()))
     }

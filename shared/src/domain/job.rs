@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::field_error::FieldError;
 use crate::domain::ids::{Code2desId, OrganizationId, ProjectId};
-use crate::error::ApiError;
 
 /// `updated_by` of a job the deadline failed; the webhook tells a timeout from a worker's
 /// own failure by it.
@@ -187,12 +187,12 @@ impl Status {
         }
     }
 
-    pub fn parse_api(field: &'static str, raw: &str) -> Result<Self, ApiError> {
+    pub fn parse_api(field: &'static str, raw: &str) -> Result<Self, FieldError> {
         match raw {
             "processing" => Ok(Self::Processing),
             "completed" => Ok(Self::Completed),
             "failed" => Ok(Self::Failed),
-            _ => Err(ApiError::invalid(field, "must be one of processing, completed, failed")),
+            _ => Err(FieldError::new(field, "must be one of processing, completed, failed")),
         }
     }
 }

@@ -3,8 +3,8 @@
 
 use std::fmt;
 
+use crate::domain::field_error::FieldError;
 use crate::domain::ids::Code2desId;
-use crate::error::ApiError;
 
 /// An object in the artifact bucket, as `s3://bucket/key`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,18 +16,17 @@ pub struct S3Pointer {
 impl S3Pointer {
     /// Parses `s3://bucket/key`. The key must be a plain relative path: no empty, `.` or `..`
     /// segments and no control characters, so a prefix check on it means what it says.
-    pub fn parse(field: &'static str, raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(field: &'static str, raw: &str) -> Result<Self, FieldError> {
         if raw.len() > 1000 {
-            return Err(ApiError::invalid(field, "must be at most 1000 characters"));
+            return Err(FieldError::new(field, "must be at most 1000 characters"));
         }
-        let rest =
-            raw.strip_prefix("s3://").ok_or_else(|| ApiError::invalid(field, "must be an s3://bucket/key URL"))?;
+        let rest = raw.strip_prefix("s3://").ok_or_else(|| FieldError::new(field, "must be an s3://bucket/key URL"))?;
         let (bucket, key) =
-            rest.split_once('/').ok_or_else(|| ApiError::invalid(field, "must be an s3://bucket/key URL"))?;
+            rest.split_once('/').ok_or_else(|| FieldError::new(field, "must be an s3://bucket/key URL"))?;
         if bucket.is_empty()
             || !bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
         {
-            return Err(ApiError::invalid(field, "names an invalid bucket"));
+            return Err(FieldError::new(field, "names an invalid bucket"));
         }
         check_key(field, key)?;
         Ok(Self { bucket: bucket.to_owned(), key: key.to_owned() })
@@ -45,15 +44,15 @@ impl fmt::Display for S3Pointer {
 }
 
 /// Checks an object key as a relative path (see [`S3Pointer::parse`]).
-pub fn check_key(field: &'static str, key: &str) -> Result<(), ApiError> {
+pub fn check_key(field: &'static str, key: &str) -> Result<(), FieldError> {
     if key.is_empty() || key.len() > 1024 {
-        return Err(ApiError::invalid(field, "must name an object key of 1 to 1024 bytes"));
+        return Err(FieldError::new(field, "must name an object key of 1 to 1024 bytes"));
     }
     if key.chars().any(|c| c.is_control() || c == '\\') {
-        return Err(ApiError::invalid(field, "must not contain control characters or backslashes"));
+        return Err(FieldError::new(field, "must not contain control characters or backslashes"));
     }
     if key.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..") {
-        return Err(ApiError::invalid(field, "must not contain empty, '.' or '..' path segments"));
+        return Err(FieldError::new(field, "must not contain empty, '.' or '..' path segments"));
     }
     Ok(())
 }

@@ -1,12 +1,15 @@
 //! The domain: what a job, its ids, its worker protocol and its artifact are, as pure types and
-//! functions. The bottom layer with `crate::error`: it imports no other part of the crate, and
-//! no adapter (no SQL, no S3, no HTTP plumbing).
+//! functions. The bottom layer: it imports no other part of the crate, no adapter (no SQL, no
+//! S3, no HTTP plumbing) and no answer. What it refuses it says in its own errors
+//! ([`field_error::FieldError`], the artifact's reason, [`signature::SignatureError`]); the HTTP
+//! edge alone turns them into statuses and messages (`crate::http::refusals`).
 
 // First, so its `wire_enum!` is in scope for the modules after it.
 #[macro_use]
 pub mod wire;
 pub mod artifact;
 pub mod cursor;
+pub mod field_error;
 pub mod fields;
 pub mod ids;
 pub mod job;

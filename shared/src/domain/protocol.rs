@@ -8,11 +8,11 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+use crate::domain::field_error::FieldError;
 use crate::domain::ids::{Code2desId, ProgressStage};
 use crate::domain::job::Status;
 use crate::domain::keys::{job_prefix, S3Pointer};
-use crate::domain::wire::{checked, message_of, read, read_slice, Fault, FaultKind, Obj, REQUIRED};
-use crate::error::ApiError;
+use crate::domain::wire::{checked, read, read_slice, Fault, FaultKind, Obj, REQUIRED};
 
 pub const PROTOCOL_VERSION: u32 = 1;
 /// Cap on a stored error message (SPEC section 4).
@@ -137,7 +137,7 @@ pub struct ProgressReport {
 
 impl WebhookReport {
     /// Reads a body: its `status` first, then the members that report has.
-    pub fn read(body: &Map<String, Value>) -> Result<Self, ApiError> {
+    pub fn read(body: &Map<String, Value>) -> Result<Self, FieldError> {
         let Tag { status } = read(body).map_err(refusal)?;
         Ok(match status.0 {
             Status::Processing => Self::Processing(read(body).map_err(refusal)?),
@@ -147,9 +147,9 @@ impl WebhookReport {
     }
 }
 
-/// A 400 for a body that is not a report: the member's name and its type's words, except
-/// where a member is required only by the report it is in.
-fn refusal(f: Fault) -> ApiError {
+/// Why a body is not a report: the member's name and its type's words, except where a member
+/// is required only by the report it is in.
+fn refusal(f: Fault) -> FieldError {
     let field = f.field();
     let message = match (&f.kind, field.as_str()) {
         (FaultKind::Missing | FaultKind::Invalid(_), "progress") => {
@@ -158,7 +158,7 @@ fn refusal(f: Fault) -> ApiError {
         (FaultKind::Missing, "result_url") => "is required when status is completed".into(),
         _ => Cow::Owned(f.message().into_owned()),
     };
-    ApiError::invalid(field, message)
+    FieldError::new(field, message)
 }
 
 /// The JSON Schema of a member type whose `Deserialize` is written out below.
@@ -224,7 +224,7 @@ member_deserialize!(ReportStatus, |v| match string(v)?.as_str() {
 /// The job the report is for (a UUID).
 #[derive(Debug, Clone, Copy)]
 pub struct JobId(pub Code2desId);
-member_deserialize!(JobId, |v| Code2desId::parse_field("code2des_id", &string(v)?).map(Self).map_err(message_of));
+member_deserialize!(JobId, |v| Code2desId::parse_field("code2des_id", &string(v)?).map(Self).map_err(|e| e.message));
 member_schema!(JobId, {"type": "string"});
 
 #[derive(Debug, Clone, Copy)]
@@ -253,13 +253,13 @@ member_schema!(Percent, {"type": "integer", "minimum": 0, "maximum": 100});
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stage(pub ProgressStage);
-member_deserialize!(Stage, |v| ProgressStage::parse("progress.stage", &string(v)?).map(Self).map_err(message_of));
+member_deserialize!(Stage, |v| ProgressStage::parse("progress.stage", &string(v)?).map(Self).map_err(|e| e.message));
 member_schema!(Stage, {"type": "string", "minLength": 1, "maxLength": ProgressStage::MAX});
 
 /// `s3://{bucket}/code2des/{code2des_id}/{attempt}/…` of this job, no `..`.
 #[derive(Debug, Clone)]
 pub struct ResultUrl(pub S3Pointer);
-member_deserialize!(ResultUrl, |v| S3Pointer::parse("result_url", &string(v)?).map(Self).map_err(message_of));
+member_deserialize!(ResultUrl, |v| S3Pointer::parse("result_url", &string(v)?).map(Self).map_err(|e| e.message));
 member_schema!(ResultUrl, {"type": "string", "maxLength": 1000});
 
 #[derive(Debug, Clone, Copy)]
@@ -312,9 +312,9 @@ fn own_result_url(
     bucket: &str,
     id: Code2desId,
     attempt: i32,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Option<String>, FieldError> {
     match url {
-        Some(ResultUrl(ptr)) if !ptr.is_under(bucket, &job_prefix(id, attempt)) => Err(ApiError::invalid(
+        Some(ResultUrl(ptr)) if !ptr.is_under(bucket, &job_prefix(id, attempt)) => Err(FieldError::new(
             "result_url",
             "must be under s3://{bucket}/code2des/{code2des_id}/{attempt}/ of this job",
         )),
@@ -325,12 +325,12 @@ fn own_result_url(
 impl WebhookBody {
     /// Reads and checks everything that can be checked without the database, including that a
     /// `result_url` lies under `s3://{bucket}/code2des/{id}/{attempt}/` of the body's own job.
-    pub fn parse(body: &Map<String, Value>, bucket: &str) -> Result<Self, ApiError> {
+    pub fn parse(body: &Map<String, Value>, bucket: &str) -> Result<Self, FieldError> {
         Self::new(WebhookReport::read(body)?, bucket)
     }
 
     /// The report, checked against the artifact bucket.
-    pub fn new(report: WebhookReport, bucket: &str) -> Result<Self, ApiError> {
+    pub fn new(report: WebhookReport, bucket: &str) -> Result<Self, FieldError> {
         let (code2des_id, attempt, nonce, status) = match &report {
             WebhookReport::Processing(r) => (r.code2des_id, r.attempt, &r.nonce, Status::Processing),
             WebhookReport::Completed(r) => (r.code2des_id, r.attempt, &r.nonce, Status::Completed),
@@ -373,7 +373,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn parse(v: Value) -> Result<WebhookBody, ApiError> {
+    fn parse(v: Value) -> Result<WebhookBody, FieldError> {
         WebhookBody::parse(v.as_object().unwrap(), "bkt")
     }
 

@@ -7,8 +7,6 @@
 
 use std::time::Duration;
 
-use crate::error::{ApiError, QuotaRefusal};
-
 /// The window of the `burst` limit: the "per minute" of `TRIGGERS_PER_MINUTE`.
 pub const BURST_WINDOW: Duration = Duration::from_secs(60);
 /// Processing jobs an organization may have at once when `MAX_ACTIVE_JOBS_PER_ORG` is not set.
@@ -122,18 +120,6 @@ impl QuotaState {
         let active_left = (i64::from(self.max_active) - self.active).max(0);
         let burst_left = (i64::from(self.per_window) - self.window_used).max(0);
         format!("\"active\";r={active_left}, \"burst\";r={burst_left};t={}", self.burst_t())
-    }
-
-    /// The 429 of a refused call; `None` when nothing refused.
-    pub fn refusal(&self) -> Option<ApiError> {
-        let limit = self.refused()?;
-        Some(ApiError::QuotaExceeded(Box::new(QuotaRefusal {
-            limit: limit.as_str(),
-            message: self.message(),
-            retry_after_secs: self.retry_after_secs(),
-            policy: self.policy_field(),
-            state: self.limit_field(),
-        })))
     }
 
     /// The 429's message, for people.

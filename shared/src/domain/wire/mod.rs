@@ -10,8 +10,6 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::error::ApiError;
-
 /// An enum of the wire, each JSON name written once: the variants, their names, and `ALL`.
 macro_rules! wire_enum {
     ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal,)* }) => {
@@ -240,14 +238,6 @@ where
 {
     let v = Value::deserialize(d)?;
     check(v).map_err(D::Error::custom)
-}
-
-/// The message of a field check written for the user API ([`ApiError::invalid`]'s).
-pub(crate) fn message_of(e: ApiError) -> Cow<'static, str> {
-    match e {
-        ApiError::Invalid { message, .. } => message,
-        other => other.to_string().into(),
-    }
 }
 
 #[cfg(test)]

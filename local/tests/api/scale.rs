@@ -532,3 +532,177 @@ async fn an_index_left_invalid_by_a_failed_build_is_found_and_built_again(app: &
     assert_eq!(applied, [format!("N7__list_sweep_and_purge_indexes: {}", index.name)]);
     assert_eq!(index_validity(&c, &index.name).await.unwrap(), Some(true));
 }
+
+/// The busy file's jobs (issue 40): 3 000 running in their first attempt, beside what its
+/// `failed` list shows, the 3 overdue and the 40 stored failed, and what it does not, 500
+/// completed and 2 jobs created two hours ago whose second attempt is running. Another file of
+/// the project holds 2 overdue jobs and 10 failed ones; the small tenant's 20 jobs hold 5 failed
+/// and 1 overdue. Every overdue job is older than the deadline (900 s) by an hour or more.
+const RUNNING: i64 = 3_000;
+/// What the busy project's failed list may read beyond its page: one row past the page per
+/// merged branch (two), and the processing jobs created more than a deadline ago, which the
+/// overdue branch reads: the file's 3 overdue and 2 retried, the other file's 2 overdue.
+const FAILED_SLACK: i64 = 2 + 3 + 2 + 2;
+
+/// Seeds one tenant's jobs: `n` jobs of file `file`, status `status`, attempt `attempt`,
+/// created `age` seconds ago and the i-th `step` seconds before that, their current attempt
+/// started `started` seconds after creation.
+#[allow(clippy::too_many_arguments)]
+fn jobs_sql(
+    t: &code2des_local::seed::Tenant,
+    tag: &str,
+    file: &str,
+    n: i64,
+    status: &str,
+    attempt: i32,
+    age: f64,
+    step: f64,
+    started: f64,
+) -> String {
+    format!(
+        "WITH ins AS (INSERT INTO code2des (id, organization_id, project_id, page_import_id, figma_file_key, \
+             screen_id, status, attempt, nonce, created_by, updated_by, created_at) \
+         SELECT md5('{tag}-{org}-' || g)::uuid::text, {org}, {project}, '{pi}', '{file}', 'screen', '{status}', \
+             {attempt}, 'nonce', 'seed', 'seed', now() - make_interval(secs => {age} + g * {step}) \
+         FROM generate_series(1, {n}) g RETURNING id, attempt, created_at) \
+         INSERT INTO code2des_attempt (code2des_id, attempt, started_at) \
+         SELECT id, attempt, created_at + make_interval(secs => {started}) FROM ins;",
+        org = t.org,
+        project = t.project,
+        pi = t.page_import,
+    )
+}
+
+/// V12's list: the installed one with V13's one change undone (the overdue branch's keyset bound
+/// back to the page's position), under another name. The two then differ in nothing else.
+async fn install_the_list_before_v13(app: &TestApp) {
+    let def: String = app.sql("SELECT pg_get_functiondef('code2des_list_jobs'::regproc)").await[0].get(0);
+    let bound = "(LEAST(v_after_created_at, now() - make_interval(secs => $4)),\n                \
+                 CASE WHEN v_after_created_at < now() - make_interval(secs => $4) THEN v_after_id ELSE '' END)";
+    assert_eq!(def.matches(bound).count(), 2, "V13's bound, once per failed shape:\n{def}");
+    let old = def.replace(bound, "(v_after_created_at, v_after_id)").replacen(
+        "code2des_list_jobs(",
+        "code2des_list_jobs_v12(",
+        1,
+    );
+    app.batch(&old).await;
+}
+
+/// Every page of one list shape through `function`, as `row_to_json` text, in one snapshot.
+async fn every_page(
+    c: &Client,
+    function: &str,
+    t: &code2des_local::seed::Tenant,
+    file: Option<&str>,
+    status: Option<&str>,
+    deadline: f64,
+) -> Vec<String> {
+    let sql = format!(
+        "SELECT row_to_json(j)::text, j.created_at, j.id FROM {function}($1, $2, $3, $4, $5, $6, $7, $8, $9) j"
+    );
+    let mut out = Vec::new();
+    let mut after: (Option<chrono::DateTime<chrono::Utc>>, Option<String>) = (None, None);
+    loop {
+        let rows = c
+            .query(&sql, &[&t.org, &t.project, &t.sub, &deadline, &file, &status, &after.0, &after.1, &LIMIT])
+            .await
+            .unwrap();
+        out.extend(rows.iter().map(|r| r.get::<_, String>(0)));
+        match rows.last() {
+            Some(last) if rows.len() == LIMIT as usize => after = (last.get(1), last.get(2)),
+            _ => return out,
+        }
+    }
+}
+
+/// Issue 40, migration V13: the failed list's overdue branch starts at now() - deadline, so the
+/// jobs running in their first attempt are never read, however many; and it answers what V12's
+/// statement answered, page by page. A seed of its own (4 000 jobs): the year above holds 15
+/// running jobs in its busy project, too few to tell the two statements apart.
+#[tokio::test]
+async fn the_failed_list_of_a_file_with_3000_running_jobs_reads_the_overdue_ones_and_its_page() {
+    let app = TestApp::new().await;
+    let c = app.pool.get().await.unwrap();
+    let small = code2des_local::seed::tenant(&c, "small", "sub-small", "pi-small", "1", None).await.unwrap();
+    let busy = code2des_local::seed::tenant(&c, "busy", "sub-busy", "pi-busy", "1", None).await.unwrap();
+    let hour = 3_600.0;
+    app.batch(
+        &[
+            jobs_sql(&busy, "run", "file-busy", RUNNING, "0", 1, 0.0, 0.2, 0.0),
+            jobs_sql(&busy, "due", "file-busy", 3, "0", 1, hour, 600.0, 0.0),
+            jobs_sql(&busy, "fail", "file-busy", 40, "2", 1, 1_000.0, 700.0, 0.0),
+            jobs_sql(&busy, "done", "file-busy", 500, "1", 1, 900.0, 100.0, 0.0),
+            jobs_sql(&busy, "again", "file-busy", 2, "0", 2, 2.0 * hour, 60.0, 2.0 * hour - 300.0),
+            jobs_sql(&busy, "due2", "file-other", 2, "0", 1, hour, 900.0, 0.0),
+            jobs_sql(&busy, "fail2", "file-other", 10, "2", 1, 500.0, 500.0, 0.0),
+            jobs_sql(&small, "run", "file-small", 14, "0", 1, 0.0, 30.0, 0.0),
+            jobs_sql(&small, "due", "file-small", 1, "0", 1, hour, 0.0, 0.0),
+            jobs_sql(&small, "fail", "file-small", 5, "2", 1, 1_000.0, 300.0, 0.0),
+            "ANALYZE code2des, code2des_attempt".to_owned(),
+        ]
+        .concat(),
+    )
+    .await;
+    let deadline = Policy::default().deadline;
+    assert_eq!(deadline, Duration::from_secs(900), "the seed's ages are against this deadline");
+    let file = |t: &code2des_local::seed::Tenant| {
+        FigmaFileKey::parse(if t.org == busy.org { "file-busy" } else { "file-small" }).unwrap()
+    };
+
+    // The status as read, the order and every keyset page are V12's: each list shape (the
+    // failed ones changed, the others are the same text), each tenant, by project and by file,
+    // at the deadline, at one second (every processing job overdue, the 3 000 running ones too)
+    // and at three hours (none overdue).
+    install_the_list_before_v13(&app).await;
+    c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ").await.unwrap();
+    for deadline in [900.0, 1.0, 3.0 * hour] {
+        for t in [&busy, &small] {
+            for file in [None, Some(file(t))] {
+                for status in [None, Some("0"), Some("1"), Some("2")] {
+                    let f = file.as_ref().map(FigmaFileKey::as_str);
+                    let now = every_page(&c, "code2des_list_jobs", t, f, status, deadline).await;
+                    let before = every_page(&c, "code2des_list_jobs_v12", t, f, status, deadline).await;
+                    assert_eq!(now, before, "{} {f:?} status {status:?} deadline {deadline}", t.sub);
+                    assert!(!now.is_empty());
+                }
+            }
+        }
+    }
+    c.batch_execute("COMMIT").await.unwrap();
+
+    // What it reads: the page, and of the 3 000 running jobs none; as many rows as the small
+    // tenant's list give or take the overdue ones. After the sixth call, and with generic plans.
+    for generic in [false, true] {
+        let p = Probe::open(&app, generic).await;
+        for by_file in [false, true] {
+            for i in 0..6 {
+                let t = if i % 2 == 0 { &busy } else { &small };
+                list(&p, t, by_file.then(|| file(t)).as_ref(), Some(Status::Failed), None).await;
+            }
+            let what = format!(
+                "failed{}, {}",
+                if by_file { " by file" } else { "" },
+                if generic { "generic plan" } else { "seventh call" }
+            );
+            let (n, r) = list(&p, &busy, by_file.then(|| file(&busy)).as_ref(), Some(Status::Failed), None).await;
+            assert_eq!(n, LIMIT as usize, "{what}");
+            assert_streams(&what, &r);
+            assert!(
+                r.fetched <= LIMIT + FAILED_SLACK && r.entries <= LIMIT + FAILED_SLACK,
+                "{what}: {} rows of code2des fetched, {} index entries read, for a page of {n}:\n{}",
+                r.fetched,
+                r.entries,
+                r.plans
+            );
+        }
+    }
+
+    // The statement before V13 read every running job of the file to find the overdue ones:
+    // the measure above tells the two apart.
+    let p = Probe::open(&app, false).await;
+    let base = p.begin().await;
+    let old = every_page(&p.client, "code2des_list_jobs_v12", &busy, Some("file-busy"), Some("2"), 900.0).await;
+    let r = p.end(base).await;
+    assert_eq!(old.len(), 43);
+    assert!(r.fetched >= RUNNING, "V12's failed list: {r:?}");
+}

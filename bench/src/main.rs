@@ -2,7 +2,7 @@
 //! (the machine is noisy; absolute numbers are not the point). See docs/PERFORMANCE.md.
 //!
 //! ```text
-//! code2des-bench [all|coldstart|compression|roundtrips|warm|reads|hydration|largest|scale|capacity|pool] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
+//! code2des-bench [all|coldstart|compression|roundtrips|warm|reads|failed|hydration|largest|scale|capacity|pool] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]
 //! ```
 //! `--quick` runs every benchmark with a few iterations (CI checks that they still run; it
 //! asserts nothing about speed). `--extra` adds another binary to the cold-start table (a
@@ -15,6 +15,7 @@ mod capacity;
 mod coldstart;
 mod compression;
 mod convert;
+mod failed;
 mod fixture;
 mod hydration;
 mod largest;
@@ -101,7 +102,7 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "{e}\nusage: code2des-bench [all|coldstart|compression|convert|roundtrips|warm|reads|hydration|largest|scale|capacity|pool] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
+                "{e}\nusage: code2des-bench [all|coldstart|compression|convert|roundtrips|warm|reads|failed|hydration|largest|scale|capacity|pool] [--quick] [--rounds N] [--extra NAME=PATH]... [--json PATH]"
             );
             std::process::exit(2);
         }
@@ -124,6 +125,7 @@ fn run(args: Args) -> Result<(), String> {
             | "roundtrips"
             | "warm"
             | "reads"
+            | "failed"
             | "hydration"
             | "largest"
             | "scale"
@@ -181,6 +183,9 @@ fn run(args: Args) -> Result<(), String> {
         }
         if matches!(c, "all" | "reads") {
             reads::run(app.clone(), quick, rounds).await?;
+        }
+        if matches!(c, "all" | "failed") {
+            failed::run(&app, quick, rounds).await?;
         }
         if matches!(c, "all" | "hydration") {
             hydration::run(app.clone(), quick).await;

@@ -41,15 +41,6 @@ const ANSWER_NAMES: &[&str] = &["ApiError", "ErrorCode", "QuotaRefusal"];
 /// their logs and the database's Retry-After setting, nothing that builds an answer.
 const ERROR_ITEMS_BELOW_THE_EDGE: &[&str] = &["chain", "RETRY_AFTER_SECS", "set_database_retry_after"];
 
-/// Files that still cross a layer (issue 38, item 4), each fixed in its own commit; the list
-/// only shrinks.
-const NOT_YET_HELD: &[&str] = &[];
-
-fn held(file: &Path) -> bool {
-    let relative = file.strip_prefix(src()).unwrap().to_str().unwrap().to_owned();
-    !NOT_YET_HELD.contains(&relative.as_str())
-}
-
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
@@ -194,7 +185,7 @@ fn every_file_imports_only_the_layers_it_stands_on() {
     let folders: BTreeSet<&str> = files.iter().map(|(l, _)| l.as_str()).collect();
     assert_eq!(folders.len(), LAYERS.len(), "every layer has files: {folders:?}");
     let mut wrong = Vec::new();
-    for (layer, file) in files.iter().filter(|(_, f)| held(f)) {
+    for (layer, file) in &files {
         let text = code(&std::fs::read_to_string(file).unwrap());
         for path in crate_paths(&text) {
             let target = path.split("::").next().unwrap();
@@ -219,7 +210,7 @@ fn every_file_imports_only_the_layers_it_stands_on() {
 #[test]
 fn only_the_edge_names_the_answer() {
     let mut wrong = Vec::new();
-    for (layer, file) in files_by_layer().into_iter().filter(|(_, f)| held(f)) {
+    for (layer, file) in files_by_layer() {
         if ANSWERING.contains(&layer.as_str()) {
             continue;
         }

@@ -266,23 +266,6 @@ fn warnings_stop_at_the_artifacts_limit() {
     assert_eq!(out.warnings.len(), MAX_WARNINGS);
 }
 
-/// The converter does not depend on the shared crate (it builds in seconds alone), so the
-/// artifact's limit is read from its source: `Limits::default()`'s `max_warnings`.
-#[test]
-fn the_warnings_limit_is_the_artifacts() {
-    let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/domain/artifact.rs"))
-        .expect("shared/src/domain/artifact.rs");
-    let limit: Vec<usize> = source
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("max_warnings: ")?.strip_suffix(',')?.replace('_', "").parse().ok())
-        .collect();
-    assert_eq!(
-        limit,
-        [MAX_WARNINGS],
-        "Limits::default().max_warnings, as a literal, is code2des_convert::MAX_WARNINGS"
-    );
-}
-
 #[test]
 fn a_malformed_snapshot_is_an_error_not_an_empty_page() {
     let (snap, height, fonts) = snapshot("<!DOCTYPE html><p>words</p>");

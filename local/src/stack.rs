@@ -315,7 +315,8 @@ pub async fn start(mut cfg: Config) -> Result<Running, StartError> {
     let mut tasks = vec![tokio::spawn(serve_http(listener, handlers, stopped.clone()))];
     if cfg.demo_worker {
         // Real conversions of captures (Chromium starts at the first one); a page import with
-        // no capture still gets the sample document.
+        // no capture fails its job with a message (no canned success: `code2des-worker --sample`
+        // is the only way to the sample document).
         let mut worker = code2des_worker::Worker::new(s3.clone(), cfg.bucket().to_owned(), cfg.webhook_secret())
             .with_conversion(Default::default());
         if let Some(key) = signing_key.clone() {

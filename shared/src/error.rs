@@ -6,7 +6,10 @@
 //! enum to. Causes of faults (database, S3) are logged with their chain where they happen and
 //! answered generically, so no SQL text, S3 location or secret ever reaches a client.
 //!
-//! This module is at the bottom of the crate with `domain` and `budget`: it imports only `budget`.
+//! Only this module and `http` name the answer: the layers between return their own errors
+//! (`FieldError`, `DbError`, `BucketError`, `DispatchError`), which `http::refusals` and
+//! `http::faults` turn into an [`ApiError`]. This module is at the bottom of the crate with
+//! `domain` and `budget`.
 
 use std::borrow::Cow;
 

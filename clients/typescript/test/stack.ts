@@ -18,6 +18,8 @@ export interface StackEnv {
   s3: string;
   /** Its database, for `seed`. */
   databaseUrl: string;
+  /** Its `--data-dir`, for `seed` (the sample capture is written under it). */
+  dataDir: string;
 }
 
 function need(name: string): string {
@@ -30,7 +32,7 @@ function need(name: string): string {
 
 /** The stack with no worker: the tests play the worker themselves. */
 export function plainStack(): StackEnv {
-  return { url: need("C2D_PLAIN_URL"), s3: need("C2D_PLAIN_S3"), databaseUrl: need("C2D_PLAIN_DB") };
+  return { url: need("C2D_PLAIN_URL"), s3: need("C2D_PLAIN_S3"), databaseUrl: need("C2D_PLAIN_DB"), dataDir: need("C2D_PLAIN_DATA") };
 }
 
 /**
@@ -38,12 +40,12 @@ export function plainStack(): StackEnv {
  * processing job is refused 429, as the quota test needs.
  */
 export function quotaStack(): StackEnv {
-  return { url: need("C2D_QUOTA_URL"), s3: need("C2D_QUOTA_S3"), databaseUrl: need("C2D_QUOTA_DB") };
+  return { url: need("C2D_QUOTA_URL"), s3: need("C2D_QUOTA_S3"), databaseUrl: need("C2D_QUOTA_DB"), dataDir: need("C2D_QUOTA_DATA") };
 }
 
 /** The stack started with `--demo-worker`: the reference worker completes every new job. */
 export function demoStack(): StackEnv {
-  return { url: need("C2D_DEMO_URL"), s3: need("C2D_DEMO_S3"), databaseUrl: need("C2D_DEMO_DB") };
+  return { url: need("C2D_DEMO_URL"), s3: need("C2D_DEMO_S3"), databaseUrl: need("C2D_DEMO_DB"), dataDir: need("C2D_DEMO_DATA") };
 }
 
 export interface Tenant {
@@ -62,7 +64,8 @@ export interface Tenant {
 export async function seedTenant(stack: StackEnv, sub = `ts-${randomUUID().slice(0, 8)}`): Promise<Tenant> {
   const bin = need("C2D_BIN");
   const addr = new URL(stack.url).host;
-  const { stdout } = await run(bin, ["--addr", addr, "seed", "--sub", sub, "--json"], {
+  // The stack's data directory: seed writes the sample capture where the stack's S3 serves it.
+  const { stdout } = await run(bin, ["--addr", addr, "--data-dir", stack.dataDir, "seed", "--sub", sub, "--json"], {
     env: { ...process.env, DATABASE_URL: stack.databaseUrl, RUST_LOG: "warn" },
   });
   const line = stdout.trim().split("\n").pop() ?? "";

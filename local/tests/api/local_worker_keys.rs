@@ -143,8 +143,9 @@ async fn the_stack_generates_the_workers_key_pair_once_and_verifies_v1a_with_it(
         code2des_local::s3server::ACCESS_KEY,
         code2des_local::s3server::SECRET_KEY,
     );
-    let worker =
-        code2des_worker::Worker::new(s3.clone(), BUCKET, "not-the-stacks-secret").with_signing_key(key.clone());
+    let worker = code2des_worker::Worker::new(s3.clone(), BUCKET, "not-the-stacks-secret")
+        .with_sample()
+        .with_signing_key(key.clone());
     let m = worker.read_manifest(&format!("code2des/{id}/1/manifest.json")).await.unwrap();
     assert_eq!(worker.complete(&m).await.unwrap().status, 200);
     let j: serde_json::Value = reqwest::Client::new()

@@ -194,7 +194,11 @@ async fn tampered_artifacts_are_502_and_change_nothing() {
                 art["images"]["hero"]["mime_type"] = json!("image/svg+xml");
                 imgs[0].1 = b"<html><body>hi</body></html>".to_vec();
             }
-            "too large" => art["padding"] = json!("x".repeat(3 * 1024 * 1024)),
+            "too large" => {
+                // One byte over the limit the worker checks against too (not a round number).
+                let limit = shared::domain::artifact::Limits::default().max_artifact_bytes as usize;
+                art["padding"] = json!("x".repeat(limit + 1));
+            }
             _ => unreachable!(),
         }
         cases.push((id, art, imgs));

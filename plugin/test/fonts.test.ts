@@ -99,6 +99,10 @@ test("style names read as weight and slope, Inter's written as Figma names them"
   assert.equal(interStyle(600, true), "Semi Bold Italic");
   assert.equal(interStyle(200, false), "Extra Light");
   assert.equal(interStyle(950, false), "Black");
+  // A family whose regular face is named otherwise: "Book" is its 400.
+  const dejavu = ["ExtraLight", "Book", "Oblique", "Bold", "Bold Oblique"].map((style) => ({ family: "DejaVu Sans", style }));
+  assert.deepEqual(substitute({ family: "DejaVu Sans", style: "Regular" }, dejavu), { family: "DejaVu Sans", style: "Book" });
+  assert.deepEqual(substitute({ family: "DejaVu Sans", style: "Italic" }, dejavu), { family: "DejaVu Sans", style: "Oblique" });
   // Every face the test Figma has stands for itself when another of its family is asked for.
   for (const f of FONTS) {
     const asked = { family: f.family, style: `${f.style} Condensed` };

@@ -245,6 +245,11 @@ impl<'a> Snapshot<'a> {
         self.node_name[node].to_ascii_lowercase()
     }
 
+    /// The node's tag is one of `tags` (lower case), without making a string.
+    pub(crate) fn is_tag(&self, node: usize, tags: &[&str]) -> bool {
+        tags.iter().any(|t| self.node_name[node].eq_ignore_ascii_case(t))
+    }
+
     /// The layer name of element `node` (`names`).
     pub(crate) fn name(&self, node: usize) -> String {
         self.names.name(self, node)

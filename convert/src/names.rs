@@ -6,6 +6,7 @@
 //! line of at most [`MAX_NAME`] characters, and never comes from what a form control holds
 //! (a value typed or preset, a password, an option list): those are the user's, not the page's.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use crate::convert::Snapshot;
@@ -74,11 +75,13 @@ pub struct Index {
     by_id: HashMap<String, usize>,
     /// The `<label>` of each form control.
     label_of: HashMap<usize, usize>,
+    /// Each element's name once made: the walk asks for it at every paint, colour and warning.
+    made: Vec<OnceCell<String>>,
 }
 
 fn is_heading(s: &Snapshot<'_>, n: usize) -> bool {
     s.node_type[n] == 1
-        && (matches!(s.tag(n).as_str(), "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
+        && (s.is_tag(n, &["h1", "h2", "h3", "h4", "h5", "h6"])
             || s.attr(n, "role").is_some_and(|r| r.trim().eq_ignore_ascii_case("heading")))
 }
 
@@ -87,7 +90,7 @@ fn role(s: &Snapshot<'_>, n: usize) -> String {
 }
 
 fn is_section(s: &Snapshot<'_>, n: usize) -> bool {
-    s.node_type[n] == 1 && (SECTIONS.contains(&s.tag(n).as_str()) || SECTION_ROLES.contains(&role(s, n).as_str()))
+    s.node_type[n] == 1 && (s.is_tag(n, SECTIONS) || SECTION_ROLES.contains(&role(s, n).as_str()))
 }
 
 /// Appends `piece` to `out`, keeping single spaces and stopping just past [`MAX_NAME`].
@@ -113,6 +116,9 @@ impl Index {
         let mut text = vec![String::new(); n];
         let mut inline_only = vec![true; n];
         let mut first_heading = vec![None; n];
+        // Asked of every child: once per node.
+        let heading: Vec<bool> = (0..n).map(|i| is_heading(s, i) && s.layout_of[i].is_some()).collect();
+        let section: Vec<bool> = (0..n).map(|i| is_section(s, i)).collect();
         for i in (0..n).rev() {
             match s.node_type[i] {
                 3 => {
@@ -121,8 +127,7 @@ impl Index {
                     }
                 }
                 1 if !s.pseudo.contains_key(&i) => {
-                    let tag = s.tag(i);
-                    if CONTROLS.contains(&tag.as_str()) || SILENT.contains(&tag.as_str()) {
+                    if s.is_tag(i, CONTROLS) || s.is_tag(i, SILENT) {
                         continue;
                     }
                     let mut own = String::new();
@@ -143,9 +148,9 @@ impl Index {
                             push_text(&mut own, " ");
                         }
                         if first_heading[i].is_none() && s.node_type[c] == 1 {
-                            if is_heading(s, c) && s.layout_of[c].is_some() {
+                            if heading[c] {
                                 first_heading[i] = Some(c);
-                            } else if !is_section(s, c) {
+                            } else if !section[c] {
                                 first_heading[i] = first_heading[c];
                             }
                         }
@@ -162,7 +167,7 @@ impl Index {
             }
         }
         let mut label_of = HashMap::new();
-        for i in (0..n).filter(|i| s.node_type[*i] == 1 && s.tag(*i) == "label") {
+        for i in (0..n).filter(|i| s.node_type[*i] == 1 && s.is_tag(*i, &["label"])) {
             let control = match s.attr(i, "for").filter(|f| !f.is_empty()) {
                 Some(f) => by_id.get(f).copied(),
                 None => first_control(s, i),
@@ -171,11 +176,18 @@ impl Index {
                 label_of.entry(c).or_insert(i);
             }
         }
-        Self { text, inline_only, first_heading, by_id, label_of }
+        Self { text, inline_only, first_heading, by_id, label_of, made: vec![OnceCell::new(); n] }
     }
 
     /// The layer name of element `n` (see the module's documentation).
     pub fn name(&self, s: &Snapshot<'_>, n: usize) -> String {
+        match self.made.get(n) {
+            Some(cell) => cell.get_or_init(|| self.make(s, n)).clone(),
+            None => self.make(s, n),
+        }
+    }
+
+    fn make(&self, s: &Snapshot<'_>, n: usize) -> String {
         if let Some(p) = s.pseudo.get(&n) {
             // Generated content is its element's: named after it.
             let owner = usize::try_from(s.parent[n]).map(|o| self.name(s, o)).unwrap_or_default();

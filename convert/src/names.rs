@@ -25,8 +25,7 @@ const SECTION_ROLES: &[&str] =
     &["region", "article", "complementary", "navigation", "dialog", "alertdialog", "tabpanel", "group"];
 /// Elements named by their own text, as assistive technology names them (ARIA's "name from
 /// content").
-const NAMED_BY_CONTENT: &[&str] =
-    &["a", "button", "summary", "label", "legend", "caption", "figcaption", "th", "dt", "option"];
+const NAMED_BY_CONTENT: &[&str] = &["a", "button", "summary", "label", "legend", "caption", "figcaption", "th", "dt"];
 const CONTENT_ROLES: &[&str] = &["button", "link", "tab", "menuitem", "treeitem", "cell", "columnheader", "rowheader"];
 
 /// `text` as a layer name: one line (white space collapsed, control and bidi characters

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::doc::{Dimension, Effect, FontName, Image, Node, Paint, Rgb, Rgba, Stop, Vector, Warning, MAX_WARNINGS};
 use crate::render::STYLES;
-use crate::{stack, warn};
+use crate::{names, stack, warn};
 
 /// Frames nest at most this deep (the artifact allows 40 levels); deeper boxes are flattened.
 const MAX_FRAME_DEPTH: usize = 36;
@@ -62,20 +62,21 @@ pub struct Snapshot<'a> {
     pub(crate) parent: Vec<i64>,
     pub(crate) node_type: Vec<i64>,
     node_name: Vec<&'a str>,
-    node_value: Vec<Option<&'a str>>,
+    pub(crate) node_value: Vec<Option<&'a str>>,
     attrs: Vec<Vec<(&'a str, &'a str)>>,
-    children: Vec<Vec<usize>>,
+    pub(crate) children: Vec<Vec<usize>>,
     pub(crate) layout_of: Vec<Option<usize>>,
     /// Every layout object of a node: a pseudo element's generated text has its own.
     layouts_of: Vec<Vec<usize>>,
     current_src: HashMap<usize, &'a str>,
     input_value: HashMap<usize, &'a str>,
-    pseudo: HashMap<usize, &'a str>,
+    pub(crate) pseudo: HashMap<usize, &'a str>,
     l_styles: Vec<Vec<i64>>,
     l_bounds: Vec<[f64; 4]>,
-    l_text: Vec<Option<&'a str>>,
+    pub(crate) l_text: Vec<Option<&'a str>>,
     l_paint: Vec<i64>,
     text_boxes: HashMap<usize, Vec<([f64; 4], usize, usize)>>,
+    names: names::Index,
 }
 
 fn ints(v: &Value) -> Vec<i64> {
@@ -198,7 +199,7 @@ impl<'a> Snapshot<'a> {
             let len = lens.get(i).copied().unwrap_or(0).max(0) as usize;
             text_boxes.entry(li).or_default().push((*b, start, len));
         }
-        Ok(Self {
+        let mut parsed = Self {
             current_src: rare(&nodes["currentSourceURL"]),
             input_value: rare(&nodes["inputValue"]),
             pseudo: rare(&nodes["pseudoType"]),
@@ -216,7 +217,10 @@ impl<'a> Snapshot<'a> {
             l_text,
             l_paint,
             text_boxes,
-        })
+            names: names::Index::default(),
+        };
+        parsed.names = names::Index::new(&parsed);
+        Ok(parsed)
     }
 
     pub(crate) fn style(&self, layout: usize, name: &str) -> &'a str {
@@ -233,7 +237,7 @@ impl<'a> Snapshot<'a> {
         px(self.style(layout, name))
     }
 
-    fn attr(&self, node: usize, name: &str) -> Option<&'a str> {
+    pub(crate) fn attr(&self, node: usize, name: &str) -> Option<&'a str> {
         self.attrs.get(node)?.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
     }
 
@@ -241,7 +245,17 @@ impl<'a> Snapshot<'a> {
         self.node_name[node].to_ascii_lowercase()
     }
 
-    /// `tag#id`, or `tag.first-class`, or `tag`.
+    /// The node's tag is one of `tags` (lower case), without making a string.
+    pub(crate) fn is_tag(&self, node: usize, tags: &[&str]) -> bool {
+        tags.iter().any(|t| self.node_name[node].eq_ignore_ascii_case(t))
+    }
+
+    /// The layer name of element `node` (`names`).
+    pub(crate) fn name(&self, node: usize) -> String {
+        self.names.name(self, node)
+    }
+
+    /// `tag#id`, or `tag.first-class`, or `tag`: the element in a DOM path.
     fn label(&self, node: usize) -> String {
         let tag = match self.pseudo.get(&node) {
             Some(p) => format!("::{p}"),
@@ -734,7 +748,7 @@ impl Ctx<'_, '_> {
                 "the font drawn for font-family: {} is unknown (its look-up failed); named {wanted}, which may not be it",
                 warn::quote(css_family)
             );
-            let name = self.s.label(dom);
+            let name = self.s.name(dom);
             self.warn("font_substituted", message, dom, &name);
         }
         wanted
@@ -857,7 +871,7 @@ pub fn convert(
     if let (Some(n), Some(h)) = (cx.root_bg_from, html) {
         let root_box = s.layout_of[h].map_or(page, |l| s.l_bounds[l]);
         let l = s.layout_of[n].unwrap_or(0);
-        let name = s.label(n);
+        let name = s.name(n);
         let fills = background_fills(&mut cx, n, l, root_box, &name);
         // A gradient repeats below a root element shorter than the page (a short page in a
         // taller viewport): each repeat is a rectangle behind everything.
@@ -874,7 +888,7 @@ pub fn convert(
             while top < page[3] - 0.5 && tiles.len() < 100 {
                 tiles.push(Node {
                     kind: "RECTANGLE",
-                    name: format!("{name} background"),
+                    name: names::suffixed(&name, "background"),
                     x: round(root_box[0]),
                     y: round(top),
                     width: round(root_box[2]),
@@ -1207,14 +1221,15 @@ fn placement(cx: &mut Ctx<'_, '_>, n: usize, l: usize) -> Option<(usize, Option<
     let left = cx.open.get(target + 1..).filter(|l| !l.is_empty())?;
     if let Some(f) = left.iter().find(|o| o.faded && !clips_it(o)) {
         // Its opacity applies to this element, the clip does not: Figma cannot do both.
-        let label = |o: &Open| o.owner.map(|o| s.label(o)).unwrap_or_default();
+        // The frames are named as the designer sees them in the layer list.
+        let label = |o: &Open| o.owner.map(|o| s.name(o)).unwrap_or_default();
         let message = format!(
-            "position: {}: drawn clipped by {} (CSS does not clip it there), to keep the opacity of {}",
+            "position: {}: drawn clipped by \"{}\" (CSS does not clip it there), to keep the opacity of \"{}\"",
             warn::quote(s.style(l, "position")),
             label(&left[0]),
             label(f)
         );
-        cx.css(n, &s.label(n), "position", message);
+        cx.css(n, &s.name(n), "position", message);
         return None;
     }
     let clip = left.iter().filter(|o| clips_it(o)).map(|o| o.rect).reduce(intersect);
@@ -1254,7 +1269,7 @@ fn move_out(cx: &mut Ctx<'_, '_>, n: usize, l: usize, target: usize, clip: Optio
     let first = here.nodes[0].0;
     let wrapper = Node {
         kind: "FRAME",
-        name: format!("{} clip", cx.s.label(n)),
+        name: names::suffixed(&cx.s.name(n), "clip"),
         x: round(r[0] - tox),
         y: round(r[1] - toy),
         width: round(r[2]),
@@ -1272,7 +1287,7 @@ fn move_out(cx: &mut Ctx<'_, '_>, n: usize, l: usize, target: usize, clip: Optio
 /// place on the page, by a loop rather than recursion (no clipping, opacity or auto layout).
 fn flatten(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container) {
     let s = cx.s;
-    let name = s.label(n);
+    let name = s.name(n);
     let message = format!("nested over {MAX_WALK_DEPTH} elements deep: the content below is drawn flat");
     cx.depth_limit(n, &name, message);
     let mut todo = vec![n];
@@ -1292,11 +1307,11 @@ fn flatten(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container) {
             (1, Some(l)) if leaf => element(cx, c, l, into, false),
             (1, Some(l)) => {
                 let b = s.l_bounds[l];
-                let paint = box_paint(cx, c, l, b, &s.label(c));
+                let paint = box_paint(cx, c, l, b, &s.name(c));
                 if paints_something(&paint) && s.style(l, "visibility") != "hidden" {
                     let mut node = Node {
                         kind: "RECTANGLE",
-                        name: s.label(c),
+                        name: s.name(c),
                         x: round(b[0] - into.ox),
                         y: round(b[1] - into.oy),
                         width: round(b[2]),
@@ -1319,7 +1334,7 @@ fn flatten(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container) {
 fn element(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container, flex_item: bool) {
     let s = cx.s;
     let b = s.l_bounds[l];
-    let name = s.label(n);
+    let name = s.name(n);
     let visible = s.style(l, "visibility") != "hidden";
     // Generated content (::before, ::after, ::marker) converts like any box; it is named so.
     if let Some(p) = s.pseudo.get(&n) {
@@ -1753,12 +1768,12 @@ fn symbol_marker(cx: &mut Ctx<'_, '_>, n: usize, li: usize, into: &mut Container
     if kind != symbol || side <= 0.0 || s.style(li, "visibility") == "hidden" {
         return false;
     }
-    let Some(color) = cx.color(n, li, "color", &s.label(n)).filter(|c| c.a > 0.0) else { return true };
+    let Some(color) = cx.color(n, li, "color", &s.name(n)).filter(|c| c.a > 0.0) else { return true };
     // Blink draws the pixel-snapped rectangle.
     let (x, y, d) = ((b[0] + 1.0).round(), (b[1] + 0.75 * (2.0 * side - 1.0)).round(), side.round());
     let mut node = Node {
         kind: if symbol == "square" { "RECTANGLE" } else { "ELLIPSE" },
-        name: s.label(n),
+        name: s.name(n),
         x: round(x - into.ox),
         y: round(y - into.oy),
         width: d,
@@ -1789,7 +1804,7 @@ fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
         return;
     }
     let owner = usize::try_from(s.parent[n]).unwrap_or(n);
-    let color = cx.color(owner, l, "color", &s.label(owner)).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
+    let color = cx.color(owner, l, "color", &s.name(owner)).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
     if color.a == 0.0 {
         return;
     }
@@ -1844,7 +1859,8 @@ fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
             cx.warn("node_limit", format!("over {MAX_NODES} nodes: the rest of the page is left out"), owner, "");
             return;
         }
-        let name: String = chars.trim().chars().take(40).collect();
+        // As Figma names a text layer: by its characters, on one line.
+        let name = names::short(&chars);
         // Chromium's box is the glyphs' (ascent to descent); Figma's text box is the line box,
         // the half-leading above and below them (negative when the line is the shorter: Figma
         // then still centres the glyphs on it, so the box must be centred too).
@@ -1912,7 +1928,7 @@ fn input_text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], into: &mut 
             None => return,
         },
     };
-    let name = s.label(n);
+    let name = s.name(n);
     let mut color = cx.color(n, l, "color", &name).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
     if placeholder {
         // Chromium's placeholder colour: the text colour at a little under half strength.
@@ -1957,7 +1973,9 @@ fn input_text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], into: &mut 
     let css_family = s.style(l, "font-family");
     let family = cx.font(css_family, n);
     let style = font_style(s.style(l, "font-weight"), s.style(l, "font-style") == "italic");
-    let name: String = chars.chars().take(40).collect();
+    // A value is the user's (typed, preset, a password's length), never a layer's name; a
+    // placeholder and a select's option are the page's words.
+    let name = if placeholder || select { names::short(&chars) } else { "Value".to_owned() };
     cx.count += 1;
     into.nodes.push((
         order(i64::MAX),

@@ -11,6 +11,7 @@ mod cdp;
 mod color;
 pub mod convert;
 pub mod doc;
+mod names;
 pub mod render;
 mod stack;
 mod warn;

@@ -3,6 +3,7 @@
 // run exactly this code. The node schema is openapi.yaml's `Node` (SPEC section 4).
 
 import type { Node, Paint as DocPaint } from "@code2des/client";
+import { FALLBACK_FONT, substitute } from "./fonts.js";
 
 type Container = BaseNode & ChildrenMixin;
 
@@ -22,8 +23,6 @@ export class ImageStore {
     this.svgs.set(ref, svg);
   }
 }
-
-const FALLBACK_FONT: FontName = { family: "Inter", style: "Regular" };
 
 /**
  * Plugin data on every node the Builder makes: the document node's child indices from the
@@ -63,6 +62,8 @@ export interface Built {
 
 export class Builder {
   private fonts = new Map<string, Promise<FontName>>();
+  /** Figma's font list, asked for once, at the first font it cannot load. */
+  private available: Promise<Font[]> | undefined;
   private warnings: BuildWarning[] = [];
   /** One warning per unavailable font, counting the text layers it concerns. */
   private substituted = new Map<string, { warning: BuildWarning; layers: number }>();
@@ -149,7 +150,7 @@ export class Builder {
         const want = doc.fontName ?? FALLBACK_FONT;
         const font = await this.font(want);
         text.fontName = font;
-        if (font.family !== want.family || font.style !== want.style) this.fontSubstituted(want, doc, at);
+        if (font.family !== want.family || font.style !== want.style) this.fontSubstituted(want, font, doc, at);
         text.characters = doc.characters ?? "";
         if (doc.fontSize !== undefined) text.fontSize = doc.fontSize;
         if (doc.textAlignHorizontal !== undefined) text.textAlignHorizontal = doc.textAlignHorizontal;
@@ -350,10 +351,10 @@ export class Builder {
   }
 
   /** One warning per font, not per text layer: a page in a missing font would list every paragraph. */
-  private fontSubstituted(font: FontName, doc: { name?: string }, at: number[]): void {
+  private fontSubstituted(font: FontName, used: FontName, doc: { name?: string }, at: number[]): void {
     const key = `${font.family}\u0000${font.style}`;
     const seen = this.substituted.get(key);
-    const base = `font ${font.family} ${font.style} is not available; used Inter Regular`;
+    const base = `font ${font.family} ${font.style} is not available; used ${used.family} ${used.style}`;
     if (!seen) {
       this.substituted.set(key, { warning: this.warn("font_substituted", base, doc, at), layers: 1 });
       return;
@@ -362,7 +363,11 @@ export class Builder {
     seen.warning.message = `${base} (${seen.layers} text layers)`;
   }
 
-  /** Loads a font once; one that is not available falls back to Inter Regular. */
+  /**
+   * Loads a font once. One that is not available falls back keeping its weight and slope
+   * (./fonts.ts: the nearest face of its family, else Inter's), and Inter Regular when even
+   * that does not load.
+   */
   private font(font: FontName): Promise<FontName> {
     const key = `${font.family}\u0000${font.style}`;
     let loading = this.fonts.get(key);
@@ -370,12 +375,24 @@ export class Builder {
       loading = this.figma.loadFontAsync(font).then(
         () => font,
         async () => {
-          await this.figma.loadFontAsync(FALLBACK_FONT);
-          return FALLBACK_FONT;
+          const stand = substitute(font, (await this.listFonts()).map((f) => f.fontName));
+          try {
+            await this.figma.loadFontAsync(stand);
+            return stand;
+          } catch {
+            await this.figma.loadFontAsync(FALLBACK_FONT);
+            return FALLBACK_FONT;
+          }
         },
       );
       this.fonts.set(key, loading);
     }
     return loading;
+  }
+
+  /** Figma's fonts; none when it cannot list them (the fallback then names Inter's face). */
+  private listFonts(): Promise<Font[]> {
+    this.available ??= this.figma.listAvailableFontsAsync().catch(() => []);
+    return this.available;
   }
 }

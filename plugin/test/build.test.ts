@@ -372,6 +372,6 @@ test("a missing font is one warning, at its first text layer, counting the layer
   };
   const { built } = await build(doc, { raster: new Map(), svg: new Map() });
   assert.deepEqual(built.warnings, [
-    { code: "font_substituted", message: "font Gone Bold is not available; used Inter Regular (2 text layers)", node: "first", indices: [1] },
+    { code: "font_substituted", message: "font Gone Bold is not available; used Inter Bold (2 text layers)", node: "first", indices: [1] },
   ]);
 });

@@ -9,6 +9,7 @@ import { applyMixins } from "figma-api-stub/dist/applyMixins.js";
 import * as mixins from "figma-api-stub/dist/mixins.js";
 
 import type { Node, Paint as DocPaint } from "@code2des/client";
+import { FALLBACK_FONT, substitute } from "../src/fonts.js";
 
 export interface TestFigma {
   figma: PluginAPI;
@@ -22,8 +23,23 @@ export interface TestFigma {
   storage: Map<string, unknown>;
 }
 
-// Fonts the stub's listAvailableFontsAsync lists; real Figma refuses to load any other.
-const AVAILABLE = new Set(["Inter", "Roboto", "Helvetica"]);
+/** Faces of a family: each weight name upright, then italic ("Italic" alone for Regular). */
+const faces = (family: string, weights: string[], slope = "Italic"): FontName[] =>
+  [false, true].flatMap((italic) =>
+    weights.map((w) => ({ family, style: !italic ? w : w === "Regular" ? slope : `${w} ${slope}` })),
+  );
+
+/**
+ * The fonts this Figma has, as Figma names their styles (the stub's own list calls Inter's
+ * italic "Regular Italic" and lists Helvetica's "Oblique" twice); it refuses to load any other.
+ * Roboto has no Semi Bold, so a missing Roboto Semi Bold has neighbours on both sides.
+ */
+export const FONTS: FontName[] = [
+  ...faces("Inter", ["Thin", "Extra Light", "Light", "Regular", "Medium", "Semi Bold", "Bold", "Extra Bold", "Black"]),
+  ...faces("Roboto", ["Thin", "Light", "Regular", "Medium", "Bold", "Black"]),
+  ...faces("Helvetica", ["Light", "Regular", "Bold"], "Oblique"),
+];
+const listed = (font: FontName) => FONTS.some((f) => f.family === font.family && f.style === font.style);
 
 /**
  * figma-api-stub 0.0.57 has no createEllipse, createLine, createVector, createNodeFromSvg,
@@ -31,7 +47,7 @@ const AVAILABLE = new Set(["Inter", "Roboto", "Helvetica"]);
  * record of the bytes, and its
  * loadFontAsync loads any font at all. Those are filled in here, as close to Figma as the
  * builder needs: new nodes go to the current page, a line has height 0, an SVG becomes a frame
- * of the SVG's size, an unknown font is refused.
+ * of the SVG's size, a font that is not in FONTS is refused.
  */
 export function testFigma(): TestFigma {
   const config = { simulateErrors: true, isWithoutTimeout: true };
@@ -87,9 +103,10 @@ export function testFigma(): TestFigma {
 
   const loadFont = figma.loadFontAsync.bind(figma);
   figma.loadFontAsync = async (font: FontName) => {
-    if (!AVAILABLE.has(font.family)) throw new Error(`The font "${font.family} ${font.style}" could not be loaded`);
+    if (!listed(font)) throw new Error(`The font "${font.family} ${font.style}" could not be loaded`);
     await loadFont(font);
   };
+  figma.listAvailableFontsAsync = async () => FONTS.map((fontName) => ({ fontName: { ...fontName } }));
 
   // With "documentAccess": "dynamic-page" Figma has only the async forms of these.
   const getNodeById = (figma as unknown as { getNodeById(id: string): BaseNode | null }).getNodeById.bind(figma);
@@ -215,7 +232,7 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
       const text = node as TextNode;
       eq(path, "characters", text.characters, d.characters ?? "");
       if (d.fontSize !== undefined) eq(path, "fontSize", text.fontSize, d.fontSize);
-      const wantFont = d.fontName && AVAILABLE.has(d.fontName.family) ? d.fontName : { family: "Inter", style: "Regular" };
+      const wantFont = !d.fontName ? FALLBACK_FONT : listed(d.fontName) ? d.fontName : substitute(d.fontName, FONTS);
       eq(path, "fontName", text.fontName, wantFont);
       if (d.textAlignHorizontal !== undefined) eq(path, "textAlignHorizontal", text.textAlignHorizontal, d.textAlignHorizontal);
     }

@@ -1,0 +1,298 @@
+//! Layer names, as a designer would give them (issue 39, item 5): what the page itself calls
+//! an element (its `aria-label`, `aria-labelledby`, `alt`, an SVG's `<title>`, a form control's
+//! `<label>`), the text that titles it (a heading's or a link's own text, a section's first
+//! heading, a figure's caption, a fieldset's legend), then its `id`, its first class, the text of
+//! a box that holds nothing but text, and its tag only when none of these exist. A name is one
+//! line of at most [`MAX_NAME`] characters, and never comes from what a form control holds
+//! (a value typed or preset, a password, an option list): those are the user's, not the page's.
+
+use std::cell::OnceCell;
+use std::collections::HashMap;
+
+use crate::convert::Snapshot;
+
+/// Figma's layer list shows about this many characters of a name at its default width.
+pub const MAX_NAME: usize = 40;
+
+/// Elements whose content is the user's or a list of choices: no name is read from inside them.
+const CONTROLS: &[&str] = &["input", "textarea", "select", "option", "optgroup", "datalist"];
+/// Elements whose text is never drawn as such.
+const SILENT: &[&str] = &["script", "style", "template", "noscript", "head", "title"];
+/// Elements that take the name of their first heading (HTML's sectioning content, and the
+/// ARIA roles of the same meaning).
+const SECTIONS: &[&str] = &["section", "article", "aside", "nav", "dialog", "hgroup"];
+const SECTION_ROLES: &[&str] =
+    &["region", "article", "complementary", "navigation", "dialog", "alertdialog", "tabpanel", "group"];
+/// Elements named by their own text, as assistive technology names them (ARIA's "name from
+/// content").
+const NAMED_BY_CONTENT: &[&str] = &["a", "button", "summary", "label", "legend", "caption", "figcaption", "th", "dt"];
+const CONTENT_ROLES: &[&str] = &["button", "link", "tab", "menuitem", "treeitem", "cell", "columnheader", "rowheader"];
+
+/// `text` as a layer name: one line (white space collapsed, control and bidi characters
+/// dropped), at most [`MAX_NAME`] characters, a cut one ending in an ellipsis. Empty when the
+/// text has nothing to show.
+pub fn short(text: &str) -> String {
+    let visible = text.chars().filter(|c| !c.is_control() || c.is_whitespace()).filter(|c| !is_bidi(*c));
+    let line = visible.collect::<String>().split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= MAX_NAME {
+        return line;
+    }
+    let cut: String = line.chars().take(MAX_NAME - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// `base` with `suffix` after a space, the base cut so that the whole stays [`MAX_NAME`] long
+/// (the suffix says what the layer is; the base whose it is).
+pub fn suffixed(base: &str, suffix: &str) -> String {
+    let room = MAX_NAME.saturating_sub(suffix.chars().count() + 1).max(1);
+    let base = short(base);
+    let base = if base.chars().count() <= room {
+        base
+    } else {
+        let cut: String = base.chars().take(room - 1).collect();
+        format!("{}…", cut.trim_end())
+    };
+    short(&format!("{base} {suffix}"))
+}
+
+/// Embedding and isolate controls: invisible, and they reorder what follows them.
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// What naming needs of the whole tree, made in one pass from the leaves up (a node's index is
+/// above its parent's), so that naming any element reads no more than its own attributes.
+#[derive(Default)]
+pub struct Index {
+    /// Each node's drawn text, white space collapsed, cut just past [`MAX_NAME`].
+    text: Vec<String>,
+    /// The node's drawn content is text and inline boxes only (a paragraph, a cell, a button).
+    inline_only: Vec<bool>,
+    /// The first heading inside each element, not inside a nested section.
+    first_heading: Vec<Option<usize>>,
+    /// The element of each `id`, the first when several share it.
+    by_id: HashMap<String, usize>,
+    /// The `<label>` of each form control.
+    label_of: HashMap<usize, usize>,
+    /// Each element's name once made: the walk asks for it at every paint, colour and warning.
+    made: Vec<OnceCell<String>>,
+}
+
+fn is_heading(s: &Snapshot<'_>, n: usize) -> bool {
+    s.node_type[n] == 1
+        && (s.is_tag(n, &["h1", "h2", "h3", "h4", "h5", "h6"])
+            || s.attr(n, "role").is_some_and(|r| r.trim().eq_ignore_ascii_case("heading")))
+}
+
+fn role(s: &Snapshot<'_>, n: usize) -> String {
+    s.attr(n, "role").and_then(|r| r.split_whitespace().next()).unwrap_or("").to_ascii_lowercase()
+}
+
+fn is_section(s: &Snapshot<'_>, n: usize) -> bool {
+    s.node_type[n] == 1 && (s.is_tag(n, SECTIONS) || SECTION_ROLES.contains(&role(s, n).as_str()))
+}
+
+/// Appends `piece` to `out`, keeping single spaces and stopping just past [`MAX_NAME`].
+fn push_text(out: &mut String, piece: &str) {
+    for c in piece.chars() {
+        if out.chars().count() > MAX_NAME + 1 {
+            return;
+        }
+        if c.is_whitespace() {
+            // Kept at the start too: the text before may end in a word.
+            if !out.ends_with(' ') {
+                out.push(' ');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+impl Index {
+    pub fn new(s: &Snapshot<'_>) -> Self {
+        let n = s.node_type.len();
+        let mut text = vec![String::new(); n];
+        let mut inline_only = vec![true; n];
+        let mut first_heading = vec![None; n];
+        // Asked of every child: once per node.
+        let heading: Vec<bool> = (0..n).map(|i| is_heading(s, i) && s.layout_of[i].is_some()).collect();
+        let section: Vec<bool> = (0..n).map(|i| is_section(s, i)).collect();
+        for i in (0..n).rev() {
+            match s.node_type[i] {
+                3 => {
+                    if let Some(l) = s.layout_of[i] {
+                        push_text(&mut text[i], s.l_text[l].or(s.node_value[i]).unwrap_or(""));
+                    }
+                }
+                1 if !s.pseudo.contains_key(&i) => {
+                    if s.is_tag(i, CONTROLS) || s.is_tag(i, SILENT) {
+                        continue;
+                    }
+                    let mut own = String::new();
+                    for &c in &s.children[i] {
+                        if s.pseudo.contains_key(&c) || !matches!(s.node_type[c], 1 | 3) {
+                            continue;
+                        }
+                        // A block child starts a line of its own: its words do not run on.
+                        let block = s.node_type[c] == 1
+                            && s.layout_of[c].is_some_and(|l| !s.style(l, "display").starts_with("inline"));
+                        if block {
+                            inline_only[i] = false;
+                            push_text(&mut own, " ");
+                        }
+                        inline_only[i] &= inline_only[c];
+                        push_text(&mut own, &text[c]);
+                        if block {
+                            push_text(&mut own, " ");
+                        }
+                        if first_heading[i].is_none() && s.node_type[c] == 1 {
+                            if heading[c] {
+                                first_heading[i] = Some(c);
+                            } else if !section[c] {
+                                first_heading[i] = first_heading[c];
+                            }
+                        }
+                    }
+                    text[i] = own;
+                }
+                _ => {}
+            }
+        }
+        let mut by_id = HashMap::new();
+        for i in 0..n {
+            if let Some(id) = s.attr(i, "id").filter(|id| !id.is_empty()) {
+                by_id.entry(id.to_owned()).or_insert(i);
+            }
+        }
+        let mut label_of = HashMap::new();
+        for i in (0..n).filter(|i| s.node_type[*i] == 1 && s.is_tag(*i, &["label"])) {
+            let control = match s.attr(i, "for").filter(|f| !f.is_empty()) {
+                Some(f) => by_id.get(f).copied(),
+                None => first_control(s, i),
+            };
+            if let Some(c) = control {
+                label_of.entry(c).or_insert(i);
+            }
+        }
+        Self { text, inline_only, first_heading, by_id, label_of, made: vec![OnceCell::new(); n] }
+    }
+
+    /// The layer name of element `n` (see the module's documentation).
+    pub fn name(&self, s: &Snapshot<'_>, n: usize) -> String {
+        match self.made.get(n) {
+            Some(cell) => cell.get_or_init(|| self.make(s, n)).clone(),
+            None => self.make(s, n),
+        }
+    }
+
+    fn make(&self, s: &Snapshot<'_>, n: usize) -> String {
+        if let Some(p) = s.pseudo.get(&n) {
+            // Generated content is its element's: named after it.
+            let owner = usize::try_from(s.parent[n]).map(|o| self.name(s, o)).unwrap_or_default();
+            return suffixed(&owner, &format!("::{p}"));
+        }
+        let tag = s.tag(n);
+        let control = CONTROLS.contains(&tag.as_str());
+        let attr = |k: &str| s.attr(n, k).map(short).filter(|v| !v.is_empty());
+        let text_of = |e: usize| Some(short(&self.text[e])).filter(|t| !t.is_empty());
+        let child = |t: &str| s.children[n].iter().copied().find(|c| s.node_type[*c] == 1 && s.tag(*c) == t);
+        let labelledby = || {
+            let ids = s.attr(n, "aria-labelledby")?;
+            let parts: Vec<String> = ids.split_whitespace().filter_map(|id| text_of(*self.by_id.get(id)?)).collect();
+            Some(short(&parts.join(" "))).filter(|t| !t.is_empty())
+        };
+        let alt = || matches!(tag.as_str(), "img" | "area" | "input").then(|| attr("alt")).flatten();
+        // An SVG's <title> is not drawn, so its text has no layout: read from the DOM.
+        let svg_title = || {
+            let t = child("title")?;
+            let words: String = s.children[t].iter().filter_map(|c| s.node_value[*c]).collect();
+            Some(short(&words)).filter(|w| !w.is_empty())
+        };
+        let titled = || {
+            if control {
+                return self.label_of.get(&n).and_then(|l| text_of(*l));
+            }
+            if is_heading(s, n) {
+                return text_of(n);
+            }
+            let r = role(s, n);
+            if NAMED_BY_CONTENT.contains(&tag.as_str()) || CONTENT_ROLES.contains(&r.as_str()) {
+                // A link or button around a whole card is named by the card's heading.
+                return self.first_heading[n].and_then(text_of).or_else(|| text_of(n));
+            }
+            if is_section(s, n) {
+                return self.first_heading[n].and_then(text_of);
+            }
+            let caption = match tag.as_str() {
+                "fieldset" => child("legend"),
+                "figure" => child("figcaption"),
+                "table" => child("caption"),
+                "details" => child("summary"),
+                _ => None,
+            };
+            caption.and_then(text_of)
+        };
+        // Utility classes (`md:flex`, `w-[200px]`, `w-1/2`) say how it looks, not what it is.
+        let class = || {
+            s.attr(n, "class")?
+                .split_whitespace()
+                .find(|c| !c.contains([':', '[', '/', '(']))
+                .map(short)
+                .filter(|c| !c.is_empty())
+        };
+        let content = || {
+            let replaced = matches!(tag.as_str(), "img" | "svg" | "canvas" | "video" | "iframe" | "object" | "embed");
+            (!control && !replaced && self.inline_only[n]).then(|| text_of(n)).flatten()
+        };
+        attr("aria-label")
+            .or_else(labelledby)
+            .or_else(alt)
+            .or_else(|| (tag == "svg").then(svg_title).flatten())
+            .or_else(titled)
+            .or_else(|| attr("id"))
+            .or_else(|| {
+                matches!(tag.as_str(), "input" | "select" | "textarea" | "button").then(|| attr("name")).flatten()
+            })
+            .or_else(class)
+            .or_else(content)
+            .unwrap_or(tag)
+    }
+}
+
+/// The first form control inside a `<label>` without `for`, which it labels.
+fn first_control(s: &Snapshot<'_>, label: usize) -> Option<usize> {
+    let mut todo: Vec<usize> = s.children[label].iter().rev().copied().collect();
+    // A label is a few nodes; a page that hides a control deep in one is not searched whole.
+    for _ in 0..500 {
+        let c = todo.pop()?;
+        if s.node_type[c] != 1 {
+            continue;
+        }
+        if matches!(s.tag(c).as_str(), "input" | "select" | "textarea") {
+            return Some(c);
+        }
+        todo.extend(s.children[c].iter().rev());
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_are_one_line_and_cut_with_an_ellipsis() {
+        assert_eq!(short("  Main\n\tnavigation \u{202E}"), "Main navigation");
+        assert_eq!(short("a\u{0}b"), "ab");
+        let long = "Ship faster with a cloud that stays out of your way";
+        let name = short(long);
+        assert_eq!(name, "Ship faster with a cloud that stays out…");
+        assert_eq!(name.chars().count(), MAX_NAME);
+        assert_eq!(short(&"x".repeat(40)), "x".repeat(40));
+        assert_eq!(short(" \n "), "");
+        let s = suffixed(long, "::before");
+        assert!(s.ends_with("… ::before") && s.chars().count() <= MAX_NAME, "{s}");
+        assert_eq!(suffixed("card", "clip"), "card clip");
+    }
+}

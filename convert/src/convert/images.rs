@@ -4,6 +4,7 @@
 
 use base64::Engine as _;
 
+use super::controls::{is_themed_toggle, themed_toggle};
 use super::paint::{apply_paint, paints_something, BoxPaint};
 use super::{key, round, Container, Crop, Ctx, Snapshot};
 use crate::doc::{Image, Node, Paint};
@@ -134,62 +135,49 @@ pub(super) fn replaced(
     cx: &mut Ctx<'_, '_>,
     n: usize,
     l: usize,
-    mut node: Node,
+    node: Node,
     paint: BoxPaint,
     into: &mut Container,
 ) -> Option<BoxPaint> {
     let s = cx.s;
-    let (tag, b, name) = (s.tag(n), s.l_bounds[l], node.name.clone());
+    let tag = s.tag(n);
     let visible = s.style(l, "visibility") != "hidden";
-    let k = key(s, n, l);
-    match tag.as_str() {
-        "img" => {
-            if visible {
-                node = image(cx, n, l, node, paint);
-                cx.count += 1;
-                into.nodes.push((k, node));
-            }
-        }
-        "svg" => {
-            if visible {
-                let markup = svg_markup(s, n, b);
-                let r = cx.add_image(&markup, "image/svg+xml", markup.clone().into_bytes());
-                node.kind = "SVG";
-                node.image_ref = Some(r);
-                node = boxed_svg(cx, l, node, paint);
-                cx.count += 1;
-                into.nodes.push((k, node));
-            }
-        }
-        "input"
-            if matches!(s.attr(n, "type").map(str::to_ascii_lowercase).as_deref(), Some("checkbox" | "radio"))
-                && s.style(l, "appearance") != "none" =>
-        {
-            // Chromium draws these with its own theme, in no CSS the snapshot holds: the
-            // control is its rendered picture.
-            if visible {
-                let r = cx.crop(b);
-                node.kind = "RECTANGLE";
-                node.fills = Some(vec![Paint::Image { image_ref: r, scale_mode: "FILL" }]);
-                cx.count += 1;
-                into.nodes.push((k, node));
-            }
-        }
-        "canvas" | "video" | "iframe" | "object" | "embed" => {
-            let code = match tag.as_str() {
-                "canvas" => "canvas_skipped",
-                "video" => "video_skipped",
-                _ => "iframe_skipped",
-            };
-            cx.warn(code, format!("<{tag}> content is not converted; its box is kept"), n, &name);
-            node.kind = "RECTANGLE";
-            apply_paint(&mut node, paint);
-            cx.count += 1;
-            into.nodes.push((k, node));
-        }
+    let made = match tag.as_str() {
+        "img" => visible.then(|| image(cx, n, l, node, paint)),
+        "svg" => visible.then(|| inline_svg(cx, n, l, node, paint)),
+        "input" if is_themed_toggle(s, n, l) => visible.then(|| themed_toggle(cx, l, node)),
+        "canvas" | "video" | "iframe" | "object" | "embed" => Some(embedded(cx, n, &tag, node, paint)),
         _ => return Some(paint),
+    };
+    if let Some(node) = made {
+        cx.count += 1;
+        into.nodes.push((key(s, n, l), node));
     }
     None
+}
+
+/// An inline `<svg>`: an SVG node of its markup.
+fn inline_svg(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, paint: BoxPaint) -> Node {
+    let s = cx.s;
+    let markup = svg_markup(s, n, s.l_bounds[l]);
+    let r = cx.add_image(&markup, "image/svg+xml", markup.clone().into_bytes());
+    node.kind = "SVG";
+    node.image_ref = Some(r);
+    boxed_svg(cx, l, node, paint)
+}
+
+/// Embedded content (`tag`: canvas, video, iframe, object, embed): its box is kept, with its
+/// paint; its content is warned of.
+fn embedded(cx: &mut Ctx<'_, '_>, n: usize, tag: &str, mut node: Node, paint: BoxPaint) -> Node {
+    let code = match tag {
+        "canvas" => "canvas_skipped",
+        "video" => "video_skipped",
+        _ => "iframe_skipped",
+    };
+    cx.warn(code, format!("<{tag}> content is not converted; its box is kept"), n, &node.name);
+    node.kind = "RECTANGLE";
+    apply_paint(&mut node, paint);
+    node
 }
 
 /// An `<img>`: an image fill of its box (with the box's paint below it), or an SVG node.

@@ -12,7 +12,7 @@
 //! by concern:
 //! - `snapshot`: reading Chromium's DOMSnapshot arrays ([`Snapshot`]);
 //! - `walk`: the walk of the tree, which element becomes what and in which frame;
-//! - `paint`: boxes and their paint (backgrounds, borders, corners, shadows);
+//! - `paint`: boxes and their paint (backgrounds, borders, corners, shadows), the canvas;
 //! - `gradient`: CSS linear gradients as Figma's;
 //! - `text`: text runs, fonts, list markers;
 //! - `images`: images, inline SVG and the other replaced content;
@@ -34,8 +34,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::doc::{Image, Node, Paint, Rgb, Warning};
-use crate::{names, stack};
+use crate::doc::{Image, Node, Warning};
+use crate::stack;
 
 pub use gradient::parse_linear_gradient;
 pub use images::decode_data_url;
@@ -44,8 +44,7 @@ pub(crate) use snapshot::px;
 pub use snapshot::{MalformedSnapshot, Snapshot};
 pub use text::font_style;
 
-use gradient::stretch_paint;
-use paint::background_fills;
+use paint::canvas;
 use walk::visit;
 use warnings::locate;
 
@@ -141,7 +140,29 @@ struct Ctx<'s, 'a> {
     walk_depth: usize,
 }
 
-impl Ctx<'_, '_> {
+impl<'s, 'a> Ctx<'s, 'a> {
+    /// The state of converting snapshot `s`, whose fonts Chromium drew as `platform_fonts`
+    /// says (a `font-family` list, the family used).
+    fn new(s: &'s Snapshot<'a>, platform_fonts: &[(String, String)]) -> Self {
+        Ctx {
+            s,
+            fonts: platform_fonts.iter().cloned().collect(),
+            images: Vec::new(),
+            by_url: HashMap::new(),
+            crops: Vec::new(),
+            warnings: Vec::new(),
+            warned_fonts: Default::default(),
+            warned: Default::default(),
+            count: 1,
+            root_bg_from: None,
+            open: Vec::new(),
+            next_id: 1,
+            moved: HashMap::new(),
+            negative_hosts: stack::negative_hosts(s),
+            walk_depth: 0,
+        }
+    }
+
     /// The nodes moved into the frame `id` from deeper down.
     fn take_moved(&mut self, id: usize) -> Vec<(Key, Node)> {
         self.moved.remove(&id).unwrap_or_default()
@@ -161,80 +182,11 @@ pub fn convert(
     platform_fonts: &[(String, String)],
 ) -> Result<(Converted, Vec<Crop>), MalformedSnapshot> {
     let s = Snapshot::parse(snap)?;
-    let mut cx = Ctx {
-        s: &s,
-        fonts: platform_fonts.iter().cloned().collect(),
-        images: Vec::new(),
-        by_url: HashMap::new(),
-        crops: Vec::new(),
-        warnings: Vec::new(),
-        warned_fonts: Default::default(),
-        warned: Default::default(),
-        count: 1,
-        root_bg_from: None,
-        open: Vec::new(),
-        next_id: 1,
-        moved: HashMap::new(),
-        negative_hosts: stack::negative_hosts(&s),
-        walk_depth: 0,
-    };
+    let mut cx = Ctx::new(&s, platform_fonts);
     let title = s.title().unwrap_or_else(|| "Page".into());
-    // The canvas background: the root element's, else body's (CSS 2, 14.2), colour and images
-    // alike; the element itself then paints none. Its images are sized for the root element's
-    // box (CSS Backgrounds 3, 2.11.2), which may be shorter than the page.
     let html = (0..s.node_name.len()).find(|i| s.node_type[*i] == 1 && s.tag(*i) == "html");
-    let body = html.and_then(|h| s.children[h].iter().copied().find(|c| s.tag(*c) == "body"));
-    let paints_background = |n: usize| {
-        s.layout_of[n].is_some_and(|l| {
-            // A colour that cannot be read is drawn (grey), so it paints.
-            let bg = s.style(l, "background-color");
-            (!bg.is_empty() && parse_color(bg).is_none_or(|c| c.a > 0.0))
-                || !matches!(s.style(l, "background-image"), "none" | "")
-        })
-    };
-    cx.root_bg_from = html.filter(|h| paints_background(*h)).or(body.filter(|b| paints_background(*b)));
     let page = [0.0, 0.0, f64::from(width), round(height.max(1.0))];
-    let mut root_fills = Vec::new();
-    let mut tiles = Vec::new();
-    if let (Some(n), Some(h)) = (cx.root_bg_from, html) {
-        let root_box = s.layout_of[h].map_or(page, |l| s.l_bounds[l]);
-        let l = s.layout_of[n].unwrap_or(0);
-        let name = s.name(n);
-        let fills = background_fills(&mut cx, n, l, root_box, &name);
-        // A gradient repeats below a root element shorter than the page (a short page in a
-        // taller viewport): each repeat is a rectangle behind everything.
-        let gradients: Vec<Paint> =
-            fills.iter().filter(|p| matches!(p, Paint::GradientLinear { .. })).cloned().collect();
-        let repeat = s.style(l, "background-repeat");
-        let repeats_y = match repeat.split_whitespace().collect::<Vec<_>>().as_slice() {
-            [one] => matches!(*one, "repeat" | "repeat-y" | "space" | "round"),
-            [_, y] => matches!(*y, "repeat" | "space" | "round"),
-            _ => false,
-        };
-        if !gradients.is_empty() && repeats_y && root_box[3] >= 1.0 {
-            let mut top = root_box[1] + root_box[3];
-            while top < page[3] - 0.5 && tiles.len() < 100 {
-                tiles.push(Node {
-                    kind: "RECTANGLE",
-                    name: names::suffixed(&name, "background"),
-                    x: round(root_box[0]),
-                    y: round(top),
-                    width: round(root_box[2]),
-                    height: round(root_box[3]),
-                    fills: Some(gradients.clone()),
-                    dom: Some(n),
-                    ..Node::default()
-                });
-                top += root_box[3];
-            }
-        }
-        root_fills = fills.into_iter().map(|p| stretch_paint(p, root_box, page)).collect();
-    }
-    // Browsers show white where the canvas background is not opaque.
-    let opaque = matches!(root_fills.first(), Some(Paint::Solid { opacity: None, .. }));
-    if !opaque {
-        root_fills.insert(0, Paint::Solid { color: Rgb { r: 1.0, g: 1.0, b: 1.0 }, opacity: None });
-    }
+    let (root_fills, tiles) = canvas(&mut cx, html, page);
     cx.count += tiles.len();
     let nodes = tiles.into_iter().map(|t| ((i64::MIN, 0, 0), t)).collect();
     let mut root = Container { ox: 0.0, oy: 0.0, depth: 1, nodes };
@@ -263,7 +215,7 @@ pub fn convert(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::Rgba;
+    use crate::doc::{Paint, Rgba};
 
     #[test]
     fn colours_shadows_gradients() {

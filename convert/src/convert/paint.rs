@@ -2,11 +2,11 @@
 //! radii, shadows, as Figma fills, strokes and effects; an inline element broken across lines as
 //! one rectangle per line.
 
-use super::gradient::linear_gradient;
+use super::gradient::{linear_gradient, stretch_paint};
 use super::images::ImageSource;
 use super::{px, round, Container, Ctx, Key, Snapshot};
 use crate::doc::{Effect, Node, Paint, Rgb, Rgba, Vector};
-use crate::warn;
+use crate::{names, warn};
 
 /// Drawn where a colour could not be read: seen, and not mistaken for the page's black text.
 pub(super) const UNREAD: Rgba = Rgba { r: 0.5, g: 0.5, b: 0.5, a: 1.0 };
@@ -390,4 +390,79 @@ pub(super) fn inline_fragments(
         cx.count += 1;
         into.nodes.push((paint_order, frag));
     }
+}
+
+/// The canvas background: the root element's, else body's (CSS 2, 14.2), colour and images
+/// alike; the element itself then paints none (`Ctx::root_bg_from`). Its images are sized for
+/// the root element's box (CSS Backgrounds 3, 2.11.2), which may be shorter than the page.
+/// Answers the page frame's fills, and the rectangles to draw behind everything.
+pub(super) fn canvas(cx: &mut Ctx<'_, '_>, html: Option<usize>, page: [f64; 4]) -> (Vec<Paint>, Vec<Node>) {
+    let s = cx.s;
+    let body = html.and_then(|h| s.children[h].iter().copied().find(|c| s.tag(*c) == "body"));
+    let paints_background = |n: usize| {
+        s.layout_of[n].is_some_and(|l| {
+            // A colour that cannot be read is drawn (grey), so it paints.
+            let bg = s.style(l, "background-color");
+            (!bg.is_empty() && parse_color(bg).is_none_or(|c| c.a > 0.0))
+                || !matches!(s.style(l, "background-image"), "none" | "")
+        })
+    };
+    cx.root_bg_from = html.filter(|h| paints_background(*h)).or(body.filter(|b| paints_background(*b)));
+    let mut root_fills = Vec::new();
+    let mut tiles = Vec::new();
+    if let (Some(n), Some(h)) = (cx.root_bg_from, html) {
+        let root_box = s.layout_of[h].map_or(page, |l| s.l_bounds[l]);
+        let l = s.layout_of[n].unwrap_or(0);
+        let name = s.name(n);
+        let fills = background_fills(cx, n, l, root_box, &name);
+        tiles = gradient_repeats(s, n, l, &fills, root_box, page);
+        root_fills = fills.into_iter().map(|p| stretch_paint(p, root_box, page)).collect();
+    }
+    // Browsers show white where the canvas background is not opaque.
+    let opaque = matches!(root_fills.first(), Some(Paint::Solid { opacity: None, .. }));
+    if !opaque {
+        root_fills.insert(0, Paint::Solid { color: Rgb { r: 1.0, g: 1.0, b: 1.0 }, opacity: None });
+    }
+    (root_fills, tiles)
+}
+
+/// A gradient of the canvas (`fills`, made for the root element's box `root_box`) repeats below
+/// a root element shorter than the page (a short page in a taller viewport): each repeat is a
+/// rectangle behind everything.
+fn gradient_repeats(
+    s: &Snapshot<'_>,
+    n: usize,
+    l: usize,
+    fills: &[Paint],
+    root_box: [f64; 4],
+    page: [f64; 4],
+) -> Vec<Node> {
+    let gradients: Vec<Paint> = fills.iter().filter(|p| matches!(p, Paint::GradientLinear { .. })).cloned().collect();
+    let repeat = s.style(l, "background-repeat");
+    let repeats_y = match repeat.split_whitespace().collect::<Vec<_>>().as_slice() {
+        [one] => matches!(*one, "repeat" | "repeat-y" | "space" | "round"),
+        [_, y] => matches!(*y, "repeat" | "space" | "round"),
+        _ => false,
+    };
+    let mut tiles = Vec::new();
+    if gradients.is_empty() || !repeats_y || root_box[3] < 1.0 {
+        return tiles;
+    }
+    let name = names::suffixed(&s.name(n), "background");
+    let mut top = root_box[1] + root_box[3];
+    while top < page[3] - 0.5 && tiles.len() < 100 {
+        tiles.push(Node {
+            kind: "RECTANGLE",
+            name: name.clone(),
+            x: round(root_box[0]),
+            y: round(top),
+            width: round(root_box[2]),
+            height: round(root_box[3]),
+            fills: Some(gradients.clone()),
+            dom: Some(n),
+            ..Node::default()
+        });
+        top += root_box[3];
+    }
+    tiles
 }

@@ -103,6 +103,65 @@ fn check_shape(snap: &Value) -> Result<(), MalformedSnapshot> {
     Ok(())
 }
 
+/// String `i` of the snapshot's table, if there is one.
+fn string<'a>(strings: &[&'a str], i: i64) -> Option<&'a str> {
+    usize::try_from(i).ok().and_then(|i| strings.get(i).copied())
+}
+
+/// Each node's attributes, as (name, value) pairs.
+fn attributes<'a>(v: &Value, strings: &[&'a str]) -> Vec<Vec<(&'a str, &'a str)>> {
+    let s = |i: i64| string(strings, i).unwrap_or("");
+    v.as_array()
+        .map(|a| a.iter().map(|pairs| ints(pairs).chunks(2).map(|kv| (s(kv[0]), s(kv[1]))).collect()).collect())
+        .unwrap_or_default()
+}
+
+/// A rare string property (`{index, value}`), by node.
+fn rare_strings<'a>(v: &Value, strings: &[&'a str]) -> HashMap<usize, &'a str> {
+    let idx = ints(&v["index"]);
+    let val = ints(&v["value"]);
+    idx.iter().zip(val).filter_map(|(i, v)| Some((usize::try_from(*i).ok()?, string(strings, v)?))).collect()
+}
+
+/// Each node's children, in document order.
+fn children(parent: &[i64]) -> Vec<Vec<usize>> {
+    let mut children = vec![Vec::new(); parent.len()];
+    for (i, p) in parent.iter().enumerate() {
+        if let Ok(p) = usize::try_from(*p) {
+            children[p].push(i);
+        }
+    }
+    children
+}
+
+/// Each of the `n` nodes' first layout object, and all of them.
+fn layout_objects(l_nodes: &[i64], n: usize) -> (Vec<Option<usize>>, Vec<Vec<usize>>) {
+    let mut layout_of = vec![None; n];
+    let mut layouts_of = vec![Vec::new(); n];
+    for (li, ni) in l_nodes.iter().enumerate() {
+        if let Some(ni) = usize::try_from(*ni).ok().filter(|ni| *ni < n) {
+            layout_of[ni].get_or_insert(li);
+            layouts_of[ni].push(li);
+        }
+    }
+    (layout_of, layouts_of)
+}
+
+/// The text boxes of each layout object: its page box, and its start and length in the
+/// object's text (UTF-16).
+fn text_boxes(tb: &Value) -> HashMap<usize, Vec<([f64; 4], usize, usize)>> {
+    let mut text_boxes: HashMap<usize, Vec<([f64; 4], usize, usize)>> = HashMap::new();
+    let bounds: Vec<[f64; 4]> = tb["bounds"].as_array().map(|a| a.iter().map(rect).collect()).unwrap_or_default();
+    let (starts, lens) = (ints(&tb["start"]), ints(&tb["length"]));
+    for (i, li) in ints(&tb["layoutIndex"]).into_iter().enumerate() {
+        let (Ok(li), Some(b)) = (usize::try_from(li), bounds.get(i)) else { continue };
+        let start = starts.get(i).copied().unwrap_or(0).max(0) as usize;
+        let len = lens.get(i).copied().unwrap_or(0).max(0) as usize;
+        text_boxes.entry(li).or_default().push((*b, start, len));
+    }
+    text_boxes
+}
+
 impl<'a> Snapshot<'a> {
     pub fn parse(snap: &'a Value) -> Result<Self, MalformedSnapshot> {
         check_shape(snap)?;
@@ -110,57 +169,21 @@ impl<'a> Snapshot<'a> {
             snap["strings"].as_array().into_iter().flatten().map(|s| s.as_str().unwrap_or("")).collect();
         let doc = &snap["documents"][0];
         let nodes = &doc["nodes"];
-        let s = |i: i64| usize::try_from(i).ok().and_then(|i| strings.get(i).copied());
+        let s = |i: i64| string(&strings, i);
         let parent = ints(&nodes["parentIndex"]);
         let n = parent.len();
         let node_type = ints(&nodes["nodeType"]);
         let node_name = ints(&nodes["nodeName"]).into_iter().map(|i| s(i).unwrap_or("")).collect();
         let node_value = ints(&nodes["nodeValue"]).into_iter().map(s).collect();
-        let attrs = nodes["attributes"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|pairs| {
-                        ints(pairs).chunks(2).map(|kv| (s(kv[0]).unwrap_or(""), s(kv[1]).unwrap_or(""))).collect()
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let rare = |v: &Value| -> HashMap<usize, &'a str> {
-            let idx = ints(&v["index"]);
-            let val = ints(&v["value"]);
-            idx.iter().zip(val).filter_map(|(i, v)| Some((usize::try_from(*i).ok()?, s(v)?))).collect()
-        };
-        let mut children = vec![Vec::new(); n];
-        for (i, p) in parent.iter().enumerate() {
-            if let Ok(p) = usize::try_from(*p) {
-                children[p].push(i);
-            }
-        }
+        let attrs = attributes(&nodes["attributes"], &strings);
+        let rare = |v: &Value| rare_strings(v, &strings);
+        let children = children(&parent);
         let layout = &doc["layout"];
-        let l_nodes = ints(&layout["nodeIndex"]);
-        let mut layout_of = vec![None; n];
-        let mut layouts_of = vec![Vec::new(); n];
-        for (li, ni) in l_nodes.iter().enumerate() {
-            if let Some(ni) = usize::try_from(*ni).ok().filter(|ni| *ni < n) {
-                layout_of[ni].get_or_insert(li);
-                layouts_of[ni].push(li);
-            }
-        }
+        let (layout_of, layouts_of) = layout_objects(&ints(&layout["nodeIndex"]), n);
         let l_styles = layout["styles"].as_array().map(|a| a.iter().map(ints).collect()).unwrap_or_default();
         let l_bounds = layout["bounds"].as_array().map(|a| a.iter().map(rect).collect()).unwrap_or_default();
         let l_text = ints(&layout["text"]).into_iter().map(s).collect();
         let l_paint = ints(&layout["paintOrders"]);
-        let tb = &doc["textBoxes"];
-        let mut text_boxes: HashMap<usize, Vec<([f64; 4], usize, usize)>> = HashMap::new();
-        let bounds: Vec<[f64; 4]> = tb["bounds"].as_array().map(|a| a.iter().map(rect).collect()).unwrap_or_default();
-        let (starts, lens) = (ints(&tb["start"]), ints(&tb["length"]));
-        for (i, li) in ints(&tb["layoutIndex"]).into_iter().enumerate() {
-            let (Ok(li), Some(b)) = (usize::try_from(li), bounds.get(i)) else { continue };
-            let start = starts.get(i).copied().unwrap_or(0).max(0) as usize;
-            let len = lens.get(i).copied().unwrap_or(0).max(0) as usize;
-            text_boxes.entry(li).or_default().push((*b, start, len));
-        }
         let mut parsed = Self {
             current_src: rare(&nodes["currentSourceURL"]),
             input_value: rare(&nodes["inputValue"]),
@@ -178,7 +201,7 @@ impl<'a> Snapshot<'a> {
             l_bounds,
             l_text,
             l_paint,
-            text_boxes,
+            text_boxes: text_boxes(&doc["textBoxes"]),
             names: names::Index::default(),
         };
         parsed.names = names::Index::new(&parsed);

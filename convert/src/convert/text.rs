@@ -2,7 +2,7 @@
 //! case, alignment), fonts as Chromium drew them, and list markers drawn as shapes.
 
 use super::paint::solid;
-use super::{order, px, round, Container, Ctx, MAX_NODES};
+use super::{order, px, round, Container, Ctx, Snapshot, MAX_NODES};
 use crate::doc::{Dimension, FontName, Node, Rgba};
 use crate::{names, warn};
 
@@ -108,6 +108,22 @@ pub(super) fn symbol_marker(cx: &mut Ctx<'_, '_>, n: usize, li: usize, into: &mu
     true
 }
 
+/// How a text run is drawn: alike on each of its line boxes.
+struct RunStyle {
+    color: Rgba,
+    /// The family the CSS names first, and the one Chromium drew the run with.
+    wanted: String,
+    used: String,
+    style: String,
+    font_size: f64,
+    line_height: Dimension,
+    letter: f64,
+    decoration: Option<&'static str>,
+    case: Option<&'static str>,
+    align: &'static str,
+}
+
+/// A text node's runs: one TEXT node per line box.
 pub(super) fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
     let s = cx.s;
     let Some(boxes) = s.text_boxes.get(&l) else { return };
@@ -117,47 +133,7 @@ pub(super) fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Containe
         return;
     }
     let owner = usize::try_from(s.parent[n]).unwrap_or(n);
-    let color = cx.color(owner, l, "color", &s.name(owner)).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
-    if color.a == 0.0 {
-        return;
-    }
-    let css_family = s.style(l, "font-family");
-    let wanted = first_family(css_family);
-    let used = cx.font(css_family, owner);
-    let style = font_style(s.style(l, "font-weight"), matches!(s.style(l, "font-style"), "italic" | "oblique"));
-    let font_size = s.px(l, "font-size");
-    let line_height = match s.style(l, "line-height") {
-        "normal" | "" => Dimension { unit: "AUTO", value: None },
-        v => Dimension { unit: "PIXELS", value: Some(round(px(v))) },
-    };
-    let letter = px(s.style(l, "letter-spacing"));
-    // Decoration is not inherited: it is drawn by the nearest inline ancestor that has it.
-    let mut decoration = None;
-    let mut up = usize::try_from(s.parent[n]).ok();
-    while let Some(p) = up {
-        let Some(pl) = s.layout_of[p] else { break };
-        match s.style(pl, "text-decoration-line") {
-            v if v.contains("underline") => decoration = Some("UNDERLINE"),
-            v if v.contains("line-through") => decoration = Some("STRIKETHROUGH"),
-            _ => {}
-        }
-        if decoration.is_some() || !s.style(pl, "display").starts_with("inline") {
-            break;
-        }
-        up = usize::try_from(s.parent[p]).ok();
-    }
-    let case = match s.style(l, "text-transform") {
-        "uppercase" => Some("UPPER"),
-        "lowercase" => Some("LOWER"),
-        "capitalize" => Some("TITLE"),
-        _ => None,
-    };
-    let align = match s.style(l, "text-align") {
-        "center" | "-webkit-center" => "CENTER",
-        "right" | "end" | "-webkit-right" => "RIGHT",
-        "justify" => "JUSTIFIED",
-        _ => "LEFT",
-    };
+    let Some(run) = run_style(cx, n, l, owner) else { return };
     // A text node has its parent's computed style: its z-index is the parent's, whose frame
     // holds it, so it sorts by paint order alone.
     let paint_order = order(s.l_paint.get(l).copied().unwrap_or(0));
@@ -174,43 +150,106 @@ pub(super) fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Containe
         }
         // As Figma names a text layer: by its characters, on one line.
         let name = names::short(&chars);
-        // Chromium's box is the glyphs' (ascent to descent); Figma's text box is the line box,
-        // the half-leading above and below them (negative when the line is the shorter: Figma
-        // then still centres the glyphs on it, so the box must be centred too).
-        let (y, h) = match line_height.value {
-            Some(lh) if lh > 0.0 => (b[1] - (lh - b[3]) / 2.0, lh),
-            _ => (b[1], b[3]),
-        };
-        if used != wanted
-            && !GENERIC_FAMILIES.contains(&wanted.as_str())
-            && cx.warned_fonts.insert((wanted.clone(), used.clone()))
+        if run.used != run.wanted
+            && !GENERIC_FAMILIES.contains(&run.wanted.as_str())
+            && cx.warned_fonts.insert((run.wanted.clone(), run.used.clone()))
         {
-            cx.warn("font_substituted", format!("{wanted} is not available; drawn with {used}"), owner, &name);
+            let message = format!("{} is not available; drawn with {}", run.wanted, run.used);
+            cx.warn("font_substituted", message, owner, &name);
         }
         cx.count += 1;
-        into.nodes.push((
-            paint_order,
-            Node {
-                kind: "TEXT",
-                name,
-                x: round(b[0] - into.ox),
-                y: round(y - into.oy),
-                width: round(b[2]),
-                height: round(h),
-                fills: Some(vec![solid(&color)]),
-                characters: Some(chars),
-                font_size: Some(round(font_size)),
-                font_name: Some(FontName { family: used.clone(), style: style.clone() }),
-                text_align_horizontal: Some(align),
-                // One line box per node: its width follows the glyphs, so no line wraps in Figma.
-                text_auto_resize: Some("WIDTH_AND_HEIGHT"),
-                line_height: Some(line_height.clone()),
-                letter_spacing: (letter != 0.0).then_some(Dimension { unit: "PIXELS", value: Some(round(letter)) }),
-                text_decoration: decoration,
-                text_case: case,
-                dom: Some(n),
-                ..Node::default()
-            },
-        ));
+        let node = line_node(&run, *b, name, chars, n, (into.ox, into.oy));
+        into.nodes.push((paint_order, node));
+    }
+}
+
+/// The style of the run of text node `n` (layout object `l`, element `owner`); `None` when it
+/// is transparent.
+fn run_style(cx: &mut Ctx<'_, '_>, n: usize, l: usize, owner: usize) -> Option<RunStyle> {
+    let s = cx.s;
+    let color = cx.color(owner, l, "color", &s.name(owner)).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
+    if color.a == 0.0 {
+        return None;
+    }
+    let css_family = s.style(l, "font-family");
+    let wanted = first_family(css_family);
+    let used = cx.font(css_family, owner);
+    Some(RunStyle {
+        color,
+        wanted,
+        used,
+        style: font_style(s.style(l, "font-weight"), matches!(s.style(l, "font-style"), "italic" | "oblique")),
+        font_size: s.px(l, "font-size"),
+        line_height: match s.style(l, "line-height") {
+            "normal" | "" => Dimension { unit: "AUTO", value: None },
+            v => Dimension { unit: "PIXELS", value: Some(round(px(v))) },
+        },
+        letter: px(s.style(l, "letter-spacing")),
+        decoration: decoration(s, n),
+        case: match s.style(l, "text-transform") {
+            "uppercase" => Some("UPPER"),
+            "lowercase" => Some("LOWER"),
+            "capitalize" => Some("TITLE"),
+            _ => None,
+        },
+        align: match s.style(l, "text-align") {
+            "center" | "-webkit-center" => "CENTER",
+            "right" | "end" | "-webkit-right" => "RIGHT",
+            "justify" => "JUSTIFIED",
+            _ => "LEFT",
+        },
+    })
+}
+
+/// The decoration of text node `n`'s run. Decoration is not inherited: it is drawn by the
+/// nearest inline ancestor that has it.
+fn decoration(s: &Snapshot<'_>, n: usize) -> Option<&'static str> {
+    let mut decoration = None;
+    let mut up = usize::try_from(s.parent[n]).ok();
+    while let Some(p) = up {
+        let Some(pl) = s.layout_of[p] else { break };
+        match s.style(pl, "text-decoration-line") {
+            v if v.contains("underline") => decoration = Some("UNDERLINE"),
+            v if v.contains("line-through") => decoration = Some("STRIKETHROUGH"),
+            _ => {}
+        }
+        if decoration.is_some() || !s.style(pl, "display").starts_with("inline") {
+            break;
+        }
+        up = usize::try_from(s.parent[p]).ok();
+    }
+    decoration
+}
+
+/// The TEXT node of the line box `b` (page coordinates) of text node `n`, in a container whose
+/// origin is `origin`.
+fn line_node(run: &RunStyle, b: [f64; 4], name: String, chars: String, n: usize, origin: (f64, f64)) -> Node {
+    // Chromium's box is the glyphs' (ascent to descent); Figma's text box is the line box,
+    // the half-leading above and below them (negative when the line is the shorter: Figma
+    // then still centres the glyphs on it, so the box must be centred too).
+    let (y, h) = match run.line_height.value {
+        Some(lh) if lh > 0.0 => (b[1] - (lh - b[3]) / 2.0, lh),
+        _ => (b[1], b[3]),
+    };
+    Node {
+        kind: "TEXT",
+        name,
+        x: round(b[0] - origin.0),
+        y: round(y - origin.1),
+        width: round(b[2]),
+        height: round(h),
+        fills: Some(vec![solid(&run.color)]),
+        characters: Some(chars),
+        font_size: Some(round(run.font_size)),
+        font_name: Some(FontName { family: run.used.clone(), style: run.style.clone() }),
+        text_align_horizontal: Some(run.align),
+        // One line box per node: its width follows the glyphs, so no line wraps in Figma.
+        text_auto_resize: Some("WIDTH_AND_HEIGHT"),
+        line_height: Some(run.line_height.clone()),
+        letter_spacing: (run.letter != 0.0).then_some(Dimension { unit: "PIXELS", value: Some(round(run.letter)) }),
+        text_decoration: run.decoration,
+        text_case: run.case,
+        dom: Some(n),
+        ..Node::default()
     }
 }

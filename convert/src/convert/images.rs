@@ -11,7 +11,6 @@ use crate::doc::{Image, Node, Paint};
 
 /// Figma's `createImage` limit per side, and the artifact's per image.
 const MAX_IMAGE_SIDE: usize = 4096;
-
 const MAX_IMAGE_BYTES: usize = 3 * 1024 * 1024;
 
 /// A decoded `data:` URL: its MIME type and bytes.

@@ -169,6 +169,7 @@ impl<'s, 'a> Ctx<'s, 'a> {
     }
 }
 
+/// To the hundredth, as the document's positions and sizes are written.
 fn round(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }

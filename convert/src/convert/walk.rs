@@ -13,6 +13,8 @@ use super::{key, round, Container, Ctx, Open, MAX_FRAME_DEPTH, MAX_NODES, MAX_WA
 use crate::doc::Node;
 use crate::{names, stack, warn};
 
+/// DOM node `n` and its content, drawn in `into` or in the frame CSS paints them in;
+/// `flex_item` when `n` is an in-flow item of a flex container's frame.
 pub(super) fn visit(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container, flex_item: bool) {
     if cx.count >= MAX_NODES {
         return;

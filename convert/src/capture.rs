@@ -109,49 +109,13 @@ fn mhtml_to_html(text: &str) -> Result<String, CaptureError> {
         if chunk.starts_with("--") {
             break;
         }
-        let (h, b) = split_headers(chunk.trim_start_matches(['\r', '\n']));
-        let encoding = header(&h, "content-transfer-encoding").unwrap_or_default().to_ascii_lowercase();
-        let b = b.strip_suffix("\r\n").or_else(|| b.strip_suffix('\n')).unwrap_or(b);
-        let bytes = match encoding.as_str() {
-            "base64" => base64::engine::general_purpose::STANDARD
-                .decode(b.chars().filter(|c| !c.is_whitespace()).collect::<String>())
-                .unwrap_or_default(),
-            "quoted-printable" => quoted_printable(b),
-            _ => b.as_bytes().to_vec(),
-        };
-        parts.push(Part {
-            content_type: header(&h, "content-type")
-                .unwrap_or_default()
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase(),
-            location: header(&h, "content-location"),
-            content_id: header(&h, "content-id").map(|c| c.trim_matches(['<', '>']).to_owned()),
-            body: bytes,
-        });
+        parts.push(part(chunk));
     }
     let main = parts.iter().position(|p| p.content_type == "text/html").ok_or(CaptureError::NoHtmlPart)?;
     let mut html = String::from_utf8_lossy(&parts[main].body).into_owned();
     // Stylesheets first: their url(…) references are rewritten inside them before they are
     // inlined as data: URIs themselves.
-    let mut resources: Vec<(String, String)> = Vec::new();
-    let data_uri = |p: &Part| {
-        format!("data:{};base64,{}", p.content_type, base64::engine::general_purpose::STANDARD.encode(&p.body))
-    };
-    for (i, p) in parts.iter().enumerate() {
-        if i == main || p.content_type == "text/css" {
-            continue;
-        }
-        let uri = data_uri(p);
-        if let Some(l) = &p.location {
-            resources.push((l.clone(), uri.clone()));
-        }
-        if let Some(c) = &p.content_id {
-            resources.push((format!("cid:{c}"), uri));
-        }
-    }
+    let mut resources = resources(&parts, main);
     for (i, p) in parts.iter().enumerate() {
         if i == main || p.content_type != "text/css" {
             continue;
@@ -173,6 +137,54 @@ fn mhtml_to_html(text: &str) -> Result<String, CaptureError> {
         html = html.replace(from.as_str(), to);
     }
     Ok(html)
+}
+
+/// One part of the archive (its headers and body, between two delimiters), decoded.
+fn part(chunk: &str) -> Part {
+    let (h, b) = split_headers(chunk.trim_start_matches(['\r', '\n']));
+    let encoding = header(&h, "content-transfer-encoding").unwrap_or_default().to_ascii_lowercase();
+    let b = b.strip_suffix("\r\n").or_else(|| b.strip_suffix('\n')).unwrap_or(b);
+    let bytes = match encoding.as_str() {
+        "base64" => base64::engine::general_purpose::STANDARD
+            .decode(b.chars().filter(|c| !c.is_whitespace()).collect::<String>())
+            .unwrap_or_default(),
+        "quoted-printable" => quoted_printable(b),
+        _ => b.as_bytes().to_vec(),
+    };
+    Part {
+        content_type: header(&h, "content-type")
+            .unwrap_or_default()
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase(),
+        location: header(&h, "content-location"),
+        content_id: header(&h, "content-id").map(|c| c.trim_matches(['<', '>']).to_owned()),
+        body: bytes,
+    }
+}
+
+/// Each part but the HTML one (`main`) and the stylesheets, as a `data:` URI, by the references
+/// that name it (its location, and `cid:` with its id).
+fn resources(parts: &[Part], main: usize) -> Vec<(String, String)> {
+    let mut resources: Vec<(String, String)> = Vec::new();
+    let data_uri = |p: &Part| {
+        format!("data:{};base64,{}", p.content_type, base64::engine::general_purpose::STANDARD.encode(&p.body))
+    };
+    for (i, p) in parts.iter().enumerate() {
+        if i == main || p.content_type == "text/css" {
+            continue;
+        }
+        let uri = data_uri(p);
+        if let Some(l) = &p.location {
+            resources.push((l.clone(), uri.clone()));
+        }
+        if let Some(c) = &p.content_id {
+            resources.push((format!("cid:{c}"), uri));
+        }
+    }
+    resources
 }
 
 fn split_headers(text: &str) -> (Vec<(String, String)>, &str) {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
+use futures::{SinkExt, Stream, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -112,7 +112,7 @@ impl Cdp {
         let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), false)
             .await
             .map_err(|e| format!("DevTools connection: {e}"))?;
-        let (mut sink, mut stream) = ws.split();
+        let (mut sink, stream) = ws.split();
         let (out, mut rx) = mpsc::unbounded_channel::<String>();
         let (stop, mut stopped) = oneshot::channel::<()>();
         tasks.spawn(async move {
@@ -134,28 +134,8 @@ impl Cdp {
         let largest = Arc::new(AtomicUsize::new(0));
         let (p, s, c, l) = (pending.clone(), sessions.clone(), closed.clone(), largest.clone());
         tasks.spawn(async move {
-            let reason = loop {
-                let text = match stream.next().await {
-                    Some(Ok(Message::Text(text))) => text,
-                    Some(Ok(_)) => continue,
-                    Some(Err(WsError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
-                        break CdpError::TooLarge { size, max: max_size };
-                    }
-                    Some(Err(e)) => break CdpError::Closed(format!("the DevTools connection failed: {e}")),
-                    None => break CdpError::Closed("the browser connection is closed".into()),
-                };
-                l.fetch_max(text.len(), Ordering::Relaxed);
-                let Ok(v) = serde_json::from_str::<Value>(text.as_str()) else { continue };
-                dispatch(&p, &s, v);
-            };
-            // Set before the waiters are failed: a command that registers after the drain sees
-            // it (`call` checks it after registering).
-            *c.lock().expect("closed lock") = Some(reason.clone());
-            let waiters: Vec<Waiter> = p.lock().expect("pending lock").drain().map(|(_, w)| w).collect();
-            for w in waiters {
-                let _ = w.tx.send(Err(reason.clone()));
-            }
-            s.lock().expect("sessions lock").clear();
+            let reason = read_until_closed(stream, &p, &s, &l).await;
+            fail_waiters(&c, &p, &s, &reason);
             let _ = stop.send(());
         });
         Ok(Self { out, next: Arc::new(AtomicU64::new(1)), pending, sessions, closed, command_limit, largest })
@@ -227,6 +207,43 @@ impl Cdp {
     pub fn largest_message(&self) -> usize {
         self.largest.load(Ordering::Relaxed)
     }
+}
+
+/// Reads the browser's messages and dispatches each, noting the largest, until the connection
+/// ends; answers why it ended.
+async fn read_until_closed(
+    mut stream: impl Stream<Item = Result<Message, WsError>> + Unpin,
+    pending: &Pending,
+    sessions: &Sessions,
+    largest: &AtomicUsize,
+) -> CdpError {
+    loop {
+        let text = match stream.next().await {
+            Some(Ok(Message::Text(text))) => text,
+            Some(Ok(_)) => continue,
+            Some(Err(WsError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
+                break CdpError::TooLarge { size, max: max_size };
+            }
+            Some(Err(e)) => break CdpError::Closed(format!("the DevTools connection failed: {e}")),
+            None => break CdpError::Closed("the browser connection is closed".into()),
+        };
+        largest.fetch_max(text.len(), Ordering::Relaxed);
+        let Ok(v) = serde_json::from_str::<Value>(text.as_str()) else { continue };
+        dispatch(pending, sessions, v);
+    }
+}
+
+/// The connection ended for `reason`: it is kept in `closed`, every command waiting fails with
+/// it, and no session gets events any more.
+fn fail_waiters(closed: &Mutex<Option<CdpError>>, pending: &Pending, sessions: &Sessions, reason: &CdpError) {
+    // Set before the waiters are failed: a command that registers after the drain sees
+    // it (`call` checks it after registering).
+    *closed.lock().expect("closed lock") = Some(reason.clone());
+    let waiters: Vec<Waiter> = pending.lock().expect("pending lock").drain().map(|(_, w)| w).collect();
+    for w in waiters {
+        let _ = w.tx.send(Err(reason.clone()));
+    }
+    sessions.lock().expect("sessions lock").clear();
 }
 
 /// One message read: an answer goes to its waiter, an event to its session's channel.

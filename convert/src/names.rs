@@ -112,9 +112,24 @@ fn push_text(out: &mut String, piece: &str) {
 impl Index {
     pub fn new(s: &Snapshot<'_>) -> Self {
         let n = s.node_type.len();
-        let mut text = vec![String::new(); n];
-        let mut inline_only = vec![true; n];
-        let mut first_heading = vec![None; n];
+        let mut index = Self {
+            text: vec![String::new(); n],
+            inline_only: vec![true; n],
+            first_heading: vec![None; n],
+            by_id: HashMap::new(),
+            label_of: HashMap::new(),
+            made: vec![OnceCell::new(); n],
+        };
+        index.read_words(s);
+        index.by_id = ids(s);
+        index.label_of = labels(s, &index.by_id);
+        index
+    }
+
+    /// Each node's text, whether it holds inline content only, and its first heading: from the
+    /// last node up, so that each element reads its children's.
+    fn read_words(&mut self, s: &Snapshot<'_>) {
+        let n = s.node_type.len();
         // Asked of every child: once per node.
         let heading: Vec<bool> = (0..n).map(|i| is_heading(s, i) && s.layout_of[i].is_some()).collect();
         let section: Vec<bool> = (0..n).map(|i| is_section(s, i)).collect();
@@ -122,60 +137,48 @@ impl Index {
             match s.node_type[i] {
                 3 => {
                     if let Some(l) = s.layout_of[i] {
-                        push_text(&mut text[i], s.l_text[l].or(s.node_value[i]).unwrap_or(""));
+                        push_text(&mut self.text[i], s.l_text[l].or(s.node_value[i]).unwrap_or(""));
                     }
                 }
                 1 if !s.pseudo.contains_key(&i) => {
                     if s.is_tag(i, CONTROLS) || s.is_tag(i, SILENT) {
                         continue;
                     }
-                    let mut own = String::new();
-                    for &c in &s.children[i] {
-                        if s.pseudo.contains_key(&c) || !matches!(s.node_type[c], 1 | 3) {
-                            continue;
-                        }
-                        // A block child starts a line of its own: its words do not run on.
-                        let block = s.node_type[c] == 1
-                            && s.layout_of[c].is_some_and(|l| !s.style(l, "display").starts_with("inline"));
-                        if block {
-                            inline_only[i] = false;
-                            push_text(&mut own, " ");
-                        }
-                        inline_only[i] &= inline_only[c];
-                        push_text(&mut own, &text[c]);
-                        if block {
-                            push_text(&mut own, " ");
-                        }
-                        if first_heading[i].is_none() && s.node_type[c] == 1 {
-                            if heading[c] {
-                                first_heading[i] = Some(c);
-                            } else if !section[c] {
-                                first_heading[i] = first_heading[c];
-                            }
-                        }
-                    }
-                    text[i] = own;
+                    self.read_element(s, i, &heading, &section);
                 }
                 _ => {}
             }
         }
-        let mut by_id = HashMap::new();
-        for i in 0..n {
-            if let Some(id) = s.attr(i, "id").filter(|id| !id.is_empty()) {
-                by_id.entry(id.to_owned()).or_insert(i);
+    }
+
+    /// Element `i`'s text, inline content and first heading, from its children's.
+    fn read_element(&mut self, s: &Snapshot<'_>, i: usize, heading: &[bool], section: &[bool]) {
+        let mut own = String::new();
+        for &c in &s.children[i] {
+            if s.pseudo.contains_key(&c) || !matches!(s.node_type[c], 1 | 3) {
+                continue;
+            }
+            // A block child starts a line of its own: its words do not run on.
+            let block =
+                s.node_type[c] == 1 && s.layout_of[c].is_some_and(|l| !s.style(l, "display").starts_with("inline"));
+            if block {
+                self.inline_only[i] = false;
+                push_text(&mut own, " ");
+            }
+            self.inline_only[i] &= self.inline_only[c];
+            push_text(&mut own, &self.text[c]);
+            if block {
+                push_text(&mut own, " ");
+            }
+            if self.first_heading[i].is_none() && s.node_type[c] == 1 {
+                if heading[c] {
+                    self.first_heading[i] = Some(c);
+                } else if !section[c] {
+                    self.first_heading[i] = self.first_heading[c];
+                }
             }
         }
-        let mut label_of = HashMap::new();
-        for i in (0..n).filter(|i| s.node_type[*i] == 1 && s.is_tag(*i, &["label"])) {
-            let control = match s.attr(i, "for").filter(|f| !f.is_empty()) {
-                Some(f) => by_id.get(f).copied(),
-                None => first_control(s, i),
-            };
-            if let Some(c) = control {
-                label_of.entry(c).or_insert(i);
-            }
-        }
-        Self { text, inline_only, first_heading, by_id, label_of, made: vec![OnceCell::new(); n] }
+        self.text[i] = own;
     }
 
     /// The layer name of element `n` (see the module's documentation).
@@ -195,43 +198,18 @@ impl Index {
         let tag = s.tag(n);
         let control = CONTROLS.contains(&tag.as_str());
         let attr = |k: &str| s.attr(n, k).map(short).filter(|v| !v.is_empty());
-        let text_of = |e: usize| Some(short(&self.text[e])).filter(|t| !t.is_empty());
-        let child = |t: &str| s.children[n].iter().copied().find(|c| s.node_type[*c] == 1 && s.tag(*c) == t);
         let labelledby = || {
             let ids = s.attr(n, "aria-labelledby")?;
-            let parts: Vec<String> = ids.split_whitespace().filter_map(|id| text_of(*self.by_id.get(id)?)).collect();
+            let parts: Vec<String> =
+                ids.split_whitespace().filter_map(|id| self.text_of(*self.by_id.get(id)?)).collect();
             Some(short(&parts.join(" "))).filter(|t| !t.is_empty())
         };
         let alt = || matches!(tag.as_str(), "img" | "area" | "input").then(|| attr("alt")).flatten();
         // An SVG's <title> is not drawn, so its text has no layout: read from the DOM.
         let svg_title = || {
-            let t = child("title")?;
+            let t = child(s, n, "title")?;
             let words: String = s.children[t].iter().filter_map(|c| s.node_value[*c]).collect();
             Some(short(&words)).filter(|w| !w.is_empty())
-        };
-        let titled = || {
-            if control {
-                return self.label_of.get(&n).and_then(|l| text_of(*l));
-            }
-            if is_heading(s, n) {
-                return text_of(n);
-            }
-            let r = role(s, n);
-            if NAMED_BY_CONTENT.contains(&tag.as_str()) || CONTENT_ROLES.contains(&r.as_str()) {
-                // A link or button around a whole card is named by the card's heading.
-                return self.first_heading[n].and_then(text_of).or_else(|| text_of(n));
-            }
-            if is_section(s, n) {
-                return self.first_heading[n].and_then(text_of);
-            }
-            let caption = match tag.as_str() {
-                "fieldset" => child("legend"),
-                "figure" => child("figcaption"),
-                "table" => child("caption"),
-                "details" => child("summary"),
-                _ => None,
-            };
-            caption.and_then(text_of)
         };
         // Utility classes (`md:flex`, `w-[200px]`, `w-1/2`) say how it looks, not what it is.
         let class = || {
@@ -243,13 +221,13 @@ impl Index {
         };
         let content = || {
             let replaced = matches!(tag.as_str(), "img" | "svg" | "canvas" | "video" | "iframe" | "object" | "embed");
-            (!control && !replaced && self.inline_only[n]).then(|| text_of(n)).flatten()
+            (!control && !replaced && self.inline_only[n]).then(|| self.text_of(n)).flatten()
         };
         attr("aria-label")
             .or_else(labelledby)
             .or_else(alt)
             .or_else(|| (tag == "svg").then(svg_title).flatten())
-            .or_else(titled)
+            .or_else(|| self.titled(s, n, &tag, control))
             .or_else(|| attr("id"))
             .or_else(|| {
                 matches!(tag.as_str(), "input" | "select" | "textarea" | "button").then(|| attr("name")).flatten()
@@ -258,6 +236,69 @@ impl Index {
             .or_else(content)
             .unwrap_or(tag)
     }
+
+    /// The text that titles element `n` (of tag `tag`, a form control or not): a control's
+    /// label, a heading's own text, a link's or a section's heading, a caption.
+    fn titled(&self, s: &Snapshot<'_>, n: usize, tag: &str, control: bool) -> Option<String> {
+        if control {
+            return self.label_of.get(&n).and_then(|l| self.text_of(*l));
+        }
+        if is_heading(s, n) {
+            return self.text_of(n);
+        }
+        let r = role(s, n);
+        if NAMED_BY_CONTENT.contains(&tag) || CONTENT_ROLES.contains(&r.as_str()) {
+            // A link or button around a whole card is named by the card's heading.
+            return self.first_heading[n].and_then(|h| self.text_of(h)).or_else(|| self.text_of(n));
+        }
+        if is_section(s, n) {
+            return self.first_heading[n].and_then(|h| self.text_of(h));
+        }
+        let caption = match tag {
+            "fieldset" => child(s, n, "legend"),
+            "figure" => child(s, n, "figcaption"),
+            "table" => child(s, n, "caption"),
+            "details" => child(s, n, "summary"),
+            _ => None,
+        };
+        caption.and_then(|c| self.text_of(c))
+    }
+
+    /// Element `e`'s text as a name, if it has any.
+    fn text_of(&self, e: usize) -> Option<String> {
+        Some(short(&self.text[e])).filter(|t| !t.is_empty())
+    }
+}
+
+/// Element `n`'s first child element of tag `tag`.
+fn child(s: &Snapshot<'_>, n: usize, tag: &str) -> Option<usize> {
+    s.children[n].iter().copied().find(|c| s.node_type[*c] == 1 && s.tag(*c) == tag)
+}
+
+/// The element of each `id`, the first when several share it.
+fn ids(s: &Snapshot<'_>) -> HashMap<String, usize> {
+    let mut by_id = HashMap::new();
+    for i in 0..s.node_type.len() {
+        if let Some(id) = s.attr(i, "id").filter(|id| !id.is_empty()) {
+            by_id.entry(id.to_owned()).or_insert(i);
+        }
+    }
+    by_id
+}
+
+/// The `<label>` of each form control: the one that names it by `for`, or holds it.
+fn labels(s: &Snapshot<'_>, by_id: &HashMap<String, usize>) -> HashMap<usize, usize> {
+    let mut label_of = HashMap::new();
+    for i in (0..s.node_type.len()).filter(|i| s.node_type[*i] == 1 && s.is_tag(*i, &["label"])) {
+        let control = match s.attr(i, "for").filter(|f| !f.is_empty()) {
+            Some(f) => by_id.get(f).copied(),
+            None => first_control(s, i),
+        };
+        if let Some(c) = control {
+            label_of.entry(c).or_insert(i);
+        }
+    }
+    label_of
 }
 
 /// The first form control inside a `<label>` without `for`, which it labels.

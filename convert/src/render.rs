@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
-use crate::cdp::{Cdp, CdpError, Tasks};
+use crate::cdp::{Cdp, CdpError, Events, Tasks};
 
 /// Why rendering failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -354,36 +354,7 @@ impl Browser {
             })?,
         };
         let profile = tempfile::tempdir().map_err(|e| RenderError::Start(format!("profile directory: {e}")))?;
-        let mut args: Vec<String> = [
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--no-default-browser-check",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-extensions",
-            "--disable-default-apps",
-            "--mute-audio",
-            "--hide-scrollbars",
-            // Shared memory in /tmp: a container's /dev/shm is small (Docker's 64 MB) or
-            // missing (Lambda), and a renderer that runs out of it crashes the page.
-            "--disable-dev-shm-usage",
-            // The pictures do not depend on the machine's hinting settings.
-            "--font-render-hinting=none",
-            // No host resolves: the Fetch interception is the first wall, this the second.
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            // Scripts never run in a capture, so V8's heap holds only Blink's bindings: a small
-            // cap, in case a script ever did run, keeps it from growing to V8's default (GBs).
-            "--js-flags=--max-old-space-size=128",
-            "--remote-debugging-address=127.0.0.1",
-            "--remote-debugging-port=0",
-        ]
-        .map(str::to_owned)
-        .to_vec();
-        args.push(format!("--user-data-dir={}", profile.path().display()));
-        args.push("about:blank".into());
+        let args = chromium_args(profile.path());
         let (tree, stderr) = Tree::spawn(&binary, &args, options.memory_limit, options.cgroup)?;
         let mut lines = BufReader::new(stderr).lines();
         let url = tokio::time::timeout(Duration::from_secs(30), async {
@@ -481,42 +452,11 @@ impl Browser {
         plan: impl FnOnce(&Value, f64, &[(String, String)]) -> (T, Vec<[f64; 4]>),
     ) -> Result<(Rendered, T), CdpError> {
         let cdp = &self.cdp;
-        let target =
-            cdp.call(None, "Target.createTarget", json!({"url": "about:blank", "browserContextId": context})).await?;
-        let attached =
-            cdp.call(None, "Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true})).await?;
-        let session = attached["sessionId"].as_str().unwrap_or_default().to_owned();
-        let s = Some(session.as_str());
         // Dropped (the session's channel with it) when this future ends or is dropped.
-        let mut events = cdp.events(&session);
+        let (session, mut events) = self.open_page(context, width, viewport_height).await?;
+        let s = Some(session.as_str());
         let blocked = Arc::new(AtomicUsize::new(0));
-        // For `Inspector.targetCrashed`: a renderer killed (by the memory cap) fails the page
-        // at once rather than at its time limit.
-        cdp.call(s, "Inspector.enable", json!({})).await?;
-        cdp.call(s, "Emulation.setScriptExecutionDisabled", json!({"value": true})).await?;
-        cdp.call(s, "Fetch.enable", json!({"patterns": [{"urlPattern": "*"}]})).await?;
-        cdp.call(
-            s,
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": width, "height": viewport_height, "deviceScaleFactor": 1, "mobile": false}),
-        )
-        .await?;
-        cdp.call(s, "Page.enable", json!({})).await?;
-        let tree = cdp.call(s, "Page.getFrameTree", json!({})).await?;
-        let frame = tree["frameTree"]["frame"]["id"].clone();
-        cdp.call(s, "Page.setDocumentContent", json!({"frameId": frame, "html": html})).await?;
-        // Answer paused requests until the load event: data: goes on, everything else fails.
-        loop {
-            let Some((method, params)) = events.recv().await else {
-                return Err(CdpError::Closed("the page went away".into()));
-            };
-            match method.as_str() {
-                "Fetch.requestPaused" => answer(cdp, &session, &params, &blocked),
-                "Page.loadEventFired" => break,
-                "Inspector.targetCrashed" => return Err(CdpError::Crashed),
-                _ => {}
-            }
-        }
+        load(cdp, &session, &mut events, html, &blocked).await?;
         // Requests after the load (lazy images, fonts first used late) are answered too, until
         // the page ends: the task is aborted when this future ends or is dropped.
         let _handler = {
@@ -557,6 +497,32 @@ impl Browser {
             },
             planned,
         ))
+    }
+
+    /// A new page in `context`, scripts off, every request paused, its viewport `width` ×
+    /// `viewport_height`: its session, and the session's events.
+    async fn open_page(&self, context: &str, width: u32, viewport_height: u32) -> Result<(String, Events), CdpError> {
+        let cdp = &self.cdp;
+        let target =
+            cdp.call(None, "Target.createTarget", json!({"url": "about:blank", "browserContextId": context})).await?;
+        let attached =
+            cdp.call(None, "Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true})).await?;
+        let session = attached["sessionId"].as_str().unwrap_or_default().to_owned();
+        let s = Some(session.as_str());
+        let events = cdp.events(&session);
+        // For `Inspector.targetCrashed`: a renderer killed (by the memory cap) fails the page
+        // at once rather than at its time limit.
+        cdp.call(s, "Inspector.enable", json!({})).await?;
+        cdp.call(s, "Emulation.setScriptExecutionDisabled", json!({"value": true})).await?;
+        cdp.call(s, "Fetch.enable", json!({"patterns": [{"urlPattern": "*"}]})).await?;
+        cdp.call(
+            s,
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": viewport_height, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await?;
+        cdp.call(s, "Page.enable", json!({})).await?;
+        Ok((session, events))
     }
 
     /// A PNG of a rectangle of the page, beyond the viewport if need be.
@@ -639,6 +605,68 @@ impl Browser {
         }
         Ok(out)
     }
+}
+
+/// Loads `html` in the page of `session`, answering its paused requests until the load event:
+/// data: goes on, everything else fails (counted in `blocked`).
+async fn load(
+    cdp: &Cdp,
+    session: &str,
+    events: &mut Events,
+    html: &str,
+    blocked: &AtomicUsize,
+) -> Result<(), CdpError> {
+    let s = Some(session);
+    let tree = cdp.call(s, "Page.getFrameTree", json!({})).await?;
+    let frame = tree["frameTree"]["frame"]["id"].clone();
+    cdp.call(s, "Page.setDocumentContent", json!({"frameId": frame, "html": html})).await?;
+    loop {
+        let Some((method, params)) = events.recv().await else {
+            return Err(CdpError::Closed("the page went away".into()));
+        };
+        match method.as_str() {
+            "Fetch.requestPaused" => answer(cdp, session, &params, blocked),
+            "Page.loadEventFired" => return Ok(()),
+            "Inspector.targetCrashed" => return Err(CdpError::Crashed),
+            _ => {}
+        }
+    }
+}
+
+/// Chromium's command line: headless, its DevTools on a port of its choosing, its profile in
+/// `profile`, an empty page.
+fn chromium_args(profile: &Path) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-default-apps",
+        "--mute-audio",
+        "--hide-scrollbars",
+        // Shared memory in /tmp: a container's /dev/shm is small (Docker's 64 MB) or
+        // missing (Lambda), and a renderer that runs out of it crashes the page.
+        "--disable-dev-shm-usage",
+        // The pictures do not depend on the machine's hinting settings.
+        "--font-render-hinting=none",
+        // No host resolves: the Fetch interception is the first wall, this the second.
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        // Scripts never run in a capture, so V8's heap holds only Blink's bindings: a small
+        // cap, in case a script ever did run, keeps it from growing to V8's default (GBs).
+        "--js-flags=--max-old-space-size=128",
+        "--remote-debugging-address=127.0.0.1",
+        "--remote-debugging-port=0",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.push(format!("--user-data-dir={}", profile.display()));
+    args.push("about:blank".into());
+    args
 }
 
 /// A page's browser context. Disposing of it closes its page, whatever state it is in; if its
@@ -920,31 +948,7 @@ fn make_cgroups(name: &str, limit: u64) -> Vec<Cgroup> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let mut out = Vec::new();
-    // The directory of this process's cgroup in a hierarchy: its mount point, and its path in
-    // /proc/self/cgroup relative to the mount's root.
-    let dir_of = |fstype: &str, controller: Option<&str>| -> Option<PathBuf> {
-        let (root, mount) = mountinfo.lines().find_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let f: Vec<&str> = left.split(' ').collect();
-            let r: Vec<&str> = right.split(' ').collect();
-            let fits = r.first() == Some(&fstype)
-                && controller.is_none_or(|c| r.get(2).is_some_and(|o| o.split(',').any(|o| o == c)));
-            fits.then(|| (f.get(3).copied().unwrap_or("/"), f.get(4).copied().unwrap_or_default()))
-        })?;
-        let path = own.lines().find_map(|l| {
-            let mut f = l.splitn(3, ':');
-            let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
-            let fits = match controller {
-                None => controllers.is_empty(),
-                Some(c) => controllers.split(',').any(|x| x == c),
-            };
-            fits.then_some(path)
-        })?;
-        let rel = path.strip_prefix(root).unwrap_or(path).trim_start_matches('/');
-        let dir = Path::new(mount).join(rel);
-        // The wrapper shell splits its list of cgroups on white space.
-        (!dir.to_string_lossy().contains(char::is_whitespace)).then_some(dir)
-    };
+    let dir_of = |fstype: &str, controller: Option<&str>| cgroup_dir(&mountinfo, &own, fstype, controller);
     if let Some(parent) = dir_of("cgroup2", None) {
         sweep(&parent);
         let dir = parent.join(name);
@@ -977,6 +981,33 @@ fn make_cgroups(name: &str, limit: u64) -> Vec<Cgroup> {
         }
     }
     out
+}
+
+/// The directory of this process's cgroup in a hierarchy (of file system type `fstype`, with
+/// `controller` for v1): its mount point in `mountinfo`, and its path in `own` (this process's
+/// /proc/self/cgroup) relative to the mount's root.
+fn cgroup_dir(mountinfo: &str, own: &str, fstype: &str, controller: Option<&str>) -> Option<PathBuf> {
+    let (root, mount) = mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let f: Vec<&str> = left.split(' ').collect();
+        let r: Vec<&str> = right.split(' ').collect();
+        let fits = r.first() == Some(&fstype)
+            && controller.is_none_or(|c| r.get(2).is_some_and(|o| o.split(',').any(|o| o == c)));
+        fits.then(|| (f.get(3).copied().unwrap_or("/"), f.get(4).copied().unwrap_or_default()))
+    })?;
+    let path = own.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        let fits = match controller {
+            None => controllers.is_empty(),
+            Some(c) => controllers.split(',').any(|x| x == c),
+        };
+        fits.then_some(path)
+    })?;
+    let rel = path.strip_prefix(root).unwrap_or(path).trim_start_matches('/');
+    let dir = Path::new(mount).join(rel);
+    // The wrapper shell splits its list of cgroups on white space.
+    (!dir.to_string_lossy().contains(char::is_whitespace)).then_some(dir)
 }
 
 /// The names of the cgroups made here start with this, then the pid of the process that made

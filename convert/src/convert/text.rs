@@ -1,0 +1,255 @@
+//! Text: each line box of a text run as a TEXT node (font, size, line height, decoration,
+//! case, alignment), fonts as Chromium drew them, and list markers drawn as shapes.
+
+use super::paint::solid;
+use super::{order, px, round, Container, Ctx, Snapshot, MAX_NODES};
+use crate::doc::{Dimension, FontName, Node, Rgba};
+use crate::{names, warn};
+
+/// A CSS weight and style as Figma names a font's style.
+pub fn font_style(weight: &str, italic: bool) -> String {
+    let w: u32 = weight.trim().parse().unwrap_or(match weight.trim() {
+        "bold" => 700,
+        _ => 400,
+    });
+    let name = match w {
+        0..=149 => "Thin",
+        150..=249 => "Extra Light",
+        250..=349 => "Light",
+        350..=449 => "Regular",
+        450..=549 => "Medium",
+        550..=649 => "Semi Bold",
+        650..=749 => "Bold",
+        750..=849 => "Extra Bold",
+        _ => "Black",
+    };
+    match (name, italic) {
+        ("Regular", true) => "Italic".into(),
+        (n, true) => format!("{n} Italic"),
+        (n, false) => n.into(),
+    }
+}
+
+/// The first family of a CSS `font-family` list, unquoted.
+fn first_family(list: &str) -> String {
+    list.split(',').next().unwrap_or("").trim().trim_matches(['"', '\'']).to_owned()
+}
+
+const GENERIC_FAMILIES: &[&str] =
+    &["serif", "sans-serif", "monospace", "cursive", "fantasy", "system-ui", "ui-sans-serif", "ui-monospace"];
+
+impl Ctx<'_, '_> {
+    /// The family Chromium drew the `font-family` list with. When its look-up failed (or was
+    /// never made: the renderer asks for the lists of text nodes only), the list's first family
+    /// is named, which may not be the one drawn: logged and warned, once per list.
+    pub(super) fn font(&mut self, css_family: &str, dom: usize) -> String {
+        let wanted = first_family(css_family);
+        if let Some(used) = self.fonts.get(css_family) {
+            return used.clone();
+        }
+        if self.warned_fonts.insert((css_family.to_owned(), String::new())) {
+            tracing::warn!(
+                font_family = css_family,
+                "no platform font known for this font-family; naming its first family"
+            );
+            let message = format!(
+                "the font drawn for font-family: {} is unknown (its look-up failed); named {wanted}, which may not be it",
+                warn::quote(css_family)
+            );
+            let name = self.s.name(dom);
+            self.warn("font_substituted", message, dom, &name);
+        }
+        wanted
+    }
+}
+
+/// A list marker Chromium paints as a shape rather than a glyph (disc, circle, square), as
+/// Blink's `ListMarker::RelativeSymbolMarkerRect` places it in the marker's fragment: a side
+/// of the fragment's width less 2, 1 px in, and (3/2 of the ascent less two thirds of it) down,
+/// the ascent being 3/2 (2 × side − 1) by the same formula. Answers whether it was one.
+pub(super) fn symbol_marker(cx: &mut Ctx<'_, '_>, n: usize, li: usize, into: &mut Container) -> bool {
+    let s = cx.s;
+    let kind = s.style(li, "list-style-type");
+    let symbol = match s.l_text[li].map(str::trim) {
+        Some("•") => "disc",
+        Some("◦") => "circle",
+        Some("▪") => "square",
+        _ => return false,
+    };
+    let Some((b, _, _)) = s.text_boxes.get(&li).and_then(|v| v.first()) else { return false };
+    let side = b[2] - 2.0;
+    if kind != symbol || side <= 0.0 || s.style(li, "visibility") == "hidden" {
+        return false;
+    }
+    let Some(color) = cx.color(n, li, "color", &s.name(n)).filter(|c| c.a > 0.0) else { return true };
+    // Blink draws the pixel-snapped rectangle.
+    let (x, y, d) = ((b[0] + 1.0).round(), (b[1] + 0.75 * (2.0 * side - 1.0)).round(), side.round());
+    let mut node = Node {
+        kind: if symbol == "square" { "RECTANGLE" } else { "ELLIPSE" },
+        name: s.name(n),
+        x: round(x - into.ox),
+        y: round(y - into.oy),
+        width: d,
+        height: d,
+        dom: Some(n),
+        ..Node::default()
+    };
+    if symbol == "circle" {
+        // A 1 px line on the outline.
+        node.fills = Some(Vec::new());
+        node.strokes = Some(vec![solid(&color)]);
+        node.stroke_weight = Some(1.0);
+        node.stroke_align = Some("CENTER");
+    } else {
+        node.fills = Some(vec![solid(&color)]);
+    }
+    cx.count += 1;
+    into.nodes.push((order(s.l_paint.get(li).copied().unwrap_or(0)), node));
+    true
+}
+
+/// How a text run is drawn: alike on each of its line boxes.
+struct RunStyle {
+    color: Rgba,
+    /// The family the CSS names first, and the one Chromium drew the run with.
+    wanted: String,
+    used: String,
+    style: String,
+    font_size: f64,
+    line_height: Dimension,
+    letter: f64,
+    decoration: Option<&'static str>,
+    case: Option<&'static str>,
+    align: &'static str,
+}
+
+/// A text node's runs: one TEXT node per line box.
+pub(super) fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
+    let s = cx.s;
+    let Some(boxes) = s.text_boxes.get(&l) else { return };
+    let full: Vec<u16> = s.l_text[l].or(s.node_value[n]).unwrap_or("").encode_utf16().collect();
+    // The text's style is its layout object's; a text node shares its parent's computed style.
+    if s.style(l, "visibility") == "hidden" {
+        return;
+    }
+    let owner = usize::try_from(s.parent[n]).unwrap_or(n);
+    let Some(run) = run_style(cx, n, l, owner) else { return };
+    // A text node has its parent's computed style: its z-index is the parent's, whose frame
+    // holds it, so it sorts by paint order alone.
+    let paint_order = order(s.l_paint.get(l).copied().unwrap_or(0));
+    for (b, start, len) in boxes {
+        let end = (start + len).min(full.len());
+        let chars = String::from_utf16_lossy(&full[(*start).min(end)..end]);
+        let chars = chars.trim_end_matches('\n').to_owned();
+        if chars.trim().is_empty() {
+            continue;
+        }
+        if cx.count >= MAX_NODES {
+            cx.warn("node_limit", format!("over {MAX_NODES} nodes: the rest of the page is left out"), owner, "");
+            return;
+        }
+        // As Figma names a text layer: by its characters, on one line.
+        let name = names::short(&chars);
+        if run.used != run.wanted
+            && !GENERIC_FAMILIES.contains(&run.wanted.as_str())
+            && cx.warned_fonts.insert((run.wanted.clone(), run.used.clone()))
+        {
+            let message = format!("{} is not available; drawn with {}", run.wanted, run.used);
+            cx.warn("font_substituted", message, owner, &name);
+        }
+        cx.count += 1;
+        let node = line_node(&run, *b, name, chars, n, (into.ox, into.oy));
+        into.nodes.push((paint_order, node));
+    }
+}
+
+/// The style of the run of text node `n` (layout object `l`, element `owner`); `None` when it
+/// is transparent.
+fn run_style(cx: &mut Ctx<'_, '_>, n: usize, l: usize, owner: usize) -> Option<RunStyle> {
+    let s = cx.s;
+    let color = cx.color(owner, l, "color", &s.name(owner)).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
+    if color.a == 0.0 {
+        return None;
+    }
+    let css_family = s.style(l, "font-family");
+    let wanted = first_family(css_family);
+    let used = cx.font(css_family, owner);
+    Some(RunStyle {
+        color,
+        wanted,
+        used,
+        style: font_style(s.style(l, "font-weight"), matches!(s.style(l, "font-style"), "italic" | "oblique")),
+        font_size: s.px(l, "font-size"),
+        line_height: match s.style(l, "line-height") {
+            "normal" | "" => Dimension { unit: "AUTO", value: None },
+            v => Dimension { unit: "PIXELS", value: Some(round(px(v))) },
+        },
+        letter: px(s.style(l, "letter-spacing")),
+        decoration: decoration(s, n),
+        case: match s.style(l, "text-transform") {
+            "uppercase" => Some("UPPER"),
+            "lowercase" => Some("LOWER"),
+            "capitalize" => Some("TITLE"),
+            _ => None,
+        },
+        align: match s.style(l, "text-align") {
+            "center" | "-webkit-center" => "CENTER",
+            "right" | "end" | "-webkit-right" => "RIGHT",
+            "justify" => "JUSTIFIED",
+            _ => "LEFT",
+        },
+    })
+}
+
+/// The decoration of text node `n`'s run. Decoration is not inherited: it is drawn by the
+/// nearest inline ancestor that has it.
+fn decoration(s: &Snapshot<'_>, n: usize) -> Option<&'static str> {
+    let mut decoration = None;
+    let mut up = usize::try_from(s.parent[n]).ok();
+    while let Some(p) = up {
+        let Some(pl) = s.layout_of[p] else { break };
+        match s.style(pl, "text-decoration-line") {
+            v if v.contains("underline") => decoration = Some("UNDERLINE"),
+            v if v.contains("line-through") => decoration = Some("STRIKETHROUGH"),
+            _ => {}
+        }
+        if decoration.is_some() || !s.style(pl, "display").starts_with("inline") {
+            break;
+        }
+        up = usize::try_from(s.parent[p]).ok();
+    }
+    decoration
+}
+
+/// The TEXT node of the line box `b` (page coordinates) of text node `n`, in a container whose
+/// origin is `origin`.
+fn line_node(run: &RunStyle, b: [f64; 4], name: String, chars: String, n: usize, origin: (f64, f64)) -> Node {
+    // Chromium's box is the glyphs' (ascent to descent); Figma's text box is the line box,
+    // the half-leading above and below them (negative when the line is the shorter: Figma
+    // then still centres the glyphs on it, so the box must be centred too).
+    let (y, h) = match run.line_height.value {
+        Some(lh) if lh > 0.0 => (b[1] - (lh - b[3]) / 2.0, lh),
+        _ => (b[1], b[3]),
+    };
+    Node {
+        kind: "TEXT",
+        name,
+        x: round(b[0] - origin.0),
+        y: round(y - origin.1),
+        width: round(b[2]),
+        height: round(h),
+        fills: Some(vec![solid(&run.color)]),
+        characters: Some(chars),
+        font_size: Some(round(run.font_size)),
+        font_name: Some(FontName { family: run.used.clone(), style: run.style.clone() }),
+        text_align_horizontal: Some(run.align),
+        // One line box per node: its width follows the glyphs, so no line wraps in Figma.
+        text_auto_resize: Some("WIDTH_AND_HEIGHT"),
+        line_height: Some(run.line_height.clone()),
+        letter_spacing: (run.letter != 0.0).then_some(Dimension { unit: "PIXELS", value: Some(round(run.letter)) }),
+        text_decoration: run.decoration,
+        text_case: run.case,
+        dom: Some(n),
+        ..Node::default()
+    }
+}

@@ -59,6 +59,12 @@ EXCEPTIONS = {
     # Extra PEM roots for PostgreSQL's TLS: not needed in AWS, whose public roots cover the
     # proxy's and the cluster's certificates (docs/DEPLOY.md); a local or private setup sets it.
     "DB_CA_BUNDLE": {"only": set()},
+    # Set by the Lambda runtime itself (a reserved key: CloudFormation refuses it in a
+    # function's Environment); the code reads it to know it runs in Lambda.
+    "AWS_LAMBDA_FUNCTION_NAME": {"only": set()},
+    # JSON logs off Lambda (`code2des-local`, a worker run by hand). In Lambda, logs follow the
+    # function's LoggingConfig and EMF is on whatever this says, so the template does not set it.
+    "LOG_FORMAT": {"only": set()},
 }
 
 # Each call's first argument is the variable's name.

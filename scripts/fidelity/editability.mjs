@@ -93,10 +93,21 @@ export function pageEditability() {
         const y0 = Math.min(...xs.map((r) => r.y));
         const x1 = Math.max(...xs.map((r) => r.x + r.w));
         const y1 = Math.max(...xs.map((r) => r.y + r.h));
+        // Across, the element's content box (a paragraph layer is as wide as its block), and
+        // the words where they overflow it; down, the words' glyphs grown to their line boxes.
+        const c = cs(root);
+        const r = root.getBoundingClientRect();
+        const left = r.left + scrollX + parseFloat(c.borderLeftWidth) + parseFloat(c.paddingLeft);
+        const right = r.right + scrollX - parseFloat(c.borderRightWidth) - parseFloat(c.paddingRight);
+        const lh = parseFloat(c.lineHeight);
+        const glyphs = Math.min(...xs.map((q) => q.h));
+        const lead = Number.isFinite(lh) ? Math.max(0, (lh - glyphs) / 2) : 0;
+        const bx0 = Math.min(x0, left);
+        const bx1 = Math.max(x1, right);
         paragraphs.push({
           path: describe(root),
           tag: root.tagName.toLowerCase(),
-          box: { x: x0, y: y0, w: x1 - x0, h: y1 - y0 },
+          box: { x: bx0, y: y0 - lead, w: bx1 - bx0, h: y1 - y0 + 2 * lead },
           text: cur.text.replace(/\s+/g, " ").trim(),
           chars: cur.chars,
           lines: cur.lines,
@@ -292,6 +303,8 @@ function styleWhy(want, got) {
 const nonSpace = (s) => s.replace(/\s+/g, "");
 const contains = (outer, p, tol = 2) =>
   p.cx >= outer.x - tol && p.cx <= outer.x + outer.w + tol && p.cy >= outer.y - tol && p.cy <= outer.y + outer.h + tol;
+const holds = (outer, p, tol = TOL) =>
+  p.x >= outer.x - tol && p.x + p.w <= outer.x + outer.w + tol && p.y >= outer.y - tol && p.y + p.h <= outer.y + outer.h + tol;
 const within = (a, b) =>
   Math.abs(a.x - b.x) <= TOL && Math.abs(a.y - b.y) <= TOL && Math.abs(a.x + a.w - b.x - b.w) <= TOL && Math.abs(a.y + a.h - b.y - b.h) <= TOL;
 
@@ -329,14 +342,17 @@ export function measureEditability(page, doc, wrapped = new Map()) {
   const placed = place(doc).map((p) => ({ ...p, cx: p.x + p.w / 2, cy: p.y + p.h / 2 }));
   const texts = placed.filter((p) => p.node.type === "TEXT");
 
-  // Each TEXT node belongs to the smallest paragraph (its words' box) holding its centre.
-  const paras = page.paragraphs.map((para) => ({ ...para, nodes: [] }));
+  // Each TEXT node belongs to the smallest paragraph whose text holds the node's and whose box
+  // holds the node whole, else its centre. (A node drawing no paragraph's text, such as a form
+  // control's value or a list marker, belongs to none.)
+  const paras = page.paragraphs.map((para) => ({ ...para, nodes: [], whole: nonSpace(para.chars) }));
   const owner = new Map();
+  const area = (q) => q.box.w * q.box.h;
+  const smallest = (list) => list.reduce((a, q) => (!a || area(q) < area(a) ? q : a), null);
   for (const t of texts) {
-    let best = null;
-    for (const para of paras) {
-      if (contains(para.box, t) && (!best || para.box.w * para.box.h < best.box.w * best.box.h)) best = para;
-    }
+    const mine = nonSpace(drawnCase(t.node.characters ?? "", t.node.textCase));
+    const same = paras.filter((q) => q.whole.includes(mine));
+    const best = smallest(same.filter((q) => holds(q.box, t))) ?? smallest(same.filter((q) => contains(q.box, t)));
     if (best) {
       best.nodes.push(t);
       owner.set(t, best);
@@ -466,11 +482,18 @@ export function measureEditability(page, doc, wrapped = new Map()) {
       paragraphs: paragraphMisses,
       lines: lineMisses,
       runs: runMisses,
-      flex: page.flex.filter((_, i) => !flex[i].ok).map((f, i) => ({ path: f.path, why: flex.filter((x) => !x.ok)[i].any ? "frame without auto layout in its direction" : "no frame of its box" })),
-      grid: page.grid.filter((_, i) => !grid[i].ok).map((g) => g.path),
+      flex: containerMisses(page.flex, flex, "auto layout in its direction"),
+      grid: containerMisses(page.grid, grid, "layoutMode GRID"),
       groups: page.groups.map((g) => `${g.path} ×${g.size}`),
     },
   };
+}
+
+function containerMisses(containers, found, what) {
+  return containers
+    .map((c, i) => ({ path: c.path, ...found[i] }))
+    .filter((c) => !c.ok)
+    .map((c) => ({ path: c.path, why: c.any ? `its frame has no ${what}` : "no frame of its box" }));
 }
 
 /** The document's non-space characters of a paragraph's nodes in reading order, with style. */
@@ -499,9 +522,9 @@ function groupLinesChars(order, wrapped) {
 }
 
 /**
- * Runs in a blank page: each wrapping TEXT node ({ characters, width, family, size, weight,
- * italic, letterSpacing, lineHeight }) laid out at its width with white-space pre-wrap, as
- * Figma wraps a fixed-width text box; answers each node's lines.
+ * Runs in a blank page: each wrapping TEXT node (wrapInput's { width, lineHeight, spans: [{
+ * text, family, size, weight, italic, letterSpacing }] }) laid out at its width with
+ * white-space pre-wrap, as Figma wraps a fixed-width text box; answers each node's lines.
  */
 export function wrapLines(nodes) {
   return nodes.map((n) => {
@@ -511,34 +534,42 @@ export function wrapLines(nodes) {
       left: "0",
       top: "0",
       width: `${n.width}px`,
-      fontFamily: `"${n.family}"`,
-      fontSize: `${n.size}px`,
-      fontWeight: String(n.weight),
-      fontStyle: n.italic ? "italic" : "normal",
-      letterSpacing: `${n.letterSpacing}px`,
       lineHeight: n.lineHeight,
       whiteSpace: "pre-wrap",
       overflowWrap: "break-word",
     });
-    div.textContent = n.characters;
+    for (const s of n.spans) {
+      const span = document.createElement("span");
+      Object.assign(span.style, {
+        fontFamily: `"${s.family}"`,
+        fontSize: `${s.size}px`,
+        fontWeight: String(s.weight),
+        fontStyle: s.italic ? "italic" : "normal",
+        letterSpacing: `${s.letterSpacing}px`,
+      });
+      span.textContent = s.text;
+      div.appendChild(span);
+    }
     document.body.appendChild(div);
-    const t = div.firstChild;
     const lines = [];
     let prev = null;
-    for (let i = 0; t && i < t.data.length; i++) {
-      const r = document.createRange();
-      r.setStart(t, i);
-      r.setEnd(t, i + 1);
-      const rect = [...r.getClientRects()].find((q) => q.width > 0 || q.height > 0);
-      if (t.data[i] === "\n") {
-        lines.push("");
-        prev = null;
-        continue;
+    const walker = document.createTreeWalker(div, NodeFilter.SHOW_TEXT);
+    for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+      for (let i = 0; i < t.data.length; i++) {
+        if (t.data[i] === "\n") {
+          lines.push("");
+          prev = null;
+          continue;
+        }
+        const r = document.createRange();
+        r.setStart(t, i);
+        r.setEnd(t, i + 1);
+        const rect = [...r.getClientRects()].find((q) => q.width > 0 || q.height > 0);
+        if (!rect) continue;
+        if (lines.length === 0 || (prev && (rect.top >= prev.bottom - 0.5 || rect.left < prev.left - 0.5))) lines.push("");
+        lines[lines.length - 1] += t.data[i];
+        prev = rect;
       }
-      if (!rect) continue;
-      if (lines.length === 0 || (prev && rect.top >= prev.bottom - 0.5)) lines.push("");
-      lines[lines.length - 1] += t.data[i];
-      prev = rect;
     }
     div.remove();
     return lines;
@@ -552,17 +583,35 @@ export function wrappingNodes(doc) {
     .filter((n) => n.type === "TEXT" && n.textAutoResize && n.textAutoResize !== "WIDTH_AND_HEIGHT");
 }
 
+/** A TEXT node as wrapLines takes it: its characters as spans of one font (its segments). */
 export function wrapInput(n) {
   const lh = n.lineHeight;
+  const chars = n.characters ?? "";
+  const segs = n.segments ?? [];
+  const font = (i) => {
+    const seg = segs.find((s) => s.start <= i && i < s.end) ?? {};
+    const pick = (k) => (seg[k] !== undefined ? seg[k] : n[k]);
+    const size = pick("fontSize") ?? 12;
+    const ls = pick("letterSpacing");
+    return {
+      family: pick("fontName")?.family ?? "Inter",
+      size,
+      weight: fontWeight(pick("fontName")?.style),
+      italic: /italic|oblique/i.test(pick("fontName")?.style ?? ""),
+      letterSpacing: ls?.unit === "PERCENT" ? ((ls.value ?? 0) / 100) * size : (ls?.value ?? 0),
+    };
+  };
+  const spans = [];
+  for (let i = 0; i < chars.length; i++) {
+    const f = font(i);
+    const last = spans[spans.length - 1];
+    if (last && JSON.stringify({ ...last, text: "" }) === JSON.stringify({ ...f, text: "" })) last.text += chars[i];
+    else spans.push({ ...f, text: chars[i] });
+  }
   return {
-    characters: n.characters ?? "",
     width: n.width ?? 0,
-    family: n.fontName?.family ?? "Inter",
-    size: n.fontSize ?? 12,
-    weight: fontWeight(n.fontName?.style),
-    italic: /italic|oblique/i.test(n.fontName?.style ?? ""),
-    letterSpacing: n.letterSpacing?.unit === "PERCENT" ? ((n.letterSpacing.value ?? 0) / 100) * (n.fontSize ?? 12) : (n.letterSpacing?.value ?? 0),
     lineHeight: !lh || lh.unit === "AUTO" ? "normal" : lh.unit === "PERCENT" ? `${lh.value}%` : `${lh.value}px`,
+    spans,
   };
 }
 
@@ -571,7 +620,8 @@ export function outline(doc, limit = 40) {
   const out = [];
   const walk = (n, depth) => {
     if (out.length >= limit) return;
-    let line = `${"  ".repeat(depth)}${n.type} "${String(n.name ?? "").slice(0, 48)}"`;
+    const name = String(n.name ?? "").slice(0, 48).replace(/\n/g, "\\n");
+    let line = `${"  ".repeat(depth)}${n.type} "${name}"`;
     if (n.layoutMode) line += ` [auto layout ${n.layoutMode}]`;
     if (n.type === "TEXT") line += ` ${n.textAutoResize ?? ""}${(n.characters ?? "").includes("\n") ? ' holds "\\n"' : ""}`;
     out.push(line);

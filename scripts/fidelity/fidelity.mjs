@@ -8,7 +8,9 @@
 // DIR/<stem>/document.json and DIR/<stem>/images/ are what `convert --out DIR` writes.
 // --out keeps every picture (reference, document, SVG, difference) and the report there;
 // --write-docs writes the side-by-side pictures and the report for the docs; --check exits 1
-// when a page is below its floor (FLOORS).
+// when a page is below its floor (FLOORS). A second table gives the editability figures of
+// issue 39 (editability.mjs) beside their goals, which --check does not enforce yet;
+// --outline PAGE prints that page's layer list (types and names, the first 40 lines).
 
 import { readFileSync, writeFileSync, mkdirSync, existsSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
@@ -17,6 +19,7 @@ import { Resvg } from "@resvg/resvg-js";
 import { SvgWriter } from "./svg.mjs";
 import { pageTruth } from "./truth.mjs";
 import { matchAll } from "./match.mjs";
+import { EDIT_GOALS, pageEditability, measureEditability, wrapLines, wrappingNodes, wrapInput, outline } from "./editability.mjs";
 import { decode, encode, fit, ssim, sideBySide, diffPicture, offShare } from "./image.mjs";
 
 /** The goals of issue 30 (item 5). */
@@ -26,12 +29,19 @@ export const GOALS = { ssim: 0.95, texts: 0.95, images: 1.0, boxes: 0.9 };
  * Regression guards for --check (docs/FIDELITY.md, "Floors"): the element shares at the goals,
  * which every page meets; SSIM 0.01 under what each page measures, which a lost box or a
  * block of text moved by a few pixels goes below, while rasterizer and font updates (a few
- * thousandths) do not. A page not listed here is held to the goals.
+ * thousandths) do not. A page not listed here is held to the goals; one listed as null is
+ * measured and reported, never failed.
  */
 export const FLOORS = {
   landing: { ssim: 0.98, texts: 0.95, images: 1.0, boxes: 0.9 },
   article: { ssim: 0.98, texts: 0.95, images: 1.0, boxes: 0.9 },
   form: { ssim: 0.98, texts: 0.95, images: 1.0, boxes: 0.9 },
+  // The real pages (samples/real/README.md) are measured without a floor: none meets the goals
+  // today (SSIM 0.85 to 0.92; PostgreSQL's texts 90.9 %, rustdoc's boxes 89.1 %), issue 39's
+  // work is what should bring them there. Give each its floor once it passes.
+  "postgresql-geometric": null,
+  "python-annotations": null,
+  "rustdoc-cell": null,
 };
 const DEFAULT_FLOOR = GOALS;
 
@@ -45,10 +55,11 @@ function args(argv) {
     else if (a === "--out") o.out = argv[++i];
     else if (a === "--write-docs") o.docs = argv[++i];
     else if (a === "--check") o.check = true;
+    else if (a === "--outline") o.outline = argv[++i];
     else o.captures.push(a);
   }
   if (!o.converted || o.captures.length === 0) {
-    console.error("usage: fidelity.mjs --converted DIR [--out DIR] [--write-docs DIR] [--check] capture.html...");
+    console.error("usage: fidelity.mjs --converted DIR [--out DIR] [--write-docs DIR] [--check] [--outline PAGE] capture.html...");
     process.exit(2);
   }
   return o;
@@ -97,9 +108,24 @@ async function reference(browser, html, width) {
   const page = await context.newPage();
   await page.setContent(html, { waitUntil: "load" });
   const truth = await page.evaluate(pageTruth);
+  const editable = await page.evaluate(pageEditability);
   const png = await page.screenshot({ fullPage: true, animations: "disabled" });
   await context.close();
-  return { truth, png, blocked };
+  return { truth, editable, png, blocked };
+}
+
+/** Each wrapping TEXT node's lines, as Chromium breaks its text at the node's width. */
+async function wrapped(browser, doc) {
+  const nodes = wrappingNodes(doc);
+  const lines = new Map();
+  if (nodes.length === 0) return lines;
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  await page.setContent("<!doctype html><body style=\"margin:0\"></body>");
+  const out = await page.evaluate(wrapLines, nodes.map(wrapInput));
+  await context.close();
+  nodes.forEach((n, i) => lines.set(n, out[i]));
+  return lines;
 }
 
 function render(svg, width, height) {
@@ -113,6 +139,38 @@ function render(svg, width, height) {
 
 const pct = (v) => (v === null ? "n/a" : `${(v * 100).toFixed(1)} %`);
 const share = (m) => (m.total === 0 ? null : m.matched / m.total);
+
+const EDIT_ROWS = [
+  ["paragraphs", "paragraphs as one layer"],
+  ["lines", "lines equal to Chromium's"],
+  ["runs", "styled runs reproduced"],
+  ["strayNewlines", "stray newlines (TEXT nodes)"],
+  ["flex", "flex → auto layout"],
+  ["grid", "grid → GRID"],
+  ["bareTags", "bare-tag names"],
+  ["sharedStyle", "nodes on a shared style"],
+  ["components", "repeated groups made components"],
+];
+
+function editCell(k, f) {
+  if (k === "strayNewlines") return `${f.n}`;
+  return `${pct(f.share)} (${f.n}/${f.total})`;
+}
+
+function editGoal(k) {
+  const g = EDIT_GOALS[k];
+  if (k === "strayNewlines") return `${g.max}`;
+  return g.min !== undefined ? `≥ ${g.min * 100} %` : `≤ ${g.max * 100} %`;
+}
+
+/** The editability table: a row a figure, a column a page, the goal last. */
+function editTable(pages) {
+  return [
+    `| figure | ${pages.map((p) => p.page).join(" | ")} | goal |`,
+    `| --- |${pages.map(() => " --- |").join("")} --- |`,
+    ...EDIT_ROWS.map(([k, label]) => `| ${label} | ${pages.map((p) => editCell(k, p.editability[k])).join(" | ")} | ${editGoal(k)} |`),
+  ].join("\n");
+}
 
 function table(pages) {
   const rows = [
@@ -138,6 +196,7 @@ async function main() {
     args: ["--no-sandbox", "--font-render-hinting=none", "--hide-scrollbars", "--disable-gpu"],
   });
   const pages = [];
+  let outlined = null;
   try {
     for (const capture of o.captures) {
       const t0 = Date.now();
@@ -145,7 +204,7 @@ async function main() {
       const html = readFileSync(capture, "utf8");
       const width = viewportWidth(html);
       const converted = loadConverted(join(o.converted, stem));
-      const { truth, png, blocked } = await reference(browser, html, width);
+      const { truth, editable, png, blocked } = await reference(browser, html, width);
       const ref = decode(png);
       const notes = [];
       if (converted.width !== width) notes.push(`document width ${converted.width}, capture width ${width}`);
@@ -162,6 +221,8 @@ async function main() {
         agreement = ssim(ref, theirs).mean;
       }
       const m = matchAll(truth, converted.document);
+      const editability = measureEditability(editable, converted.document, await wrapped(browser, converted.document));
+      if (o.outline === stem) outlined = outline(converted.document);
       const result = {
         page: stem,
         width: ref.width,
@@ -171,6 +232,7 @@ async function main() {
         texts: m.texts,
         images: m.images,
         boxes: m.boxes,
+        editability,
         referenceAgreement: agreement,
         blockedRequests: blocked,
         notes: [...new Set(notes)],
@@ -201,10 +263,11 @@ async function main() {
     pixelsOff: "share of pixels whose luma differs by more than 24 of 255 (the red of the difference pictures)",
     tolerancePx: 4,
     goals: GOALS,
+    editabilityGoals: EDIT_GOALS,
     pages,
     seconds: (Date.now() - started) / 1000,
   };
-  const md = table(pages);
+  const md = `${table(pages)}\n\nEditability (issue 39; not enforced by --check yet):\n\n${editTable(pages)}`;
   const json = JSON.stringify(report, null, 2);
   if (o.out) {
     writeFileSync(join(o.out, "report.json"), json);
@@ -224,10 +287,15 @@ async function main() {
     if (p.texts.extra) console.log(`  ${p.page}: ${p.texts.extra} TEXT nodes match no run of the page (form values, markers, or misses)`);
     for (const n of p.notes) console.log(`  ${p.page} note: ${n}`);
   }
+  if (o.outline) {
+    if (outlined === null) console.log(`--outline ${o.outline}: no such page`);
+    else console.log(`\nlayers of ${o.outline} (the first 40):\n${outlined}`);
+  }
   if (o.check) {
     const failed = [];
     for (const p of pages) {
-      const floor = FLOORS[p.page] ?? DEFAULT_FLOOR;
+      const floor = p.page in FLOORS ? FLOORS[p.page] : DEFAULT_FLOOR;
+      if (!floor) continue; // a page measured without a floor
       const got = { ssim: p.ssim, texts: share(p.texts) ?? 1, images: share(p.images) ?? 1, boxes: share(p.boxes) ?? 1 };
       for (const k of Object.keys(floor)) if (got[k] < floor[k]) failed.push(`${p.page} ${k} ${got[k].toFixed(3)} < ${floor[k]}`);
     }

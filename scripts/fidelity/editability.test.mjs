@@ -1,0 +1,164 @@
+// The editability figures on a small page and hand-made documents: the one issue 39 aims at
+// (one wrapping TEXT node a paragraph with styled segments and a hyperlink, auto layout, GRID,
+// styles, instances) scores every goal; today's kind (a layer a line, "\n" from the source,
+// bare tags) does not.
+//   node --test scripts/fidelity/     (needs /usr/bin/chromium, or $CHROMIUM, and DejaVu fonts)
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+import { pageEditability, measureEditability, wrapLines, wrappingNodes, wrapInput, bareTag, outline } from "./editability.mjs";
+
+const PAGE = `<!doctype html><body style="margin:0;font:16px/20px 'DejaVu Sans';color:rgb(0,0,0)">
+<p id="p" style="width:300px;margin:0">Hello <a href="#x" style="color:rgb(0,0,255)">world</a> and <b>bold</b> text that wraps onto a second line here.</p>
+<pre id="pre" style="margin:0;font:14px/18px 'DejaVu Sans Mono'">a = 1
+b = 2</pre>
+<div id="flex" style="display:flex;flex-direction:column;width:300px;height:40px"><div>x</div></div>
+<div id="grid" style="display:grid;width:300px;height:20px"><div>y</div></div>
+<div id="cards"><div class="card"><div>1</div></div><div class="card"><div>2</div></div><div class="card"><div>3</div></div></div>
+</body>`;
+
+let browser;
+let facts;
+before(async () => {
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox"] });
+  const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
+  await page.setContent(PAGE);
+  facts = await page.evaluate(pageEditability);
+  facts.boxes = await page.evaluate(() => {
+    const b = (el) => {
+      const r = el.getBoundingClientRect();
+      return { x: r.left, y: r.top, width: r.width, height: r.height };
+    };
+    return {
+      p: b(document.getElementById("p")),
+      pre: b(document.getElementById("pre")),
+      flex: b(document.getElementById("flex")),
+      grid: b(document.getElementById("grid")),
+      cards: [...document.querySelectorAll(".card")].map(b),
+      lines: [...document.getElementById("p").getClientRects()].length,
+    };
+  });
+  await page.close();
+});
+after(() => browser?.close());
+
+async function measure(doc) {
+  const nodes = wrappingNodes(doc);
+  const page = await browser.newPage();
+  await page.setContent("<body style='margin:0'></body>");
+  const lines = nodes.length ? await page.evaluate(wrapLines, nodes.map(wrapInput)) : [];
+  await page.close();
+  return measureEditability(facts, doc, new Map(nodes.map((n, i) => [n, lines[i]])));
+}
+
+const black = [{ type: "SOLID", color: { r: 0, g: 0, b: 0 } }];
+const blue = [{ type: "SOLID", color: { r: 0, g: 0, b: 1 } }];
+const text = (characters, box, extra = {}) => ({
+  type: "TEXT",
+  name: characters.slice(0, 20),
+  characters,
+  ...box,
+  fontName: { family: "DejaVu Sans", style: "Regular" },
+  fontSize: 16,
+  lineHeight: { unit: "PIXELS", value: 20 },
+  letterSpacing: { unit: "PIXELS", value: 0 },
+  fills: black,
+  textAutoResize: "WIDTH_AND_HEIGHT",
+  ...extra,
+});
+
+test("the page's paragraphs, containers and groups", () => {
+  assert.equal(facts.paragraphs.length, 2 + 1 + 1 + 3); // p, pre, flex item, grid item, 3 cards
+  const p = facts.paragraphs.find((q) => q.path.endsWith("p#p"));
+  assert.ok(p.lines.length >= 2, "the paragraph wraps");
+  assert.deepEqual(
+    p.runs.map((r) => p.chars.slice(r.start, r.end)),
+    ["Hello", "world", "and", "bold", "textthatwrapsontoasecondlinehere."],
+  );
+  assert.equal(facts.flex.length, 1);
+  assert.equal(facts.flex[0].direction, "VERTICAL");
+  assert.equal(facts.grid.length, 1);
+  assert.deepEqual(facts.groups.map((g) => g.size), [3]);
+});
+
+test("the document issue 39 aims at meets every goal", async () => {
+  const b = facts.boxes;
+  const chars = "Hello world and bold text that wraps onto a second line here.";
+  const at = (w) => [chars.indexOf(w), chars.indexOf(w) + w.length];
+  const [ws, we] = at("world");
+  const [bs, be] = at("bold");
+  const styles = { fillStyleId: "S:black", textStyleId: "S:body" };
+  const doc = {
+    type: "FRAME",
+    name: "page",
+    x: 0,
+    y: 0,
+    width: 800,
+    height: 600,
+    children: [
+      text(chars, { x: b.p.x, y: b.p.y, width: b.p.width, height: b.p.height }, {
+        textAutoResize: "HEIGHT",
+        segments: [
+          { start: ws, end: we, fills: blue, textDecoration: "UNDERLINE", hyperlink: { type: "URL", value: "#x" }, fillStyleId: "S:link" },
+          { start: bs, end: be, fontName: { family: "DejaVu Sans", style: "Bold" } },
+        ],
+        ...styles,
+      }),
+      text("a = 1\nb = 2", { x: b.pre.x, y: b.pre.y, width: b.pre.width, height: b.pre.height }, {
+        fontName: { family: "DejaVu Sans Mono", style: "Book" },
+        fontSize: 14,
+        ...styles,
+      }),
+      { type: "FRAME", name: "Navigation", layoutMode: "VERTICAL", ...b.flex, children: [text("x", { x: 0, y: 0, width: 10, height: 20 }, styles)] },
+      { type: "FRAME", name: "Cells", layoutMode: "GRID", ...b.grid, children: [text("y", { x: 0, y: 0, width: 10, height: 20 }, styles)] },
+      { type: "COMPONENT", id: "C1", name: "Card", ...b.cards[0], children: [text("1", { x: 0, y: 0, width: 10, height: 20 }, styles)] },
+      ...b.cards.slice(1).map((c, i) => ({ type: "INSTANCE", componentId: "C1", name: "Card", ...c, children: [text(String(i + 2), { x: 0, y: 0, width: 10, height: 20 }, styles)] })),
+    ],
+  };
+  const e = await measure(doc);
+  assert.equal(e.paragraphs.share, 1, JSON.stringify(e.misses.paragraphs));
+  assert.equal(e.lines.share, 1, JSON.stringify(e.misses.lines));
+  assert.equal(e.runs.share, 1, JSON.stringify(e.misses.runs));
+  assert.equal(e.strayNewlines.n, 0);
+  assert.equal(e.flex.share, 1);
+  assert.equal(e.grid.share, 1);
+  assert.equal(e.bareTags.share, 0);
+  assert.equal(e.sharedStyle.share, 1);
+  assert.equal(e.components.share, 1);
+});
+
+test("today's kind of document misses them", async () => {
+  const b = facts.boxes;
+  const p = facts.paragraphs.find((q) => q.path.endsWith("p#p"));
+  // A layer a word, each where Chromium drew it, one of them with a newline from the source.
+  const doc = {
+    type: "FRAME",
+    name: "page",
+    x: 0,
+    y: 0,
+    width: 800,
+    height: 600,
+    children: [
+      text("Hello\nworld", { x: b.p.x, y: b.p.y, width: 120, height: 20 }),
+      text("and bold text that wraps onto a second line here.", { x: b.p.x, y: b.p.y + 20, width: 300, height: 20 }),
+      { type: "FRAME", name: "div", ...b.flex, children: [] },
+      { type: "FRAME", name: "div.grid", ...b.grid, children: [] },
+    ],
+  };
+  const e = await measure(doc);
+  assert.ok(p.lines.length >= 2);
+  assert.equal(e.paragraphs.n, 0);
+  assert.equal(e.strayNewlines.n, 1);
+  assert.equal(e.flex.share, 0);
+  assert.equal(e.grid.share, 0);
+  assert.equal(e.bareTags.share, 1);
+  assert.equal(e.sharedStyle.share, 0);
+  assert.equal(e.components.share, 0);
+  assert.match(outline(doc), /^FRAME "page"\n {2}TEXT "Hello\\nworld" WIDTH_AND_HEIGHT holds "\\n"\n/);
+});
+
+test("bare-tag names", () => {
+  for (const n of ["div", "span.btn", "td", "DIV#main", "section.a.b"]) assert.ok(bareTag(n), n);
+  for (const n of ["Card", "in", "Hello world", "logo-container", "div something", "item-row"]) assert.ok(!bareTag(n), n);
+});

@@ -120,15 +120,21 @@ pub(crate) fn direct_settings(
 
 /// Whether a root certificate belongs to Amazon Trust Services, the CAs of every AWS endpoint
 /// (S3, Secrets Manager, STS): Amazon Root CA 1–4 and Starfield Services Root CA G2. Roots are
-/// self-signed, so the name can only appear in an Amazon root's own subject. `memmem` matters:
-/// a naive byte-window scan of the ~150 roots cost 0.4 ms of every cold start.
+/// self-signed, so the name can only appear in an Amazon root's own issuer and subject. `memmem`
+/// matters: a naive byte-window scan of the ~150 roots cost 0.4 ms of every cold start. Only the
+/// head of each certificate is searched: the issuer comes first in a certificate, after the
+/// version, serial and algorithm; the whole certificates cost 540 000 instructions of the S3
+/// functions' 3.2 million at init (callgrind), the heads a fifth of that.
 fn amazon_root_filter() -> impl Fn(&[u8]) -> bool {
     let names = [
         memchr::memmem::Finder::new(b"Amazon Root CA"),
         memchr::memmem::Finder::new(b"Starfield Services Root Certificate Authority"),
     ];
-    move |der| names.iter().any(|n| n.find(der).is_some())
+    move |der| names.iter().any(|n| n.find(&der[..der.len().min(ISSUER_WITHIN)]).is_some())
 }
+
+/// Bytes of a root certificate's DER that hold its issuer's name (a test checks every root).
+const ISSUER_WITHIN: usize = 320;
 
 /// The SDK's HTTPS client with its trust store compiled in, as PostgreSQL's TLS has: Amazon
 /// Trust Services' roots for AWS endpoints, all Mozilla roots when `S3_ENDPOINT` is some other
@@ -251,5 +257,14 @@ mod tests {
         let is_amazon_root = super::amazon_root_filter();
         let n = webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().filter(|c| is_amazon_root(c.as_ref())).count();
         assert_eq!(n, 5, "Amazon Root CA 1-4 and Starfield Services Root CA G2");
+        // The head searched holds the issuer of every root: the same five as the whole would.
+        let whole = |der: &[u8]| {
+            [&b"Amazon Root CA"[..], b"Starfield Services Root Certificate Authority"]
+                .iter()
+                .any(|name| der.windows(name.len()).any(|w| w == *name))
+        };
+        for c in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
+            assert_eq!(is_amazon_root(c.as_ref()), whole(c.as_ref()));
+        }
     }
 }

@@ -49,24 +49,32 @@ pub fn sample_key(name: &str) -> String {
     format!("captures/samples/{name}.html")
 }
 
-/// Puts the sample captures where the local stack's S3 serves them (its objects are files under
-/// the data directory), and adds a completed page import of `t`'s project for each, named
-/// `{page_import}-{sample}`, whose capture_url is that object. Answers (sample, page import).
+/// Writes sample capture `name` (one of [`SAMPLES`]) where the local stack's S3 serves it: its
+/// objects are files under the data directory, `{data_dir}/{bucket}/{key}`. Answers its
+/// `s3://` URL, a page import's capture_url.
+pub fn put_sample(data_dir: &std::path::Path, bucket: &str, name: &str) -> Result<String, String> {
+    let (_, bytes) = SAMPLES.iter().find(|(n, _)| *n == name).ok_or_else(|| format!("no sample {name:?}"))?;
+    let key = sample_key(name);
+    let path = data_dir.join(bucket).join(&key);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(format!("s3://{bucket}/{key}"))
+}
+
+/// Puts the sample captures where the local stack's S3 serves them ([`put_sample`]), and adds a
+/// completed page import of `t`'s project for each, named `{page_import}-{sample}`, whose
+/// capture_url is that object. Answers (sample, page import).
 pub async fn sample_imports(
     c: &tokio_postgres::Client,
     cfg: &crate::stack::Config,
     t: &Tenant,
 ) -> Result<Vec<(&'static str, String)>, String> {
     let mut out = Vec::new();
-    for (name, bytes) in SAMPLES {
-        let key = sample_key(name);
-        let path = cfg.data_dir.join(cfg.bucket()).join(&key);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    for (name, _) in SAMPLES {
+        let url = put_sample(&cfg.data_dir, cfg.bucket(), name)?;
         let id = format!("{}-{name}", t.page_import);
-        let url = format!("s3://{}/{key}", cfg.bucket());
         c.execute(
             "INSERT INTO page_import (id, organization_id, project_id, status, capture_url) \
              VALUES ($1, $2, $3, '1'::text::page_import_status, $4)",

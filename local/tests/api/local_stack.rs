@@ -49,12 +49,8 @@ async fn start_with(env: &[(&str, &str)]) -> Stack {
 async fn seed(stack: &Stack) -> (i32, i32, String) {
     let (c, conn) = tokio_postgres::connect(&db_url(&stack.db.0), tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(conn);
-    let bucket = code2des_local::stack::DEFAULT_BUCKET;
-    let key = code2des_local::seed::sample_key("landing");
-    let path = stack._dir.path().join("data").join(bucket).join(&key);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, include_bytes!("../../../samples/landing.html")).unwrap();
-    let url = format!("s3://{bucket}/{key}");
+    let data = stack._dir.path().join("data");
+    let url = code2des_local::seed::put_sample(&data, code2des_local::stack::DEFAULT_BUCKET, "landing").unwrap();
     let t = code2des_local::seed::tenant(&c, "o", "dev-user", "pi-1", "1", Some(&url)).await.unwrap();
     (t.org, t.project, t.page_import)
 }

@@ -9,6 +9,8 @@
 //! The baseline is Chromium alone: its part of the time is what any DOM-snapshot converter
 //! pays for the same page, so `of Chromium` is the conversion's and upload's cost on top.
 
+use shared::domain::wire::artifact::{Document, Kind, ResultArtifact, Warnings};
+use shared::domain::wire::Obj;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -167,8 +169,17 @@ pub async fn run(quick: bool) -> Result<(), String> {
             let prefix = format!("code2des/bench-{i}-{r}/1/");
             let tu = Instant::now();
             let images = worker.put_images(&prefix, &out.images).await.map_err(|e| e.to_string())?;
-            let artifact = serde_json::json!({"version": 1, "kind": "result", "document": out.document, "images": images,
-                "warnings": out.warnings, "warning_count": out.warnings.len()});
+            let artifact = ResultArtifact {
+                version: 1,
+                kind: Kind::Result,
+                code2des_id: format!("bench-{i}-{r}"),
+                attempt: 1,
+                nonce: "bench".into(),
+                warning_count: Some(out.warnings.len() as i64),
+                document: Some(Document::of(&out.document)),
+                images: Some(images.into_iter().map(|(name, image)| (name, Obj(image))).collect()),
+                warnings: Some(Warnings::of(&out.warnings)),
+            };
             let body = serde_json::to_vec(&artifact).map_err(|e| e.to_string())?;
             s3.client
                 .put_object()
@@ -179,7 +190,7 @@ pub async fn run(quick: bool) -> Result<(), String> {
                 .await
                 .map_err(|e| shared::error::chain(&e))?;
             let upload = tu.elapsed();
-            shape = (out.width, out.height, count_nodes(&out.document), out.images.len());
+            shape = (out.width, out.height, out.document.walk().count(), out.images.len());
             if r > 0 {
                 let tm = &out.timings;
                 measured.push(Round {
@@ -214,8 +225,4 @@ pub async fn run(quick: bool) -> Result<(), String> {
     renderer.close().await;
     println!("times in ms; `of Chromium`: total ÷ Chromium's part (1.00 would be Chromium alone)\n");
     Ok(())
-}
-
-fn count_nodes(v: &serde_json::Value) -> usize {
-    1 + v["children"].as_array().map_or(0, |c| c.iter().map(count_nodes).sum())
 }

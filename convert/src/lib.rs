@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 pub use capture::{Capture, CaptureError};
 pub use convert::MalformedSnapshot;
-pub use doc::{Image, Node, Warning, MAX_WARNINGS, WARNING_CODES};
+pub use doc::{ArtifactWarning, Image, Node, WarningCode, MAX_WARNINGS, WARNING_CODES};
 pub use render::{Options, RenderError, Renderer};
 
 /// Why a capture could not be converted; the message is for the user.
@@ -49,9 +49,10 @@ pub struct Timings {
 #[derive(Debug, Clone)]
 pub struct Output {
     /// The document root, ready for the artifact's `document`.
-    pub document: serde_json::Value,
+    pub document: Node,
     pub images: Vec<Image>,
-    pub warnings: Vec<Warning>,
+    /// Each located at its node (`indices`) where one was made.
+    pub warnings: Vec<ArtifactWarning>,
     pub title: String,
     pub width: u32,
     pub height: f64,
@@ -90,9 +91,8 @@ pub async fn convert(renderer: &Renderer, bytes: &[u8], screenshot: bool) -> Res
             img.bytes = png;
         }
     }
-    let document = serde_json::to_value(&converted.document).map_err(|_| ConvertError::NoContent)?;
     Ok(Output {
-        document,
+        document: converted.document,
         images: converted.images,
         warnings: converted.warnings,
         title: converted.title,

@@ -1,18 +1,16 @@
-//! `schemas/*.schema.json` are generated from the Rust types of `shared::domain::wire`: this
-//! test fails when the committed files drift from them, and rewrites them with
-//! `UPDATE_SCHEMAS=1 cargo test -p code2des-local --test schemas`.
+//! `schemas/*.schema.json` and openapi.yaml's node-tree components are generated from the
+//! Rust types of `code2des-wire`: this test fails when the committed files drift from them,
+//! and `UPDATE_SCHEMAS=1 cargo test -p code2des-local --test schemas` (the generator) rewrites
+//! them.
 //!
-//! openapi.yaml's `Node` and the artifact schema's are one definition: every component of the
-//! node tree (`Node` and what it refers to) equals the artifact schema's definition of the same
-//! name, with `#/components/schemas/` for `#/$defs/`. openapi.yaml keeps its own copy (rather
-//! than a `$ref` into schemas/) because the TypeScript client is generated from it alone and
-//! Schemathesis and the plugin's tools read it as one file; this test is what keeps the copy
-//! exact.
+//! openapi.yaml holds the node tree itself (rather than a `$ref` into schemas/) because the
+//! TypeScript client is generated from it alone and Schemathesis and the plugin's tools read it
+//! as one file: its components between the generated markers are the artifact schema's
+//! definitions of the same names, with `#/components/schemas/` for `#/$defs/`.
 
 use std::path::PathBuf;
 
-use serde_json::Value;
-use shared::domain::wire::{schemas, NODE_DEFINITIONS};
+use code2des_wire::{openapi_components, schemas, NODE_DEFINITIONS};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -42,52 +40,50 @@ fn the_committed_schemas_are_the_generated_ones() {
     );
 }
 
-/// What both sides may spell differently without meaning anything else: whitespace in prose,
-/// `1` and `1.0`, and where definitions live.
-fn normal(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, x)| {
-                    let x = match (k.as_str(), x) {
-                        ("description", Value::String(s)) => {
-                            Value::String(s.split_whitespace().collect::<Vec<_>>().join(" "))
-                        }
-                        _ => normal(x),
-                    };
-                    (k.clone(), x)
-                })
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(normal).collect()),
-        Value::Number(n) => serde_json::json!(n.as_f64().unwrap()),
-        Value::String(s) => Value::String(s.replace("#/$defs/", "#/components/schemas/")),
-        other => other.clone(),
+const BEGIN: &str =
+    "    # --- generated from code2des-wire's types: UPDATE_SCHEMAS=1 cargo test -p code2des-local --test schemas ---\n";
+const END: &str = "    # --- end of the generated components ---\n";
+
+/// openapi.yaml's node-tree components as the generator writes them, between the markers.
+fn generated_components() -> String {
+    let mut out = String::from(BEGIN);
+    for (name, schema) in openapi_components() {
+        let mut one = serde_json::Map::new();
+        one.insert(name.to_owned(), schema);
+        let yaml = serde_norway::to_string(&one).unwrap();
+        for line in yaml.lines() {
+            out.push_str(&if line.is_empty() { "\n".to_owned() } else { format!("    {line}\n") });
+        }
     }
+    out.push_str(END);
+    out
 }
 
 #[test]
-fn openapi_node_is_the_artifact_schemas_node() {
-    let text = std::fs::read_to_string(root().join("openapi.yaml")).unwrap();
-    let spec: Value = serde_norway::from_str(&text).unwrap();
-    let (_, artifact) = schemas().into_iter().find(|(n, _)| *n == "artifact.schema.json").unwrap();
-    for name in NODE_DEFINITIONS {
-        let ours = &artifact["$defs"][name];
-        let theirs = &spec["components"]["schemas"][name];
-        assert!(!ours.is_null() && !theirs.is_null(), "{name} on both sides");
-        assert_eq!(
-            normal(theirs),
-            normal(ours),
-            "openapi.yaml components.schemas.{name} differs from schemas/artifact.schema.json $defs.{name}:\n{}",
-            serde_json::to_string_pretty(ours).unwrap()
-        );
+fn openapi_node_components_are_the_generated_ones() {
+    let path = root().join("openapi.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (start, end) = match (text.find(BEGIN), text.find(END)) {
+        (Some(s), Some(e)) if s < e => (s, e + END.len()),
+        _ => panic!("openapi.yaml has no generated block (its markers are {BEGIN:?} and {END:?})"),
+    };
+    let generated = generated_components();
+    if std::env::var_os("UPDATE_SCHEMAS").is_some() {
+        std::fs::write(&path, format!("{}{generated}{}", &text[..start], &text[end..])).unwrap();
+        return;
     }
-    // The closure is complete: every $ref of the node tree names one of the definitions.
-    let listed =
-        serde_json::to_string(&NODE_DEFINITIONS.iter().map(|n| &artifact["$defs"][n]).collect::<Vec<_>>()).unwrap();
-    for r in listed.split("\"$ref\":\"#/$defs/").skip(1) {
-        let name = &r[..r.find('"').unwrap()];
-        assert!(NODE_DEFINITIONS.contains(&name), "{name} is referred to but not compared");
+    assert!(
+        text[start..end] == generated,
+        "openapi.yaml's node-tree components differ from code2des-wire's types: UPDATE_SCHEMAS=1 cargo test -p code2des-local --test schemas"
+    );
+    // The block is the whole of the node tree: every $ref in it names one of its definitions.
+    let spec: serde_json::Value = serde_norway::from_str(&text).unwrap();
+    for name in NODE_DEFINITIONS {
+        assert!(!spec["components"]["schemas"][name].is_null(), "{name} is in openapi.yaml");
+    }
+    for r in generated.split("$ref: '#/components/schemas/").skip(1) {
+        let name = &r[..r.find('\'').unwrap()];
+        assert!(NODE_DEFINITIONS.contains(&name), "{name} is referred to but not generated");
     }
 }
 
@@ -100,5 +96,5 @@ fn the_artifact_schemas_warning_codes_are_the_accepted_ones() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert_eq!(codes, shared::domain::artifact::WARNING_CODES);
+    assert_eq!(codes, code2des_wire::artifact::WarningCode::ALL);
 }

@@ -11,12 +11,21 @@
 //! on the artifact bytes it wrote and the images it references ([`Worker::check_result`]); an
 //! artifact the route would refuse fails the job with the reason instead.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
-use serde_json::{json, Value};
+use code2des_wire::artifact::{ArtifactImage, ArtifactWarning, Document, Mime, ResultArtifact, Warnings};
+use code2des_wire::ids::ProgressStage;
+use code2des_wire::keys::S3Pointer;
+use code2des_wire::node::{Color, Node, NodeType, Paint, ScaleMode};
+use code2des_wire::protocol::{
+    Attempt, CompletedReport, EchoedNonce, ErrorMessage, FailedReport, JobId, Percent, ProcessingReport,
+    ProgressReport, ResultUrl, Stage, WarningCount, WebhookReport, PROTOCOL_VERSION,
+};
+use code2des_wire::Obj;
+use serde::Serialize;
 use shared::domain::artifact::{self, Expect, Kind, Limits};
 use shared::domain::ids::Code2desId;
 use shared::domain::job::Nonce;
@@ -209,11 +218,23 @@ impl Worker {
         format!("code2des/{}/{}/", m.code2des_id, m.attempt)
     }
 
+    /// What every report of the manifest's attempt echoes, checked as the backend reads it.
+    fn echo(m: &Manifest) -> Result<(JobId, Attempt, EchoedNonce), WorkerError> {
+        let id = Code2desId::parse(&m.code2des_id).map_err(|e| WorkerError::Manifest(e.to_string()))?;
+        Ok((JobId(id), Attempt(m.attempt), EchoedNonce(m.nonce.clone())))
+    }
+
     /// Reports progress on the signed webhook (SPEC section 7).
     pub async fn progress(&self, m: &Manifest, percent: u8, stage: &str) -> Result<Reply, WorkerError> {
-        let body = json!({
-            "code2des_id": m.code2des_id, "attempt": m.attempt, "nonce": m.nonce,
-            "status": "processing", "progress": {"percent": percent, "stage": stage},
+        let (code2des_id, attempt, nonce) = Self::echo(m)?;
+        let stage = ProgressStage::parse("progress.stage", stage).map_err(|e| WorkerError::Webhook(e.to_string()))?;
+        let progress = ProgressReport { percent: Percent(percent.into()), stage: Stage(stage) };
+        let body = WebhookReport::Processing(ProcessingReport {
+            code2des_id,
+            attempt,
+            nonce,
+            progress: Obj(progress),
+            result_url: None,
         });
         self.send_webhook(&m.callback_url, &body).await
     }
@@ -325,32 +346,38 @@ impl Worker {
             return Ok(stop);
         }
         let images = self.put_images(&Self::prefix(m), &out.images).await?;
-        let warnings: Vec<Value> = out.warnings.iter().map(|w| json!(w)).collect();
-        let count = i32::try_from(warnings.len()).unwrap_or(i32::MAX);
+        let count = i32::try_from(out.warnings.len()).unwrap_or(i32::MAX);
         // `finish` checks the whole artifact as the route will, and fails the job if it would
         // not be served (too large, too many warnings, an image the route refuses).
-        self.finish(m, "result", Some(out.document), images, count, Some(warnings), None).await
+        self.finish(m, Kind::Result, Some(&out.document), images, count, Some(&out.warnings), None).await
     }
 
     /// Writes a converted page's images under `prefix`, a few at once (a page's images are
     /// independent PUTs; one after the other, a page of 30 icons waited 30 round trips), and
     /// answers the artifact's `images` member.
-    pub async fn put_images(&self, prefix: &str, images: &[code2des_convert::Image]) -> Result<Value, WorkerError> {
-        let mut stored = serde_json::Map::new();
+    pub async fn put_images(
+        &self,
+        prefix: &str,
+        images: &[code2des_convert::Image],
+    ) -> Result<BTreeMap<String, ArtifactImage>, WorkerError> {
+        let mut stored = BTreeMap::new();
         // Eight at a time; the futures are collected before they are awaited, so the task that
         // runs this stays Send (a stream adapter over a borrowing closure would not be).
         for batch in images.chunks(8) {
             let puts: Vec<_> = batch
                 .iter()
                 .map(|img| async move {
-                    let key = format!("{prefix}images/{}.{}", img.name, img.extension());
+                    let mime = Mime::from_name(img.mime).ok_or_else(|| {
+                        WorkerError::S3(format!("image {} is of no artifact type: {}", img.name, img.mime))
+                    })?;
+                    let key = format!("{prefix}images/{}.{}", img.name, mime.extension());
                     self.put(&key, img.bytes.clone(), img.mime).await?;
-                    Ok::<_, WorkerError>((img.name.clone(), json!({"key": key, "mime_type": img.mime})))
+                    Ok::<_, WorkerError>((img.name.clone(), ArtifactImage { key, mime_type: mime }))
                 })
                 .collect();
             stored.extend(futures::future::try_join_all(puts).await?);
         }
-        Ok(Value::Object(stored))
+        Ok(stored)
     }
 
     /// The sample conversion ([`Worker::with_sample`] only): writes images and a `result`
@@ -364,29 +391,20 @@ impl Worker {
         let logo = format!("{prefix}images/logo.svg");
         self.put(&hero, HERO_PNG.to_vec(), "image/png").await?;
         self.put(&logo, LOGO_SVG.to_vec(), "image/svg+xml").await?;
-        let document = json!({
-            "type": "FRAME", "name": m.screen_id, "width": 1440, "height": 900,
-            "fills": [{"type": "SOLID", "color": {"r": 1, "g": 1, "b": 1}}],
-            "children": [
-                {"type": "TEXT", "name": "Title", "characters": "Captured page", "x": 80, "y": 64, "fontSize": 48},
-                {"type": "RECTANGLE", "name": "Hero", "x": 80, "y": 160, "width": 640, "height": 400,
-                 "fills": [{"type": "IMAGE", "imageRef": "hero", "scaleMode": "FILL"}]},
-                {"type": "SVG", "name": "Logo", "x": 1320, "y": 64, "width": 48, "height": 48, "imageRef": "logo"}
-            ]
-        });
-        let images = json!({
-            "hero": {"key": hero, "mime_type": "image/png"},
-            "logo": {"key": logo, "mime_type": "image/svg+xml"}
-        });
+        let document = sample_document(&m.screen_id);
+        let images = BTreeMap::from([
+            ("hero".to_owned(), ArtifactImage { key: hero, mime_type: Mime::Png }),
+            ("logo".to_owned(), ArtifactImage { key: logo, mime_type: Mime::Svg }),
+        ]);
         if let Some(stop) = self.report_stages(m, &STAGES[2..]).await? {
             return Ok(stop);
         }
-        self.finish(m, "result", Some(document), images, 1, None, None).await
+        self.finish(m, Kind::Result, Some(&document), images, 1, None, None).await
     }
 
     /// Reports a failure with a `failure` artifact.
     pub async fn fail(&self, m: &Manifest, message: &str) -> Result<Reply, WorkerError> {
-        self.finish(m, "failure", None, json!({}), 0, None, Some(message)).await
+        self.finish(m, Kind::Failure, None, BTreeMap::new(), 0, None, Some(message)).await
     }
 
     /// Writes an artifact of the given kind and sends the matching webhook. `warnings`, when
@@ -397,30 +415,38 @@ impl Worker {
     pub async fn finish(
         &self,
         m: &Manifest,
-        kind: &str,
-        document: Option<Value>,
-        images: Value,
+        kind: Kind,
+        document: Option<&Node>,
+        images: BTreeMap<String, ArtifactImage>,
         warning_count: i32,
-        warnings: Option<Vec<Value>>,
+        warnings: Option<&[ArtifactWarning]>,
         error_message: Option<&str>,
     ) -> Result<Reply, WorkerError> {
-        let mut artifact = json!({
-            "version": 1, "kind": kind, "code2des_id": m.code2des_id, "attempt": m.attempt,
-            "nonce": m.nonce, "warning_count": warning_count, "document": document, "images": images,
-        });
-        if let Some(w) = warnings {
-            artifact["warnings"] = Value::Array(w);
-        }
+        let artifact = ResultArtifact {
+            version: PROTOCOL_VERSION,
+            kind,
+            code2des_id: m.code2des_id.clone(),
+            attempt: m.attempt,
+            nonce: m.nonce.clone(),
+            warning_count: Some(warning_count.into()),
+            document: document.map(Document::of),
+            images: Some(images.into_iter().map(|(name, image)| (name, Obj(image))).collect()),
+            warnings: warnings.map(Warnings::of),
+        };
         let raw = serde_json::to_vec(&artifact).map_err(|e| WorkerError::Manifest(e.to_string()))?;
-        if kind == "result" {
+        if kind == Kind::Result {
             if let Err(problem) = self.check_result(m, &raw).await? {
                 tracing::warn!(code2des_id = %m.code2des_id, problem = %problem, "result not servable: the job fails");
-                let failure = json!({
-                    "version": 1, "kind": "failure", "code2des_id": m.code2des_id, "attempt": m.attempt,
-                    "nonce": m.nonce, "warning_count": 0, "document": null, "images": {},
-                });
+                let failure = ResultArtifact {
+                    kind: Kind::Failure,
+                    warning_count: Some(0),
+                    document: None,
+                    images: Some(BTreeMap::new()),
+                    warnings: None,
+                    ..artifact
+                };
                 let raw = serde_json::to_vec(&failure).map_err(|e| WorkerError::Manifest(e.to_string()))?;
-                return self.report(m, "failure", raw, 0, Some(&problem)).await;
+                return self.report(m, Kind::Failure, raw, 0, Some(&problem)).await;
             }
         }
         self.report(m, kind, raw, warning_count, error_message).await
@@ -430,21 +456,35 @@ impl Worker {
     async fn report(
         &self,
         m: &Manifest,
-        kind: &str,
+        kind: Kind,
         raw: Vec<u8>,
         warning_count: i32,
         error_message: Option<&str>,
     ) -> Result<Reply, WorkerError> {
         let key = format!("{}result.json", Self::prefix(m));
         self.put(&key, raw, "application/json").await?;
-        let mut body = json!({
-            "code2des_id": m.code2des_id, "attempt": m.attempt, "nonce": m.nonce,
-            "status": if kind == "result" { "completed" } else { "failed" },
-            "result_url": format!("s3://{}/{key}", self.bucket), "warning_count": warning_count,
-        });
-        if let Some(msg) = error_message {
-            body["error_message"] = json!(msg);
-        }
+        let (code2des_id, attempt, nonce) = Self::echo(m)?;
+        let url = S3Pointer::parse("result_url", &format!("s3://{}/{key}", self.bucket))
+            .map_err(|e| WorkerError::Webhook(e.to_string()))?;
+        let warning_count = Some(WarningCount(warning_count));
+        let body = match kind {
+            Kind::Result => WebhookReport::Completed(CompletedReport {
+                code2des_id,
+                attempt,
+                nonce,
+                result_url: ResultUrl(url),
+                warning_count,
+                error_message: None,
+            }),
+            Kind::Failure => WebhookReport::Failed(FailedReport {
+                code2des_id,
+                attempt,
+                nonce,
+                result_url: Some(ResultUrl(url)),
+                warning_count,
+                error_message: error_message.map(|m| ErrorMessage(m.to_owned())),
+            }),
+        };
         self.send_webhook(&m.callback_url, &body).await
     }
 
@@ -525,12 +565,17 @@ impl Worker {
     /// Signs and POSTs a webhook body, retrying transport errors and 5xx with backoff. One
     /// `webhook-id` for the message, the same on every retry: the backend answers a redelivery
     /// as it answered the first delivery it got (a retry after a lost answer is harmless).
-    pub async fn send_webhook(&self, url: &str, body: &Value) -> Result<Reply, WorkerError> {
+    pub async fn send_webhook(&self, url: &str, body: &impl Serialize) -> Result<Reply, WorkerError> {
         self.send_webhook_as(url, body, &format!("msg_{}", uuid::Uuid::new_v4().simple())).await
     }
 
     /// [`Self::send_webhook`] under a given `webhook-id` (a redelivery of an earlier message).
-    pub async fn send_webhook_as(&self, url: &str, body: &Value, webhook_id: &str) -> Result<Reply, WorkerError> {
+    pub async fn send_webhook_as(
+        &self,
+        url: &str,
+        body: &impl Serialize,
+        webhook_id: &str,
+    ) -> Result<Reply, WorkerError> {
         let raw = serde_json::to_vec(body).map_err(|e| WorkerError::Webhook(e.to_string()))?;
         let mut delay = Duration::from_millis(200);
         let mut last = String::new();
@@ -627,4 +672,33 @@ fn grouped(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// The canned sample page ([`Worker::with_sample`]): a title, a hero image and a logo.
+fn sample_document(screen_id: &str) -> Node {
+    let white = Color { r: 1.0, g: 1.0, b: 1.0 };
+    let at = |kind, name: &str, x, y, width, height| Node {
+        kind,
+        name: name.to_owned(),
+        x,
+        y,
+        width,
+        height,
+        ..Node::default()
+    };
+    let title = Node {
+        characters: Some("Captured page".to_owned()),
+        font_size: Some(48.0),
+        ..at(NodeType::TEXT, "Title", 80.0, 64.0, 0.0, 0.0)
+    };
+    let hero = Node {
+        fills: Some(vec![Paint::Image { image_ref: "hero".into(), scale_mode: Some(ScaleMode::FILL), opacity: None }]),
+        ..at(NodeType::RECTANGLE, "Hero", 80.0, 160.0, 640.0, 400.0)
+    };
+    let logo = Node { image_ref: Some("logo".into()), ..at(NodeType::SVG, "Logo", 1320.0, 64.0, 48.0, 48.0) };
+    Node {
+        fills: Some(vec![Paint::Solid { color: white, opacity: None }]),
+        children: Some(vec![title, hero, logo]),
+        ..at(NodeType::FRAME, screen_id, 0.0, 0.0, 1440.0, 900.0)
+    }
 }

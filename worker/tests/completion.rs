@@ -180,6 +180,18 @@ fn count_nodes(v: &Value) -> usize {
     1 + v["children"].as_array().map_or(0, |c| c.iter().map(count_nodes).sum())
 }
 
+fn node(doc: Value) -> code2des_wire::node::Node {
+    serde_json::from_value(doc).expect("a node tree")
+}
+
+fn images_of(images: Value) -> std::collections::BTreeMap<String, code2des_wire::artifact::ArtifactImage> {
+    serde_json::from_value(images).expect("images")
+}
+
+fn warnings_of(list: Vec<Value>) -> Vec<code2des_wire::artifact::ArtifactWarning> {
+    list.into_iter().map(|w| serde_json::from_value(w).expect("a warning")).collect()
+}
+
 #[tokio::test]
 async fn a_50_000_px_documentation_page_of_20_000_nodes_completes_and_is_served() {
     let s = setup(None).await;
@@ -191,7 +203,11 @@ async fn a_50_000_px_documentation_page_of_20_000_nodes_completes_and_is_served(
                         "path": format!("main > section:nth-child({i}) > pre > code"), "node": format!("code {i}.0")})
         })
         .collect();
-    let r = s.worker.finish(&s.m, "result", Some(doc), json!({}), 500, Some(warnings), None).await.unwrap();
+    let r = s
+        .worker
+        .finish(&s.m, Kind::Result, Some(&node(doc)), images_of(json!({})), 500, Some(&warnings_of(warnings)), None)
+        .await
+        .unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(s.last()["status"], "completed", "{}", s.last());
     let art = s.served().await.expect("the result route accepts what the worker reported completed");
@@ -216,7 +232,10 @@ async fn an_artifact_over_the_routes_size_limit_fails_the_job_with_both_sizes() 
         {"type": "TEXT", "name": "p", "characters": "x".repeat(2_000_000)}]});
     let warnings: Vec<Value> =
         (0..500).map(|i| json!({"code": "unsupported_css", "message": format!("a transform {i:>180}")})).collect();
-    s.worker.finish(&s.m, "result", Some(doc), json!({}), 500, Some(warnings), None).await.unwrap();
+    s.worker
+        .finish(&s.m, Kind::Result, Some(&node(doc)), images_of(json!({})), 500, Some(&warnings_of(warnings)), None)
+        .await
+        .unwrap();
     let last = s.last();
     assert_eq!(last["status"], "failed", "{last}");
     let msg = last["error_message"].as_str().unwrap();
@@ -247,7 +266,7 @@ async fn a_result_whose_answer_fits_no_compressed_response_fails_the_job() {
         .collect();
     let doc =
         json!({"type": "FRAME", "name": "noise", "children": [{"type": "TEXT", "name": "p", "characters": noise}]});
-    s.worker.finish(&s.m, "result", Some(doc), json!({}), 0, None, None).await.unwrap();
+    s.worker.finish(&s.m, Kind::Result, Some(&node(doc)), images_of(json!({})), 0, None, None).await.unwrap();
     let last = s.last();
     assert_eq!(last["status"], "failed", "{last}");
     let msg = last["error_message"].as_str().unwrap();
@@ -265,7 +284,10 @@ async fn an_image_the_route_would_refuse_fails_the_job() {
         {"type": "RECTANGLE", "name": "hero", "fills": [{"type": "IMAGE", "imageRef": "hero"}]}]});
     let images = json!({"hero": {"key": key, "mime_type": "image/png"},
                         "gone": {"key": format!("code2des/{ID}/1/images/gone.png"), "mime_type": "image/png"}});
-    s.worker.finish(&s.m, "result", Some(doc.clone()), images.clone(), 0, None, None).await.unwrap();
+    s.worker
+        .finish(&s.m, Kind::Result, Some(&node(doc.clone())), images_of(images.clone()), 0, None, None)
+        .await
+        .unwrap();
     let last = s.last();
     assert_eq!(last["status"], "failed", "{last}");
     let msg = last["error_message"].as_str().unwrap();
@@ -274,7 +296,7 @@ async fn an_image_the_route_would_refuse_fails_the_job() {
     // An image the document uses that is not in the bucket.
     let doc = json!({"type": "FRAME", "name": "s", "children": [
         {"type": "RECTANGLE", "name": "gone", "fills": [{"type": "IMAGE", "imageRef": "gone"}]}]});
-    s.worker.finish(&s.m, "result", Some(doc), images, 0, None, None).await.unwrap();
+    s.worker.finish(&s.m, Kind::Result, Some(&node(doc)), images_of(images), 0, None, None).await.unwrap();
     let msg = s.last()["error_message"].as_str().unwrap().to_owned();
     assert!(msg.starts_with("image \"gone\" of the result: code2des/") && msg.ends_with("does not exist"), "{msg}");
 }

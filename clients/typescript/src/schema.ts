@@ -392,8 +392,16 @@ export interface components {
             data: string;
         };
         /**
-         * @description One node of a result's Figma node tree (SPEC section 4), told apart by `type`: one of the eight node types the reference plugin builds with the Figma plugin API. The result route checks every node's `type`, every `imageRef` (each is in the artifact's images), the node count (at most 20 000) and the depth (at most 40); the other members are the worker's contract with the plugin, passed through as the worker wrote them, and a plugin ignores members it does not know.
-         *     Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas position the plugin chooses for the root), `rotation` in degrees counter-clockwise. Only FRAME and GROUP hold children in Figma; the reference plugin builds the children of any other node after it, in the same parent, positioned from that node's top-left.
+         * @description One node of a result's Figma node tree (SPEC section 4), told apart by `type`: one of the
+         *     eight node types the reference plugin builds with the Figma plugin API. The result route
+         *     checks every node against this schema's types, every `imageRef` (each is in the artifact's
+         *     images), the node count (at most 20 000) and the depth (at most 40), and passes the tree
+         *     through as the worker wrote it; a plugin ignores members it does not know.
+         *
+         *     Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas
+         *     position the plugin chooses for the root), `rotation` in degrees counter-clockwise.
+         *     Only FRAME and GROUP hold children in Figma; the reference plugin builds the children of
+         *     any other node after it, in the same parent, positioned from that node's top-left.
          */
         Node: components["schemas"]["FrameNode"] | components["schemas"]["GroupNode"] | components["schemas"]["RectangleNode"] | components["schemas"]["EllipseNode"] | components["schemas"]["LineNode"] | components["schemas"]["VectorNode"] | components["schemas"]["TextNode"] | components["schemas"]["SvgNode"];
         /**
@@ -401,7 +409,6 @@ export interface components {
          * @enum {string}
          */
         NodeType: "FRAME" | "GROUP" | "RECTANGLE" | "ELLIPSE" | "LINE" | "VECTOR" | "TEXT" | "SVG";
-        /** @description The members every node type may have. */
         NodeCommon: {
             /** @description In document order, the first at the back (as in Figma's layer list, read bottom up). */
             children?: components["schemas"]["Node"][];
@@ -449,7 +456,8 @@ export interface components {
             /** @description Auto layout: the gap between children. */
             itemSpacing?: number;
             /**
-             * @description Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the frame keeping its `width` and `height`; their `x` and `y` are then ignored.
+             * @description Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the
+             *     frame keeping its `width` and `height`; their `x` and `y` are then ignored.
              * @enum {string}
              */
             layoutMode?: "NONE" | "HORIZONTAL" | "VERTICAL";
@@ -546,7 +554,8 @@ export interface components {
             /** @enum {string} */
             textAlignHorizontal?: "LEFT" | "CENTER" | "RIGHT" | "JUSTIFIED";
             /**
-             * @description How the box follows the text (Figma's `textAutoResize`; default NONE: `width` and `height` are kept, and lines wrap at the width).
+             * @description How the box follows the text (Figma's `textAutoResize`; default NONE: `width` and
+             *     `height` are kept, and lines wrap at the width).
              * @enum {string}
              */
             textAutoResize?: "NONE" | "WIDTH_AND_HEIGHT" | "HEIGHT";
@@ -568,6 +577,7 @@ export interface components {
         };
         /** @description An SVG image the plugin turns into vectors (`figma.createNodeFromSvg`, which makes a frame of vector layers): `imageRef` names an `image/svg+xml` image of the result, and `width` and `height`, when given, are the size it is scaled to. */
         SvgNode: components["schemas"]["NodeCommon"] & {
+            /** @description A key of the result's images. */
             imageRef: string;
             /** @enum {string} */
             type: "SVG";
@@ -578,19 +588,13 @@ export interface components {
              */
             type: "SVG";
         };
-        /** @description A fill or stroke. */
-        Paint: components["schemas"]["SolidPaint"] | components["schemas"]["ImagePaint"] | components["schemas"]["GradientPaint"];
-        SolidPaint: {
+        /** @description A fill or stroke, told apart by `type`. */
+        Paint: {
             color: components["schemas"]["Color"];
             opacity?: number;
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @constant */
             type: "SOLID";
-        };
-        /** @description An image fill; `imageRef` is a key of the result's images (png, jpeg or gif). */
-        ImagePaint: {
+        } | {
             imageRef: string;
             opacity?: number;
             /**
@@ -598,22 +602,14 @@ export interface components {
              * @enum {string}
              */
             scaleMode?: "FILL" | "FIT" | "CROP" | "TILE";
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @constant */
             type: "IMAGE";
-        };
-        /** @description A linear gradient, as Figma's `GradientPaint`: `gradientTransform` maps the node's unit square to the gradient's space, where the colour runs along x from 0 to 1. */
-        GradientPaint: {
+        } | {
             gradientStops: components["schemas"]["ColorStop"][];
             /** @description Two rows of an affine transform, `[[a, b, c], [d, e, f]]`. */
             gradientTransform: number[][];
             opacity?: number;
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @constant */
             type: "GRADIENT_LINEAR";
         };
         ColorStop: {

@@ -4,7 +4,9 @@
 use super::paint::solid;
 use super::text::font_style;
 use super::{order, px, round, Container, Ctx, Snapshot};
-use crate::doc::{Dimension, FontName, Node, Paint, Rgba};
+use crate::doc::{
+    FontName, LineHeight, LineHeightUnit, Maker, Node, NodeType, Paint, Rgba, ScaleMode, TextAlign, TextAutoResize,
+};
 use crate::names;
 
 /// A form control's value (or its placeholder, greyed), which lives in the control's user-agent
@@ -47,7 +49,7 @@ pub(super) fn input_text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], 
     into.nodes.push((
         order(i64::MAX),
         Node {
-            kind: "TEXT",
+            kind: NodeType::TEXT,
             name,
             x: round(left),
             y: round(top),
@@ -57,10 +59,10 @@ pub(super) fn input_text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], 
             characters: Some(chars),
             font_size: Some(round(size)),
             font_name: Some(FontName { family, style }),
-            text_align_horizontal: Some("LEFT"),
-            text_auto_resize: Some("WIDTH_AND_HEIGHT"),
-            line_height: Some(Dimension { unit: "PIXELS", value: Some(round(line)) }),
-            dom: Some(n),
+            text_align_horizontal: Some(TextAlign::LEFT),
+            text_auto_resize: Some(TextAutoResize::WIDTH_AND_HEIGHT),
+            line_height: Some(LineHeight { unit: LineHeightUnit::PIXELS, value: Some(round(line)) }),
+            maker: Maker { dom: Some(n), flex_item: false },
             ..Node::default()
         },
     ));
@@ -101,14 +103,14 @@ fn select_arrow(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], into: &mu
     into.nodes.push((
         order(i64::MAX),
         Node {
-            kind: "RECTANGLE",
+            kind: NodeType::RECTANGLE,
             name: "arrow".into(),
             x: round(rect[0] - b[0]),
             y: round(bt),
             width: 16.0,
             height: round(rect[3]),
-            fills: Some(vec![Paint::Image { image_ref: r, scale_mode: "FILL" }]),
-            dom: Some(n),
+            fills: Some(vec![Paint::Image { image_ref: r, scale_mode: Some(ScaleMode::FILL), opacity: None }]),
+            maker: Maker { dom: Some(n), flex_item: false },
             ..Node::default()
         },
     ));
@@ -125,7 +127,7 @@ pub(super) fn is_themed_toggle(s: &Snapshot<'_>, n: usize, l: usize) -> bool {
 pub(super) fn themed_toggle(cx: &mut Ctx<'_, '_>, l: usize, mut node: Node) -> Node {
     let b = cx.s.l_bounds[l];
     let r = cx.crop(b);
-    node.kind = "RECTANGLE";
-    node.fills = Some(vec![Paint::Image { image_ref: r, scale_mode: "FILL" }]);
+    node.kind = NodeType::RECTANGLE;
+    node.fills = Some(vec![Paint::Image { image_ref: r, scale_mode: Some(ScaleMode::FILL), opacity: None }]);
     node
 }

@@ -3,7 +3,7 @@
 
 use super::paint::{split_top, take_color, UNREAD};
 use super::parse_color;
-use crate::doc::{Paint, Rgba, Stop};
+use crate::doc::{ColorStop, Paint, Rgba};
 
 /// CSS `linear-gradient(…)` (computed) for a box of `w`×`h` → a Figma linear gradient.
 pub fn parse_linear_gradient(s: &str, w: f64, h: f64) -> Option<Paint> {
@@ -35,8 +35,9 @@ pub(super) fn linear_gradient(s: &str, w: f64, h: f64) -> Option<(Paint, Vec<Str
         gradient_transform: transform(w, h, sin, cos, len),
         gradient_stops: stops
             .into_iter()
-            .map(|(color, p)| Stop { position: round4(p.unwrap_or(0.0).clamp(0.0, 1.0)), color })
+            .map(|(color, p)| ColorStop { position: round4(p.unwrap_or(0.0).clamp(0.0, 1.0)), color })
             .collect(),
+        opacity: None,
     };
     Some((paint, unread))
 }
@@ -135,12 +136,12 @@ fn round4(v: f64) -> f64 {
 /// keeps its page position and size (the transform works in the node's unit square).
 pub(super) fn stretch_paint(p: Paint, from: [f64; 4], to: [f64; 4]) -> Paint {
     match p {
-        Paint::GradientLinear { gradient_transform: t, gradient_stops } if from[2] > 0.0 && from[3] > 0.0 => {
+        Paint::GradientLinear { gradient_transform: t, gradient_stops, opacity } if from[2] > 0.0 && from[3] > 0.0 => {
             // Unit square of `to` → of `from`: u = (x0' + u' w') / w - x0 / w, likewise v.
             let (su, sv) = (to[2] / from[2], to[3] / from[3]);
             let (du, dv) = ((to[0] - from[0]) / from[2], (to[1] - from[1]) / from[3]);
             let row = |[a, b, c]: [f64; 3]| [round4(a * su), round4(b * sv), round4(a * du + b * dv + c)];
-            Paint::GradientLinear { gradient_transform: [row(t[0]), row(t[1])], gradient_stops }
+            Paint::GradientLinear { gradient_transform: [row(t[0]), row(t[1])], gradient_stops, opacity }
         }
         p => p,
     }

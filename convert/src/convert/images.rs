@@ -7,7 +7,7 @@ use base64::Engine as _;
 use super::controls::{is_themed_toggle, themed_toggle};
 use super::paint::{apply_paint, paints_something, BoxPaint};
 use super::{key, round, Container, Crop, Ctx, Snapshot};
-use crate::doc::{Image, Node, Paint};
+use crate::doc::{Image, Maker, Node, NodeType, Paint, ScaleMode, WarningCode};
 
 /// Figma's `createImage` limit per side, and the artifact's per image.
 const MAX_IMAGE_SIDE: usize = 4096;
@@ -80,7 +80,7 @@ impl Ctx<'_, '_> {
     pub(super) fn image_source(&mut self, url: &str, dom: usize, name: &str) -> Option<ImageSource> {
         let Some((mime, bytes)) = decode_data_url(url) else {
             self.warn(
-                "image_unavailable",
+                WarningCode::ImageUnavailable,
                 "the image is not embedded in the capture (only data: URIs load)",
                 dom,
                 name,
@@ -102,7 +102,7 @@ impl Ctx<'_, '_> {
                     || size.is_some_and(|s| s.width > MAX_IMAGE_SIDE || s.height > MAX_IMAGE_SIDE);
                 if size.is_none() {
                     self.warn(
-                        "image_converted",
+                        WarningCode::ImageConverted,
                         format!("{mime} bytes were unreadable; used the rendered pixels"),
                         dom,
                         name,
@@ -110,7 +110,7 @@ impl Ctx<'_, '_> {
                     Some(ImageSource::Crop)
                 } else if too_big {
                     self.warn(
-                        "image_too_large",
+                        WarningCode::ImageTooLarge,
                         "the image is over 4096 px a side or 3 MB; used the rendered pixels at its displayed size",
                         dom,
                         name,
@@ -121,7 +121,7 @@ impl Ctx<'_, '_> {
                 }
             }
             None => {
-                self.warn("image_converted", format!("{mime} converted to PNG"), dom, name);
+                self.warn(WarningCode::ImageConverted, format!("{mime} converted to PNG"), dom, name);
                 Some(ImageSource::Crop)
             }
         }
@@ -160,7 +160,7 @@ fn inline_svg(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, paint: B
     let s = cx.s;
     let markup = svg_markup(s, n, s.l_bounds[l]);
     let r = cx.add_image(&markup, "image/svg+xml", markup.clone().into_bytes());
-    node.kind = "SVG";
+    node.kind = NodeType::SVG;
     node.image_ref = Some(r);
     boxed_svg(cx, l, node, paint)
 }
@@ -169,12 +169,12 @@ fn inline_svg(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, paint: B
 /// paint; its content is warned of.
 fn embedded(cx: &mut Ctx<'_, '_>, n: usize, tag: &str, mut node: Node, paint: BoxPaint) -> Node {
     let code = match tag {
-        "canvas" => "canvas_skipped",
-        "video" => "video_skipped",
-        _ => "iframe_skipped",
+        "canvas" => WarningCode::CanvasSkipped,
+        "video" => WarningCode::VideoSkipped,
+        _ => WarningCode::IframeSkipped,
     };
     cx.warn(code, format!("<{tag}> content is not converted; its box is kept"), n, &node.name);
-    node.kind = "RECTANGLE";
+    node.kind = NodeType::RECTANGLE;
     apply_paint(&mut node, paint);
     node
 }
@@ -187,25 +187,25 @@ pub(super) fn image(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     match cx.image_source(url, n, &node.name) {
         Some(ImageSource::Ready("image/svg+xml", bytes)) => {
             let r = cx.add_image(url, "image/svg+xml", bytes);
-            node.kind = "SVG";
+            node.kind = NodeType::SVG;
             node.image_ref = Some(r);
             return boxed_svg(cx, l, node, paint);
         }
         Some(ImageSource::Ready(m, bytes)) => {
             let r = cx.add_image(url, m, bytes);
             let mode = match s.style(l, "object-fit") {
-                "contain" | "scale-down" => "FIT",
-                _ => "FILL",
+                "contain" | "scale-down" => ScaleMode::FIT,
+                _ => ScaleMode::FILL,
             };
-            content = Some(Paint::Image { image_ref: r, scale_mode: mode });
+            content = Some(Paint::Image { image_ref: r, scale_mode: Some(mode), opacity: None });
         }
         Some(ImageSource::Crop) => {
             let r = cx.crop(s.l_bounds[l]);
-            content = Some(Paint::Image { image_ref: r, scale_mode: "FILL" });
+            content = Some(Paint::Image { image_ref: r, scale_mode: Some(ScaleMode::FILL), opacity: None });
         }
         None => {}
     }
-    node.kind = "RECTANGLE";
+    node.kind = NodeType::RECTANGLE;
     apply_paint(&mut node, paint);
     if let Some(c) = content {
         node.fills.get_or_insert_with(Vec::new).push(c);
@@ -224,15 +224,14 @@ fn boxed_svg(cx: &mut Ctx<'_, '_>, l: usize, svg: Node, paint: BoxPaint) -> Node
     let inset = |side: &str| s.px(l, &format!("border-{side}-width")) + s.px(l, &format!("padding-{side}"));
     let (top, right, bottom, left) = (inset("top"), inset("right"), inset("bottom"), inset("left"));
     let mut frame = Node {
-        kind: "FRAME",
+        kind: NodeType::FRAME,
         name: svg.name.clone(),
         x: svg.x,
         y: svg.y,
         width: svg.width,
         height: svg.height,
         clips_content: Some(true),
-        dom: svg.dom,
-        flex_item: svg.flex_item,
+        maker: svg.maker,
         ..Node::default()
     };
     apply_paint(&mut frame, paint);
@@ -241,7 +240,7 @@ fn boxed_svg(cx: &mut Ctx<'_, '_>, l: usize, svg: Node, paint: BoxPaint) -> Node
         y: round(top),
         width: round((svg.width - left - right).max(0.0)),
         height: round((svg.height - top - bottom).max(0.0)),
-        flex_item: false,
+        maker: Maker { flex_item: false, ..svg.maker },
         ..svg
     };
     cx.count += 1;

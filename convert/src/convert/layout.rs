@@ -1,13 +1,13 @@
 //! Auto layout: a flex container whose items Figma would place exactly where Chromium did.
 
 use super::{round, Snapshot};
-use crate::doc::Node;
+use crate::doc::{CounterAlign, LayoutMode, Node, PrimaryAlign};
 
 /// Makes `frame` an auto layout frame when Figma would put every child exactly where it is:
 /// all children are the boxes of in-flow flex items, evenly spaced on the main axis, aligned
 /// alike on the cross axis. Otherwise nothing changes.
 pub(super) fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
-    if kids.is_empty() || !kids.iter().all(|k| k.flex_item) || !only_items(s, n, kids.len()) {
+    if kids.is_empty() || !kids.iter().all(|k| k.maker.flex_item) || !only_items(s, n, kids.len()) {
         return;
     }
     let row = s.style(l, "flex-direction").starts_with("row");
@@ -22,9 +22,9 @@ pub(super) fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node
     let pad_start = main(first).0;
     let pad_end = (size_main - (last.0 + last.1)).max(0.0);
     let Some((align, cs, ce)) = cross_alignment(s, l, row, kids, first, size_cross) else { return };
-    frame.layout_mode = Some(if row { "HORIZONTAL" } else { "VERTICAL" });
+    frame.layout_mode = Some(if row { LayoutMode::HORIZONTAL } else { LayoutMode::VERTICAL });
     frame.item_spacing = Some(round(gap.max(0.0)));
-    frame.primary_axis_align_items = Some("MIN");
+    frame.primary_axis_align_items = Some(PrimaryAlign::MIN);
     frame.counter_axis_align_items = Some(align);
     let (pl, pr, pt, pb) = if row { (pad_start, pad_end, cs, ce) } else { (cs, ce, pad_start, pad_end) };
     frame.padding_left = Some(round(pl));
@@ -105,7 +105,7 @@ fn cross_alignment(
     kids: &[Node],
     first: &Node,
     size_cross: f64,
-) -> Option<(&'static str, f64, f64)> {
+) -> Option<(CounterAlign, f64, f64)> {
     let cross = |k: &Node| cross_axis(k, row);
     // Cross axis: the CSS padding and border, then whichever alignment puts every item where it is.
     let (ps, pe) = if row {
@@ -121,11 +121,11 @@ fn cross_alignment(
     };
     let all = |f: &dyn Fn(&Node) -> bool| kids.iter().all(f);
     if all(&|k| (cross(k).0 - cross(first).0).abs() <= TOLERANCE) {
-        Some(("MIN", cross(first).0, 0.0))
+        Some((CounterAlign::MIN, cross(first).0, 0.0))
     } else if all(&|k| (cross(k).0 + cross(k).1 / 2.0 - (ps + (size_cross - ps - pe) / 2.0)).abs() <= TOLERANCE) {
-        Some(("CENTER", ps, pe))
+        Some((CounterAlign::CENTER, ps, pe))
     } else if all(&|k| ((cross(k).0 + cross(k).1) - (cross(first).0 + cross(first).1)).abs() <= TOLERANCE) {
-        Some(("MAX", 0.0, size_cross - (cross(first).0 + cross(first).1)))
+        Some((CounterAlign::MAX, 0.0, size_cross - (cross(first).0 + cross(first).1)))
     } else {
         None
     }

@@ -34,7 +34,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::doc::{Image, Node, Warning};
+use crate::doc::{ArtifactWarning, Image, Node, NodeType, Warning};
 use crate::stack;
 
 pub use gradient::parse_linear_gradient;
@@ -64,7 +64,8 @@ pub const MAX_NODES: usize = 19_000;
 pub struct Converted {
     pub document: Node,
     pub images: Vec<Image>,
-    pub warnings: Vec<Warning>,
+    /// Each located at its node (`indices`) where one was made.
+    pub warnings: Vec<ArtifactWarning>,
     pub title: String,
 }
 
@@ -199,7 +200,7 @@ pub fn convert(
     children.extend(cx.take_moved(0));
     children.sort_by_key(|(p, _)| *p);
     let document = Node {
-        kind: "FRAME",
+        kind: NodeType::FRAME,
         name: title.clone(),
         width: page[2],
         height: page[3],
@@ -210,13 +211,14 @@ pub fn convert(
     };
     locate(&document, &mut cx.warnings);
     let crops = std::mem::take(&mut cx.crops);
-    Ok((Converted { document, images: cx.images, warnings: cx.warnings, title }, crops))
+    let warnings = cx.warnings.into_iter().map(|w| w.wire).collect();
+    Ok((Converted { document, images: cx.images, warnings, title }, crops))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::{Paint, Rgba};
+    use crate::doc::{EffectType, Paint, Rgba};
 
     #[test]
     fn colours_shadows_gradients() {
@@ -224,10 +226,10 @@ mod tests {
         assert_eq!(parse_color("rgb(0 0 255)").map(|c| c.b), Some(1.0));
         let e = parse_shadows("rgba(0, 0, 0, 0.1) 0px 4px 6px -1px, rgb(255, 0, 0) 1px 2px 3px 0px inset");
         assert_eq!(e.len(), 2);
-        assert_eq!(e[1].kind, "DROP_SHADOW");
-        assert_eq!((e[1].offset.y, e[1].radius, e[1].spread), (4.0, 6.0, -1.0));
-        assert_eq!(e[0].kind, "INNER_SHADOW");
-        let Some(Paint::GradientLinear { gradient_transform: t, gradient_stops }) =
+        assert_eq!(e[1].kind, EffectType::DROP_SHADOW);
+        assert_eq!((e[1].offset.y, e[1].radius, e[1].spread), (4.0, 6.0, Some(-1.0)));
+        assert_eq!(e[0].kind, EffectType::INNER_SHADOW);
+        let Some(Paint::GradientLinear { gradient_transform: t, gradient_stops, .. }) =
             parse_linear_gradient("linear-gradient(90deg, rgb(255, 0, 0), rgb(0, 0, 255) 100%)", 200.0, 100.0)
         else {
             panic!("a gradient")

@@ -5,7 +5,7 @@
 use super::gradient::{linear_gradient, stretch_paint};
 use super::images::ImageSource;
 use super::{px, round, Container, Ctx, Key, Snapshot};
-use crate::doc::{Effect, Node, Paint, Rgb, Rgba, Vector};
+use crate::doc::{Color, Effect, EffectType, Maker, Node, NodeType, Paint, Rgba, ScaleMode, StrokeAlign, Vector};
 use crate::{names, warn};
 
 /// Drawn where a colour could not be read: seen, and not mistaken for the page's black text.
@@ -17,7 +17,10 @@ pub fn parse_color(s: &str) -> Option<Rgba> {
 }
 
 pub(super) fn solid(c: &Rgba) -> Paint {
-    Paint::Solid { color: Rgb { r: c.r, g: c.g, b: c.b }, opacity: (c.a < 1.0).then_some(round(c.a * 1000.0) / 1000.0) }
+    Paint::Solid {
+        color: Color { r: c.r, g: c.g, b: c.b },
+        opacity: (c.a < 1.0).then_some(round(c.a * 1000.0) / 1000.0),
+    }
 }
 
 /// Splits at commas outside parentheses.
@@ -105,11 +108,11 @@ pub(super) fn shadows(s: &str) -> (Vec<Effect>, Vec<String>) {
             None => Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 },
         };
         out.push(Effect {
-            kind: if inset { "INNER_SHADOW" } else { "DROP_SHADOW" },
+            kind: if inset { EffectType::INNER_SHADOW } else { EffectType::DROP_SHADOW },
             color,
             offset: Vector { x: lens.first().copied().unwrap_or(0.0), y: lens.get(1).copied().unwrap_or(0.0) },
             radius: lens.get(2).copied().unwrap_or(0.0),
-            spread: lens.get(3).copied().unwrap_or(0.0),
+            spread: Some(lens.get(3).copied().unwrap_or(0.0)),
         });
     }
     // CSS paints the first shadow on top; Figma paints effects in list order, the last on top.
@@ -175,18 +178,18 @@ pub(super) fn background_fills(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64
             } else if let Some(url) = layer.strip_prefix("url(").and_then(|u| u.strip_suffix(')')) {
                 let url = url.trim_matches(['"', '\'']);
                 let mode = match s.style(l, "background-size") {
-                    "contain" => "FIT",
-                    "cover" => "FILL",
-                    _ => "FILL",
+                    "contain" => ScaleMode::FIT,
+                    "cover" => ScaleMode::FILL,
+                    _ => ScaleMode::FILL,
                 };
                 match cx.image_source(url, n, name) {
                     Some(ImageSource::Ready("image/svg+xml", _)) | Some(ImageSource::Crop) => {
                         let r = cx.crop(b);
-                        fills.push(Paint::Image { image_ref: r, scale_mode: "FILL" });
+                        fills.push(Paint::Image { image_ref: r, scale_mode: Some(ScaleMode::FILL), opacity: None });
                     }
                     Some(ImageSource::Ready(m, bytes)) => {
                         let r = cx.add_image(url, m, bytes);
-                        fills.push(Paint::Image { image_ref: r, scale_mode: mode });
+                        fills.push(Paint::Image { image_ref: r, scale_mode: Some(mode), opacity: None });
                     }
                     None => {}
                 }
@@ -254,7 +257,7 @@ pub(super) fn apply_paint(node: &mut Node, p: BoxPaint) {
     node.fills = Some(p.fills);
     if let Some((paint, w)) = p.strokes {
         node.strokes = Some(vec![paint]);
-        node.stroke_align = Some("INSIDE");
+        node.stroke_align = Some(StrokeAlign::INSIDE);
         if w.iter().all(|x| *x == w[0]) {
             node.stroke_weight = Some(w[0]);
         } else {
@@ -285,7 +288,7 @@ pub(super) fn apply_paint(node: &mut Node, p: BoxPaint) {
 /// shared border, so the border is centred on the box's edge, not inside it.
 pub(super) fn collapsed_border(s: &Snapshot<'_>, l: usize, node: &mut Node) {
     if node.strokes.is_some() && s.style(l, "display") == "table-cell" && s.style(l, "border-collapse") == "collapse" {
-        node.stroke_align = Some("CENTER");
+        node.stroke_align = Some(StrokeAlign::CENTER);
     }
 }
 
@@ -377,13 +380,13 @@ pub(super) fn inline_fragments(
             p.radii[2] = 0.0;
         }
         let mut frag = Node {
-            kind: "RECTANGLE",
+            kind: NodeType::RECTANGLE,
             name: node.name.clone(),
             x: round(x0 - into.ox),
             y: round(y0 - into.oy),
             width: round(x1 - x0),
             height: round(y1 - y0),
-            dom: Some(n),
+            maker: Maker { dom: Some(n), flex_item: false },
             ..Node::default()
         };
         apply_paint(&mut frag, p);
@@ -421,7 +424,7 @@ pub(super) fn canvas(cx: &mut Ctx<'_, '_>, html: Option<usize>, page: [f64; 4]) 
     // Browsers show white where the canvas background is not opaque.
     let opaque = matches!(root_fills.first(), Some(Paint::Solid { opacity: None, .. }));
     if !opaque {
-        root_fills.insert(0, Paint::Solid { color: Rgb { r: 1.0, g: 1.0, b: 1.0 }, opacity: None });
+        root_fills.insert(0, Paint::Solid { color: Color { r: 1.0, g: 1.0, b: 1.0 }, opacity: None });
     }
     (root_fills, tiles)
 }
@@ -452,14 +455,14 @@ fn gradient_repeats(
     let mut top = root_box[1] + root_box[3];
     while top < page[3] - 0.5 && tiles.len() < 100 {
         tiles.push(Node {
-            kind: "RECTANGLE",
+            kind: NodeType::RECTANGLE,
             name: name.clone(),
             x: round(root_box[0]),
             y: round(top),
             width: round(root_box[2]),
             height: round(root_box[3]),
             fills: Some(gradients.clone()),
-            dom: Some(n),
+            maker: Maker { dom: Some(n), flex_item: false },
             ..Node::default()
         });
         top += root_box[3];

@@ -3,7 +3,10 @@
 
 use super::paint::solid;
 use super::{order, px, round, Container, Ctx, Snapshot, MAX_NODES};
-use crate::doc::{Dimension, FontName, Node, Rgba};
+use crate::doc::{
+    FontName, LetterSpacing, LetterSpacingUnit, LineHeight, LineHeightUnit, Maker, Node, NodeType, Rgba, StrokeAlign,
+    TextAlign, TextAutoResize, TextCase, TextDecoration, WarningCode,
+};
 use crate::{names, warn};
 
 /// A CSS weight and style as Figma names a font's style.
@@ -57,7 +60,7 @@ impl Ctx<'_, '_> {
                 warn::quote(css_family)
             );
             let name = self.s.name(dom);
-            self.warn("font_substituted", message, dom, &name);
+            self.warn(WarningCode::FontSubstituted, message, dom, &name);
         }
         wanted
     }
@@ -85,13 +88,13 @@ pub(super) fn symbol_marker(cx: &mut Ctx<'_, '_>, n: usize, li: usize, into: &mu
     // Blink draws the pixel-snapped rectangle.
     let (x, y, d) = ((b[0] + 1.0).round(), (b[1] + 0.75 * (2.0 * side - 1.0)).round(), side.round());
     let mut node = Node {
-        kind: if symbol == "square" { "RECTANGLE" } else { "ELLIPSE" },
+        kind: if symbol == "square" { NodeType::RECTANGLE } else { NodeType::ELLIPSE },
         name: s.name(n),
         x: round(x - into.ox),
         y: round(y - into.oy),
         width: d,
         height: d,
-        dom: Some(n),
+        maker: Maker { dom: Some(n), flex_item: false },
         ..Node::default()
     };
     if symbol == "circle" {
@@ -99,7 +102,7 @@ pub(super) fn symbol_marker(cx: &mut Ctx<'_, '_>, n: usize, li: usize, into: &mu
         node.fills = Some(Vec::new());
         node.strokes = Some(vec![solid(&color)]);
         node.stroke_weight = Some(1.0);
-        node.stroke_align = Some("CENTER");
+        node.stroke_align = Some(StrokeAlign::CENTER);
     } else {
         node.fills = Some(vec![solid(&color)]);
     }
@@ -116,11 +119,11 @@ struct RunStyle {
     used: String,
     style: String,
     font_size: f64,
-    line_height: Dimension,
+    line_height: LineHeight,
     letter: f64,
-    decoration: Option<&'static str>,
-    case: Option<&'static str>,
-    align: &'static str,
+    decoration: Option<TextDecoration>,
+    case: Option<TextCase>,
+    align: TextAlign,
 }
 
 /// A text node's runs: one TEXT node per line box.
@@ -145,7 +148,12 @@ pub(super) fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Containe
             continue;
         }
         if cx.count >= MAX_NODES {
-            cx.warn("node_limit", format!("over {MAX_NODES} nodes: the rest of the page is left out"), owner, "");
+            cx.warn(
+                WarningCode::NodeLimit,
+                format!("over {MAX_NODES} nodes: the rest of the page is left out"),
+                owner,
+                "",
+            );
             return;
         }
         // As Figma names a text layer: by its characters, on one line.
@@ -155,7 +163,7 @@ pub(super) fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Containe
             && cx.warned_fonts.insert((run.wanted.clone(), run.used.clone()))
         {
             let message = format!("{} is not available; drawn with {}", run.wanted, run.used);
-            cx.warn("font_substituted", message, owner, &name);
+            cx.warn(WarningCode::FontSubstituted, message, owner, &name);
         }
         cx.count += 1;
         let node = line_node(&run, *b, name, chars, n, (into.ox, into.oy));
@@ -181,36 +189,36 @@ fn run_style(cx: &mut Ctx<'_, '_>, n: usize, l: usize, owner: usize) -> Option<R
         style: font_style(s.style(l, "font-weight"), matches!(s.style(l, "font-style"), "italic" | "oblique")),
         font_size: s.px(l, "font-size"),
         line_height: match s.style(l, "line-height") {
-            "normal" | "" => Dimension { unit: "AUTO", value: None },
-            v => Dimension { unit: "PIXELS", value: Some(round(px(v))) },
+            "normal" | "" => LineHeight { unit: LineHeightUnit::AUTO, value: None },
+            v => LineHeight { unit: LineHeightUnit::PIXELS, value: Some(round(px(v))) },
         },
         letter: px(s.style(l, "letter-spacing")),
         decoration: decoration(s, n),
         case: match s.style(l, "text-transform") {
-            "uppercase" => Some("UPPER"),
-            "lowercase" => Some("LOWER"),
-            "capitalize" => Some("TITLE"),
+            "uppercase" => Some(TextCase::UPPER),
+            "lowercase" => Some(TextCase::LOWER),
+            "capitalize" => Some(TextCase::TITLE),
             _ => None,
         },
         align: match s.style(l, "text-align") {
-            "center" | "-webkit-center" => "CENTER",
-            "right" | "end" | "-webkit-right" => "RIGHT",
-            "justify" => "JUSTIFIED",
-            _ => "LEFT",
+            "center" | "-webkit-center" => TextAlign::CENTER,
+            "right" | "end" | "-webkit-right" => TextAlign::RIGHT,
+            "justify" => TextAlign::JUSTIFIED,
+            _ => TextAlign::LEFT,
         },
     })
 }
 
 /// The decoration of text node `n`'s run. Decoration is not inherited: it is drawn by the
 /// nearest inline ancestor that has it.
-fn decoration(s: &Snapshot<'_>, n: usize) -> Option<&'static str> {
+fn decoration(s: &Snapshot<'_>, n: usize) -> Option<TextDecoration> {
     let mut decoration = None;
     let mut up = usize::try_from(s.parent[n]).ok();
     while let Some(p) = up {
         let Some(pl) = s.layout_of[p] else { break };
         match s.style(pl, "text-decoration-line") {
-            v if v.contains("underline") => decoration = Some("UNDERLINE"),
-            v if v.contains("line-through") => decoration = Some("STRIKETHROUGH"),
+            v if v.contains("underline") => decoration = Some(TextDecoration::UNDERLINE),
+            v if v.contains("line-through") => decoration = Some(TextDecoration::STRIKETHROUGH),
             _ => {}
         }
         if decoration.is_some() || !s.style(pl, "display").starts_with("inline") {
@@ -232,7 +240,7 @@ fn line_node(run: &RunStyle, b: [f64; 4], name: String, chars: String, n: usize,
         _ => (b[1], b[3]),
     };
     Node {
-        kind: "TEXT",
+        kind: NodeType::TEXT,
         name,
         x: round(b[0] - origin.0),
         y: round(y - origin.1),
@@ -244,12 +252,13 @@ fn line_node(run: &RunStyle, b: [f64; 4], name: String, chars: String, n: usize,
         font_name: Some(FontName { family: run.used.clone(), style: run.style.clone() }),
         text_align_horizontal: Some(run.align),
         // One line box per node: its width follows the glyphs, so no line wraps in Figma.
-        text_auto_resize: Some("WIDTH_AND_HEIGHT"),
+        text_auto_resize: Some(TextAutoResize::WIDTH_AND_HEIGHT),
         line_height: Some(run.line_height.clone()),
-        letter_spacing: (run.letter != 0.0).then_some(Dimension { unit: "PIXELS", value: Some(round(run.letter)) }),
+        letter_spacing: (run.letter != 0.0)
+            .then_some(LetterSpacing { unit: LetterSpacingUnit::PIXELS, value: round(run.letter) }),
         text_decoration: run.decoration,
         text_case: run.case,
-        dom: Some(n),
+        maker: Maker { dom: Some(n), flex_item: false },
         ..Node::default()
     }
 }

@@ -10,7 +10,7 @@ use super::paint::{
 };
 use super::text::{symbol_marker, text};
 use super::{key, round, Container, Ctx, Open, MAX_FRAME_DEPTH, MAX_NODES, MAX_WALK_DEPTH};
-use crate::doc::Node;
+use crate::doc::{Maker, Node, NodeType, WarningCode};
 use crate::{names, stack, warn};
 
 /// DOM node `n` and its content, drawn in `into` or in the frame CSS paints them in;
@@ -121,7 +121,7 @@ fn move_out(cx: &mut Ctx<'_, '_>, n: usize, l: usize, target: usize, clip: Optio
     here.nodes.sort_by_key(|(k, _)| *k);
     let first = here.nodes[0].0;
     let wrapper = Node {
-        kind: "FRAME",
+        kind: NodeType::FRAME,
         name: names::suffixed(&cx.s.name(n), "clip"),
         x: round(r[0] - tox),
         y: round(r[1] - toy),
@@ -163,13 +163,13 @@ fn flatten(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container) {
                 let paint = box_paint(cx, c, l, b, &s.name(c));
                 if paints_something(&paint) && s.style(l, "visibility") != "hidden" {
                     let mut node = Node {
-                        kind: "RECTANGLE",
+                        kind: NodeType::RECTANGLE,
                         name: s.name(c),
                         x: round(b[0] - into.ox),
                         y: round(b[1] - into.oy),
                         width: round(b[2]),
                         height: round(b[3]),
-                        dom: Some(c),
+                        maker: Maker { dom: Some(c), flex_item: false },
                         ..Node::default()
                     };
                     apply_paint(&mut node, paint);
@@ -192,19 +192,18 @@ pub(super) fn element(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Conta
     // Generated content (::before, ::after, ::marker) converts like any box; it is named so.
     if let Some(p) = s.pseudo.get(&n) {
         if !matches!(*p, "before" | "after" | "marker") {
-            cx.warn("pseudo_element", format!("::{p} not converted"), n, &name);
+            cx.warn(WarningCode::PseudoElement, format!("::{p} not converted"), n, &name);
             return;
         }
     }
     let mut node = Node {
-        kind: "FRAME",
+        kind: NodeType::FRAME,
         name: name.clone(),
         x: round(b[0] - into.ox),
         y: round(b[1] - into.oy),
         width: round(b[2]),
         height: round(b[3]),
-        dom: Some(n),
-        flex_item,
+        maker: Maker { dom: Some(n), flex_item },
         ..Node::default()
     };
     let opacity: f64 = s.style(l, "opacity").parse().unwrap_or(1.0);
@@ -265,7 +264,7 @@ pub(super) fn fill(cx: &mut Ctx<'_, '_>, n: usize, l: usize, open: Open, flex: b
 /// negative z-index; else flattened, its paint a rectangle and its content beside it.
 pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, paint: BoxPaint, into: &mut Container) {
     let s = cx.s;
-    let (b, k, flex_item) = (s.l_bounds[l], key(s, n, l), node.flex_item);
+    let (b, k, flex_item) = (s.l_bounds[l], key(s, n, l), node.maker.flex_item);
     let display = s.style(l, "display");
     let clips = s.style(l, "overflow-x") != "visible" || s.style(l, "overflow-y") != "visible";
     let flex = matches!(display, "flex" | "inline-flex") && s.style(l, "flex-wrap") == "nowrap";
@@ -281,7 +280,7 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     if !(paints || needs_frame) || into.depth >= MAX_FRAME_DEPTH {
         if paints {
             // Too deep for a frame: its paint as a rectangle, its content beside it.
-            node.kind = "RECTANGLE";
+            node.kind = NodeType::RECTANGLE;
             apply_paint(&mut node, paint);
             collapsed_border(s, l, &mut node);
             cx.count += 1;

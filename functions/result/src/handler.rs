@@ -107,11 +107,16 @@ struct ResultBody<'a> {
     images: BTreeMap<&'a str, ImageOut>,
     deferred_images: Vec<&'a str>,
     /// The fidelity report: the artifact's validated `warnings`, or none.
-    warnings: &'a serde_json::Value,
+    warnings: &'a RawValue,
 }
 
 /// `warnings` of an artifact that lists none.
-static NO_WARNINGS: serde_json::Value = serde_json::Value::Array(Vec::new());
+static NO_WARNINGS: std::sync::LazyLock<Box<RawValue>> =
+    std::sync::LazyLock::new(|| RawValue::from_string("[]".to_owned()).expect("JSON"));
+
+/// The `document` of a failure artifact that has none.
+static NO_DOCUMENT: std::sync::LazyLock<Box<RawValue>> =
+    std::sync::LazyLock::new(|| RawValue::from_string("null".to_owned()).expect("JSON"));
 
 fn parse_requested(raw: Option<&str>) -> Result<Option<Vec<&str>>, ApiError> {
     let Some(raw) = raw else { return Ok(None) };
@@ -198,16 +203,16 @@ fn packed(text: &str, coding: Coding, budget: usize) -> Option<Vec<u8>> {
 /// runs this before it reports `completed` (a completed job is one whose result is served).
 /// The text of a document over the budget fits no envelope: only a compressed answer is promised.
 pub fn check_answer(id: Code2desId, art: &Artifact, limits: &Limits) -> Result<(), String> {
-    let doc = document_json(art, false).map_err(|e| e.to_string())?;
+    let doc = document_json(art, false);
     let body = ResultBody {
         code2des_id: id,
         kind: art.kind.as_str(),
         version: PROTOCOL_VERSION,
         warning_count: art.warning_count,
-        document: doc.as_deref(),
+        document: doc,
         images: BTreeMap::new(),
         deferred_images: art.used.iter().map(|(name, _)| name.as_str()).collect(),
-        warnings: art.warnings.as_ref().unwrap_or(&NO_WARNINGS),
+        warnings: art.warnings.as_deref().unwrap_or(&NO_WARNINGS),
     };
     let text = serde_json::to_string(&body).map_err(|e| e.to_string())?;
     let budget = limits.response_budget;
@@ -425,8 +430,8 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
     let art = load_artifact(deps, &job, result_url, kind).await?;
 
     let candidates = candidates(&art, requested.as_deref())?;
-    let doc_json = document_json(&art, requested.is_some())?;
-    let fixed = 512 + doc_json.as_deref().map_or(0, |d| escaped_len(d.get()));
+    let doc_json = document_json(&art, requested.is_some());
+    let fixed = 512 + doc_json.map_or(0, |d| escaped_len(d.get()));
     let Images { fetched, deferred, fault: faults } = fetch_images(deps, &job, &candidates, fixed).await?;
     let inlined = fetched.len();
     // A request for named images that could fetch none of them has nothing to answer: a 503
@@ -439,10 +444,10 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         kind: art.kind.as_str(),
         version: PROTOCOL_VERSION,
         warning_count: art.warning_count,
-        document: doc_json.as_deref(),
+        document: doc_json,
         images: fetched.into_iter().collect(),
         deferred_images: deferred,
-        warnings: art.warnings.as_ref().unwrap_or(&NO_WARNINGS),
+        warnings: art.warnings.as_deref().unwrap_or(&NO_WARNINGS),
     };
     // Our own types: a failure here is our bug (500), never the worker's artifact (502).
     let text = serde_json::to_string(&body).map_err(|e| internal("encoding a result", &e))?;
@@ -487,15 +492,14 @@ fn candidates<'a>(art: &'a Artifact, requested: Option<&[&str]>) -> Result<Vec<&
     Ok(out)
 }
 
-/// The document, encoded once (its length plans the image budget); none for `?images=`.
-fn document_json(art: &Artifact, images_only: bool) -> Result<Option<Box<RawValue>>, ApiError> {
-    Ok(match (images_only, &art.document) {
+/// The document as the worker wrote it (its length plans the image budget); none for
+/// `?images=`.
+fn document_json(art: &Artifact, images_only: bool) -> Option<&RawValue> {
+    match (images_only, &art.document) {
         (true, _) => None,
-        (false, Some(doc)) => {
-            Some(serde_json::value::to_raw_value(doc).map_err(|e| internal("encoding a document", &e))?)
-        }
-        (false, None) => Some(RawValue::from_string("null".to_owned()).map_err(|e| internal("encoding null", &e))?),
-    })
+        (false, Some(doc)) => Some(doc),
+        (false, None) => Some(&NO_DOCUMENT),
+    }
 }
 
 /// The 200: the body in the negotiated coding, its type, `Vary`, and for a result (which never
@@ -588,7 +592,7 @@ mod tests {
             kind: Kind::Result,
             warning_count: Some(0),
             warnings: None,
-            document: Some(document),
+            document: Some(serde_json::value::to_raw_value(&document).unwrap()),
             used: vec![(
                 "hero".into(),
                 ImageEntry { key: "code2des/x/1/images/hero.png".into(), mime: artifact::Mime::Png },

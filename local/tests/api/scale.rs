@@ -12,7 +12,7 @@ use code2des_local::year::{self, Seeded, Year};
 use futures::StreamExt;
 use shared::db::lifecycle::{self, ListQuery};
 use shared::domain::ids::{Code2desId, FigmaFileKey, NodeId, OrganizationId, ProgressStage, ProjectId, Subject};
-use shared::domain::job::{Nonce, Policy, Status};
+use shared::domain::job::{Nonce, Policy, Status, StatusLabel};
 use shared::domain::quota::Quota;
 use shared::domain::scope::{JobRef, Scope};
 use tokio_postgres::{AsyncMessage, Client};

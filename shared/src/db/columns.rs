@@ -9,6 +9,7 @@ use tokio_postgres::Row;
 pub use crate::db::record::BoxError;
 use crate::db::record::Record;
 use crate::domain::ids::{Code2desId, OrganizationId, ProjectId};
+use crate::domain::job::StatusLabel;
 use crate::domain::job::{Job, Nonce, Progress, Status};
 
 /// Where a job's columns come from: a statement's row, its columns found by name once per

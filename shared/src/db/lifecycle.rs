@@ -12,6 +12,7 @@ use crate::db::columns::Layout;
 use crate::db::error::DbError;
 use crate::db::sql::{col, fresh_attempt, job, overdue, read_columns, the_job, visible, Binds};
 use crate::domain::ids::{Code2desId, FigmaFileKey};
+use crate::domain::job::StatusLabel;
 use crate::domain::job::{Job, Status};
 use crate::domain::scope::{JobRef, Scope};
 

@@ -9,14 +9,12 @@
 
 use std::time::Duration;
 
-use bytes::BytesMut;
-use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{GenericClient, Row};
 
-use crate::db::columns::BoxError;
 use crate::db::connect::timed_on;
 use crate::db::error::DbError;
-use crate::domain::ids::{Code2desId, OrganizationId, ProjectId, Subject};
+use crate::domain::ids::Code2desId;
 use crate::domain::scope::Scope;
 
 /// The column list every job query returns, in the names [`crate::db::columns::from_row`] reads.
@@ -311,58 +309,7 @@ pub(crate) fn job(row: &Row) -> Result<crate::domain::job::Job, DbError> {
     crate::db::columns::from_row(row).map_err(|e| DbError::bug("reading a job row", crate::error::chain(&*e)))
 }
 
-// The ids bind as the columns they are stored in: job ids as their lowercase hyphenated text
-// (varchar), organization and project ids as int4, the caller as varchar.
-
-impl ToSql for Code2desId {
-    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
-        let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
-        let text: &str = self.uuid().hyphenated().encode_lower(&mut buf);
-        text.to_sql(ty, out)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        <&str as ToSql>::accepts(ty)
-    }
-
-    to_sql_checked!();
-}
-
-impl ToSql for OrganizationId {
-    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
-        self.get().to_sql(ty, out)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        <i32 as ToSql>::accepts(ty)
-    }
-
-    to_sql_checked!();
-}
-
-impl ToSql for ProjectId {
-    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
-        self.get().to_sql(ty, out)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        <i32 as ToSql>::accepts(ty)
-    }
-
-    to_sql_checked!();
-}
-
-impl ToSql for Subject {
-    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
-        self.as_str().to_sql(ty, out)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        <&str as ToSql>::accepts(ty)
-    }
-
-    to_sql_checked!();
-}
+// The ids bind as the columns they are stored in: `code2des-wire`'s `sql` feature.
 
 /// The placeholders `$1`…`$n` a statement's text uses, each counted once (`$1` inside `$10` is
 /// not `$1`): the statement tests hold every statement to the parameters it binds.
@@ -395,6 +342,7 @@ mod tests {
 
     #[test]
     fn labels_are_the_rust_values() {
+        use crate::domain::job::StatusLabel;
         use crate::domain::job::{
             Status, CANCELLED, DEADLINE_ACTOR, PAGE_IMPORT_COMPLETED, TIMED_OUT, TRIGGER_ACTOR, WORKER_ACTOR,
         };
@@ -419,6 +367,9 @@ mod tests {
 
     #[test]
     fn ids_bind_as_their_columns() {
+        use crate::domain::ids::{OrganizationId, ProjectId};
+        use bytes::BytesMut;
+
         let id = Code2desId::parse("01890A5D-AC96-774B-BCCE-B302099A8057").unwrap();
         let mut out = BytesMut::new();
         id.to_sql(&Type::VARCHAR, &mut out).unwrap();

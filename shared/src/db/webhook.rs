@@ -15,6 +15,7 @@ use tokio_postgres::GenericClient;
 use crate::db::error::DbError;
 use crate::db::sql::{col, job, job_columns, overdue, Binds};
 use crate::domain::ids::{Code2desId, ProgressStage};
+use crate::domain::job::StatusLabel;
 use crate::domain::job::{Job, Status};
 
 /// A worker's terminal report, validated.

@@ -3,18 +3,17 @@
 //! over bytes; the result route does the S3 I/O, logs a refusal's reason and answers only
 //! `artifact_invalid`.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::Deserialize;
-use serde_json::Value;
+pub use code2des_wire::artifact::*;
+use code2des_wire::node::{Node, NodeType, MAX_DEPTH, MAX_NODES};
+use code2des_wire::shape::{self, ShapeFault};
+use code2des_wire::{self as wire, member, Obj};
+use serde_json::value::RawValue;
 
 use crate::domain::job::Nonce;
 use crate::domain::keys::is_key_under;
 use crate::domain::protocol::PROTOCOL_VERSION;
-use crate::domain::wire::node::{Node, NodeType};
-use crate::domain::wire::{self, member, Obj};
 
 /// Node types the plugin can build.
 pub const NODE_TYPES: &[&str] = NodeType::ALL;
@@ -75,8 +74,8 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_artifact_bytes: MAX_ARTIFACT_BYTES,
-            max_nodes: 20_000,
-            max_depth: 40,
+            max_nodes: MAX_NODES,
+            max_depth: MAX_DEPTH,
             max_images: 512,
             max_image_bytes: 3 * 1024 * 1024,
             max_image_side: 4096,
@@ -84,147 +83,9 @@ impl Default for Limits {
             // Memory is bounded by response_budget, not by this: every image's GET gives its size
             // in its headers, and the plan against the budget is made before any body is read.
             fetch_concurrency: 32,
-            max_warnings: 1000,
+            max_warnings: MAX_WARNINGS,
         }
     }
-}
-
-wire_enum! {
-    /// `result` for a completed job, `failure` for a failed one.
-    #[schemars(rename = "ArtifactKind")]
-    pub enum Kind {
-        Result = "result",
-        Failure = "failure",
-    }
-}
-
-wire_enum! {
-    #[schemars(inline)]
-    pub enum Mime {
-        Png = "image/png",
-        Jpeg = "image/jpeg",
-        Gif = "image/gif",
-        Svg = "image/svg+xml",
-    }
-}
-
-wire_enum! {
-    /// The fixed list of warning codes (docs/WORKER.md, "Warnings", says what triggers each).
-    /// Codes are only ever added: an artifact written before a code was still validates.
-    pub enum WarningCode {
-        FontSubstituted = "font_substituted",
-        UnsupportedCss = "unsupported_css",
-        ImageConverted = "image_converted",
-        ImageTooLarge = "image_too_large",
-        ImageUnavailable = "image_unavailable",
-        PseudoElement = "pseudo_element",
-        CanvasSkipped = "canvas_skipped",
-        IframeSkipped = "iframe_skipped",
-        VideoSkipped = "video_skipped",
-        NodeLimit = "node_limit",
-        DepthLimit = "depth_limit",
-    }
-}
-
-/// The result artifact (SPEC section 4): written by the worker under the manifest's
-/// `result_prefix`; its key is the webhook's `result_url`. The result route also checks what a
-/// schema cannot say: `code2des_id`, `attempt` and `nonce` equal the job's, every `imageRef` of
-/// the document is a key of `images`, every image key is under the job's prefix and its bytes
-/// are the declared type, at most 20 000 nodes nested at most 40 deep, 512 images, 36 240 437
-/// bytes of artifact, 3 MiB per image. `code2des-worker validate` runs those checks on a local file.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct ResultArtifact {
-    /// The protocol version, 1.
-    #[schemars(range(min = 1, max = 1))]
-    pub version: u32,
-    pub kind: Kind,
-    /// The manifest's.
-    pub code2des_id: String,
-    /// The manifest's.
-    #[schemars(range(min = 1))]
-    pub attempt: i32,
-    /// The manifest's.
-    #[schemars(length(min = 1, max = 255))]
-    pub nonce: String,
-    #[schemars(range(min = 0))]
-    pub warning_count: Option<i64>,
-    /// The Figma node tree; required for `result`, absent or null for `failure`.
-    pub document: Option<Document>,
-    /// The images the document uses, by `imageRef`.
-    pub images: Option<BTreeMap<String, Obj<ArtifactImage>>>,
-    /// The fidelity report: what the conversion could not reproduce exactly, and where. When
-    /// present, `warning_count` is its length.
-    pub warnings: Option<Warnings>,
-}
-
-/// The fidelity report, kept as the worker wrote it (the result route passes it through), and
-/// read as [`ArtifactWarning`]s by [`check_warnings`].
-#[derive(Debug, Deserialize)]
-#[serde(transparent)]
-pub struct Warnings(pub Value);
-
-impl JsonSchema for Warnings {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "Warnings".into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let item = generator.subschema_for::<ArtifactWarning>();
-        schemars::json_schema!({"type": "array", "items": item, "maxItems": 1000})
-    }
-}
-
-/// The node tree, kept as the worker wrote it: the result route passes it through, and walks
-/// it for what it must check ([`walk_document`]).
-#[derive(Debug, Deserialize)]
-#[serde(transparent)]
-pub struct Document(pub Value);
-
-impl JsonSchema for Document {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> Cow<'static, str> {
-        "Document".into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<Node>()
-    }
-}
-
-/// One image of the result: where the worker put it, and what it is.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
-pub struct ArtifactImage {
-    /// The object key, under the job's prefix `code2des/{code2des_id}/{attempt}/` (no `..`).
-    #[schemars(length(min = 1, max = 1024))]
-    pub key: String,
-    /// Raster images at most 4096 px per side; png, jpeg and gif become image fills, svg an SVG node.
-    pub mime_type: Mime,
-}
-
-/// One deterministic conversion warning.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
-pub struct ArtifactWarning {
-    pub code: WarningCode,
-    /// For the user.
-    #[schemars(length(min = 1, max = 1000))]
-    pub message: String,
-    /// The element's DOM path in the capture (`body > main > div.card:nth-child(2)`).
-    #[schemars(length(max = 2000))]
-    pub path: Option<String>,
-    /// The `name` of the document node it concerns.
-    #[schemars(length(max = 1000))]
-    pub node: Option<String>,
-    /// Where that node is: its child indices from the document root (`[]` is the root, `[2, 0]`
-    /// the first child of the root's third), so a plugin can select it.
-    #[schemars(length(max = 40))]
-    pub indices: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,8 +100,9 @@ pub struct Artifact {
     pub kind: Kind,
     pub warning_count: Option<i64>,
     /// The fidelity report as the worker wrote it (checked). Absent in artifacts that predate it.
-    pub warnings: Option<Value>,
-    pub document: Option<Value>,
+    pub warnings: Option<Box<RawValue>>,
+    /// The node tree as the worker wrote it (checked as [`Node`]s), passed through.
+    pub document: Option<Box<RawValue>>,
     /// Images the document uses, in order of first use, each once.
     pub used: Vec<(String, ImageEntry)>,
 }
@@ -338,7 +200,7 @@ fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> 
     let (images, names) = check_images(raw.images.unwrap_or_default(), expect.prefix, limits, r)?;
     // A failure artifact may leave the document out.
     let document = match raw.document {
-        Some(Document(doc)) if !doc.is_null() => Some(doc),
+        Some(doc) if !doc.is_null() => Some(doc.0),
         _ if raw.kind == Kind::Failure => None,
         _ => {
             r.add("$.document", "a result artifact needs a document")?;
@@ -379,7 +241,7 @@ fn check_warnings(a: &ResultArtifact, limits: &Limits, r: &mut Report) -> Result
         r.add("$.warning_count", "warning_count must be a non-negative integer")?;
     }
     let Some(Warnings(raw)) = &a.warnings else { return Ok(()) };
-    let list: Vec<Obj<ArtifactWarning>> = match wire::read(raw) {
+    let list: Vec<Obj<ArtifactWarning>> = match wire::read(&mut serde_json::Deserializer::from_str(raw.get())) {
         Ok(list) => list,
         Err(fault) => return r.add(wire::json_path("$.warnings", &fault.path), fault.message()),
     };
@@ -395,13 +257,13 @@ fn check_warnings(a: &ResultArtifact, limits: &Limits, r: &mut Report) -> Result
     Ok(())
 }
 
-/// One warning's lengths: `message` 1 to 1 000 characters, `path` at most 2 000, `node` at
-/// most 1 000, `indices` at most `max_depth`.
+/// One warning's lengths (the wire's bounds): `message` 1 to 1 000 characters, `path` at most
+/// 2 000, `node` at most 1 000, `indices` at most `max_depth`.
 fn check_warning(w: &ArtifactWarning, at: &str, limits: &Limits, r: &mut Report) -> Result<(), Stop> {
     let texts = [
-        ("message", Some(&w.message), 1, 1000),
-        ("path", w.path.as_ref(), 0, 2000),
-        ("node", w.node.as_ref(), 0, 1000),
+        ("message", Some(&w.message), 1, MAX_WARNING_MESSAGE),
+        ("path", w.path.as_ref(), 0, MAX_WARNING_PATH),
+        ("node", w.node.as_ref(), 0, MAX_WARNING_NODE),
     ];
     for (name, text, min, max) in texts {
         if text.is_some_and(|t| !(min..=max).contains(&t.chars().count())) {
@@ -430,7 +292,7 @@ fn check_images(
     let mut good = HashMap::with_capacity(map.len());
     for (name, Obj(image)) in map {
         let at = format!("$.images{}", member(&name));
-        if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
+        if name.is_empty() || name.len() > MAX_IMAGE_REF || name.chars().any(char::is_control) {
             r.add(&at, "an image ref is empty, too long or has control characters")?;
         } else if !is_key_under(&image.key, prefix) {
             r.add(format!("{at}.key"), format!("image {name:?} key is outside the job prefix"))?;
@@ -444,7 +306,7 @@ fn check_images(
 /// The images the document uses, in order of first use, each once; an `imageRef` that is not
 /// in `images` is a problem (one that is there but invalid was reported already).
 fn used_images(
-    doc: &Value,
+    doc: &RawValue,
     images: &HashMap<String, ImageEntry>,
     names: &HashSet<String>,
     limits: &Limits,
@@ -461,168 +323,61 @@ fn used_images(
     Ok(used)
 }
 
-/// A step of a node's path from `$.document`.
-#[derive(Clone, Copy)]
-enum Seg<'a> {
-    Key(&'a str),
-    Index(usize),
-}
-
-fn render(path: &[Seg<'_>]) -> String {
-    let mut out = String::from("$.document");
-    for seg in path {
-        match seg {
-            Seg::Key(k) => out.push_str(&member(k)),
-            Seg::Index(i) => out.push_str(&format!("[{i}]")),
+/// Reads the node tree as [`Node`]s, once its shape is within the limits (`shape::check`: so
+/// a hostile document costs a scan, never a tree of a million nodes), and collects every
+/// `imageRef` with the path of its first use.
+fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<(String, String)>, Stop> {
+    match shape::check(doc.get(), limits.max_nodes, limits.max_depth) {
+        Ok(()) => {}
+        Err(ShapeFault::TooMany) => {
+            return r.add("$.document", format!("more than {} nodes", limits.max_nodes)).map(|()| Vec::new())
+        }
+        Err(ShapeFault::TooDeep(path)) => {
+            let problem = format!("nodes nested deeper than {}", limits.max_depth);
+            return r.add(wire::json_path("$.document", &path), problem).map(|()| Vec::new());
         }
     }
-    out
-}
-
-/// Walks the node tree without recursion: checks types, counts nodes, bounds depth, and
-/// collects every `imageRef` (in fills, strokes or anywhere else on a node) with the path of its
-/// first use. Paths are kept as each node's parent link and rendered only for a problem.
-fn walk_document<'a>(doc: &'a Value, limits: &Limits, r: &mut Report) -> Result<Vec<(String, String)>, Stop> {
+    let root: Node = match wire::read(&mut serde_json::Deserializer::from_str(doc.get())) {
+        Ok(root) => root,
+        Err(fault) => return r.add(wire::json_path("$.document", &fault.path), fault.message()).map(|()| Vec::new()),
+    };
     let mut refs = Vec::new();
     let mut seen = HashSet::new();
-    // Each node's (parent, index among its parent's children); the root's parent is itself.
-    let mut links: Vec<(usize, usize)> = vec![(0, 0)];
-    let path_of = |links: &[(usize, usize)], mut at: usize| {
-        let mut segs = Vec::new();
-        while at != 0 {
-            let (parent, i) = links[at];
-            segs.push(Seg::Index(i));
-            segs.push(Seg::Key("children"));
-            at = parent;
+    // Each node's (parent's link, index among its parent's children): its path is rendered only
+    // for a problem.
+    let mut links: Vec<(usize, usize)> = Vec::new();
+    let mut stack: Vec<(&Node, usize, usize)> = vec![(&root, usize::MAX, 0)];
+    while let Some((n, parent, i)) = stack.pop() {
+        links.push((parent, i));
+        let me = links.len() - 1;
+        if n.kind == NodeType::SVG && n.image_ref.is_none() {
+            r.add(format!("{}.imageRef", render(&links, me)), "an SVG node needs an imageRef")?;
         }
-        segs.reverse();
-        segs
-    };
-    let mut stack: Vec<(&'a Value, usize, usize)> = vec![(doc, 1, 0)];
-    let mut count = 0usize;
-    let mut too_deep = false;
-    while let Some((node, depth, link)) = stack.pop() {
-        count += 1;
-        if count > limits.max_nodes {
-            // Once is enough, and nothing past the limit is looked at.
-            r.add("$.document", format!("more than {} nodes", limits.max_nodes))?;
-            break;
-        }
-        let here = || render(&path_of(&links, link));
-        if depth > limits.max_depth {
-            if !too_deep {
-                too_deep = true;
-                r.add(here(), format!("nodes nested deeper than {}", limits.max_depth))?;
+        for (member, index, name) in n.image_refs() {
+            if seen.insert(name.to_owned()) {
+                let within = index.map(|i| format!("[{i}]")).unwrap_or_default();
+                let sub = if index.is_some() { ".imageRef" } else { "" };
+                refs.push((name.to_owned(), format!("{}.{member}{within}{sub}", render(&links, me))));
             }
-            continue;
         }
-        let Some(obj) = node.as_object() else {
-            r.add(here(), "a node is not an object")?;
-            continue;
-        };
-        check_node(obj, &path_of(&links, link), &mut refs, &mut seen, r)?;
-        match obj.get("children") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(children)) => {
-                // Reverse so the walk (and thus image order) follows document order.
-                for (i, c) in children.iter().enumerate().rev() {
-                    links.push((link, i));
-                    stack.push((c, depth + 1, links.len() - 1));
-                }
-            }
-            Some(_) => r.add(format!("{}.children", here()), "children must be an array")?,
-        }
+        // Reversed, so the walk (and thus image order) follows document order.
+        stack.extend(n.children.as_deref().unwrap_or_default().iter().enumerate().rev().map(|(i, c)| (c, me, i)));
     }
     Ok(refs)
 }
 
-/// One node's own members: its type, and every `imageRef` on it (on the node itself, or in its
-/// fills, strokes or anything else), each with the path of its first use.
-fn check_node<'a>(
-    obj: &'a serde_json::Map<String, Value>,
-    at: &[Seg<'a>],
-    refs: &mut Vec<(String, String)>,
-    seen: &mut HashSet<String>,
-    r: &mut Report,
-) -> Result<(), Stop> {
-    let here = || render(at);
-    match obj.get("type").and_then(Value::as_str) {
-        None => r.add(format!("{}.type", here()), "a node has no type")?,
-        Some(ty) if !NODE_TYPES.contains(&ty) => {
-            r.add(format!("{}.type", here()), format!("node type {ty:?} cannot be built by the plugin"))?
-        }
-        Some(_) => {}
+/// The path of the node at `at` from `$.document`, through its parents' links.
+fn render(links: &[(usize, usize)], mut at: usize) -> String {
+    let mut steps = Vec::new();
+    while links[at].0 != usize::MAX {
+        steps.push(links[at].1);
+        at = links[at].0;
     }
-    for (k, v) in obj {
-        match k.as_str() {
-            "children" => {}
-            // An SVG or image node may carry its imageRef on the node itself.
-            "imageRef" => add_ref(v, refs, seen, || format!("{}.imageRef", here()), r)?,
-            _ => {
-                let mut base = at.to_vec();
-                base.push(Seg::Key(k));
-                collect_refs(v, base, refs, seen, r)?
-            }
-        }
+    let mut out = String::from("$.document");
+    for i in steps.iter().rev() {
+        out.push_str(&format!(".children[{i}]"));
     }
-    Ok(())
-}
-
-fn add_ref(
-    v: &Value,
-    refs: &mut Vec<(String, String)>,
-    seen: &mut HashSet<String>,
-    path: impl FnOnce() -> String,
-    r: &mut Report,
-) -> Result<(), Stop> {
-    let Some(name) = v.as_str() else {
-        return r.add(path(), "imageRef must be a string");
-    };
-    if seen.insert(name.to_owned()) {
-        refs.push((name.to_owned(), path()));
-    }
-    Ok(())
-}
-
-/// Every `imageRef` inside one member of a node, at any depth.
-fn collect_refs<'a>(
-    v: &'a Value,
-    base: Vec<Seg<'a>>,
-    refs: &mut Vec<(String, String)>,
-    seen: &mut HashSet<String>,
-    r: &mut Report,
-) -> Result<(), Stop> {
-    // Depth-first with the path held once: each entry says how long the path is above it.
-    let mut path = base;
-    let start = path.len();
-    let mut stack: Vec<(&'a Value, usize, Option<Seg<'a>>)> = vec![(v, start, None)];
-    while let Some((v, len, seg)) = stack.pop() {
-        path.truncate(len);
-        if let Some(seg) = seg {
-            path.push(seg);
-        }
-        match v {
-            Value::Object(m) => {
-                let len = path.len();
-                // Members in key order, nested ones popped last first: the order of first use
-                // (and so of inlining) stays what it always was.
-                for (k, inner) in m {
-                    if k == "imageRef" {
-                        let p = &path;
-                        add_ref(inner, refs, seen, || format!("{}.imageRef", render(p)), r)?;
-                    } else {
-                        stack.push((inner, len, Some(Seg::Key(k))));
-                    }
-                }
-            }
-            Value::Array(a) => {
-                let len = path.len();
-                stack.extend(a.iter().enumerate().rev().map(|(i, x)| (x, len, Some(Seg::Index(i)))));
-            }
-            _ => {}
-        }
-    }
-    Ok(())
+    out
 }
 
 /// Checks image bytes: magic number matches the declared type, and raster sides are within
@@ -668,7 +423,7 @@ fn check_svg(bytes: &[u8]) -> Result<(), Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn nonce() -> Nonce {
         Nonce::from_db("n0nce".into())
@@ -688,7 +443,7 @@ mod tests {
     fn a_good_artifact_lists_used_images_in_document_order() {
         let doc = json!({"type": "FRAME", "name": "s", "children": [
             {"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "b"}]},
-            {"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "a"}], "strokes": [{"imageRef": "b"}]},
+            {"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "a"}], "strokes": [{"type": "IMAGE", "imageRef": "b"}]},
             {"type": "SVG", "imageRef": "logo"}]});
         let images = json!({"a": {"key": "code2des/id1/1/images/a", "mime_type": "image/png"},
                             "b": {"key": "code2des/id1/1/images/b", "mime_type": "image/jpeg"},
@@ -738,9 +493,10 @@ mod tests {
                            "path": "body > h1", "node": "Welcome", "indices": [0, 2]},
                           {"code": "canvas_skipped", "message": "x", "indices": []}]);
         let a = validate(&with(good.clone(), 2), &expect(&n), &l).unwrap();
-        assert_eq!(a.warnings, Some(good.clone()));
+        let read: Value = serde_json::from_str(a.warnings.unwrap().get()).unwrap();
+        assert_eq!(read, good);
         // Version 1 artifacts without the list are as valid as ever.
-        assert_eq!(validate(&art(json!({"type": "FRAME"}), json!({})), &expect(&n), &l).unwrap().warnings, None);
+        assert!(validate(&art(json!({"type": "FRAME"}), json!({})), &expect(&n), &l).unwrap().warnings.is_none());
         assert!(validate(&with(good, 3), &expect(&n), &l).unwrap_err().contains("number of warnings"));
         let bad = [
             json!({}),
@@ -810,19 +566,39 @@ mod tests {
         let bytes = serde_json::to_vec(&bad).unwrap();
         let all = validate_all(&bytes, &expect(&n), &Limits::default()).unwrap_err();
         let got: Vec<String> = all.iter().map(ToString::to_string).collect();
+        // The document is read as typed nodes: its first type error ends its reading.
         let want = [
             "$.version: unknown version",
             "$.nonce: nonce does not match the job",
             "$.warning_count: warning_count must be a non-negative integer",
             r#"$.images[""]: an image ref is empty, too long or has control characters"#,
             r#"$.images.a.key: image "a" key is outside the job prefix"#,
-            r#"$.document.children[0].type: node type "WIDGET" cannot be built by the plugin"#,
-            "$.document.children[1].strokes[0].imageRef: imageRef must be a string",
-            "$.document.children[2].children: children must be an array",
-            "$.document.children[3]: a node is not an object",
-            r#"$.document.children[1].fills[0].imageRef: imageRef "zz" is not in images"#,
+            "$.document.children[0].type: unknown variant `WIDGET`, expected one of `FRAME`, `GROUP`, \
+             `RECTANGLE`, `ELLIPSE`, `LINE`, `VECTOR`, `TEXT`, `SVG`",
         ];
         assert_eq!(got, want);
+        // Each of the others, in a document otherwise right.
+        let frame = |child: Value| json!({"type": "FRAME", "children": [{"type": "TEXT"}, child]});
+        for (child, problem) in [
+            (
+                json!({"type": "RECTANGLE", "strokes": [{"type": "IMAGE", "imageRef": 7}]}),
+                "$.document.children[1].strokes[0]: invalid type: integer `7`, expected a string",
+            ),
+            (
+                json!({"type": "TEXT", "children": {}}),
+                "$.document.children[1].children: invalid type: map, expected a sequence",
+            ),
+            (json!("text"), "$.document.children[1]: invalid type: string \"text\", expected struct Node"),
+            (json!({"type": "SVG"}), "$.document.children[1].imageRef: an SVG node needs an imageRef"),
+            (
+                json!({"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "zz"}]}),
+                r#"$.document.children[1].fills[0].imageRef: imageRef "zz" is not in images"#,
+            ),
+        ] {
+            let one = art(frame(child), json!({}));
+            let got = validate_all(&one, &expect(&n), &Limits::default()).unwrap_err();
+            assert_eq!(got.iter().map(ToString::to_string).collect::<Vec<_>>(), [problem]);
+        }
         // The result route's check stops at the first, and says the same.
         assert_eq!(validate(&bytes, &expect(&n), &Limits::default()).unwrap_err(), want[0]);
         // A good artifact has no problem either way.

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::field_error::FieldError;
 use crate::domain::ids::{Code2desId, OrganizationId, ProjectId};
 
 /// `updated_by` of a job the deadline failed; the webhook tells a timeout from a worker's
@@ -152,17 +151,18 @@ pub struct Progress {
     pub updated_at: DateTime<Utc>,
 }
 
-/// Job status, stored as the `code2des_status` enum labels '0', '1', '2'.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Processing,
-    Completed,
-    Failed,
+/// Job status: the wire's names ([`Status::api_name`]), stored as the `code2des_status` enum
+/// labels '0', '1', '2' ([`StatusLabel`]).
+pub use code2des_wire::protocol::Status;
+
+/// A status as the table stores it.
+pub trait StatusLabel: Sized {
+    fn from_db(label: &str) -> Option<Self>;
+    fn db_label(self) -> &'static str;
 }
 
-impl Status {
-    pub fn from_db(label: &str) -> Option<Self> {
+impl StatusLabel for Status {
+    fn from_db(label: &str) -> Option<Self> {
         match label {
             "0" => Some(Self::Processing),
             "1" => Some(Self::Completed),
@@ -171,28 +171,11 @@ impl Status {
         }
     }
 
-    pub fn db_label(self) -> &'static str {
+    fn db_label(self) -> &'static str {
         match self {
             Self::Processing => "0",
             Self::Completed => "1",
             Self::Failed => "2",
-        }
-    }
-
-    pub fn api_name(self) -> &'static str {
-        match self {
-            Self::Processing => "processing",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-        }
-    }
-
-    pub fn parse_api(field: &'static str, raw: &str) -> Result<Self, FieldError> {
-        match raw {
-            "processing" => Ok(Self::Processing),
-            "completed" => Ok(Self::Completed),
-            "failed" => Ok(Self::Failed),
-            _ => Err(FieldError::new(field, "must be one of processing, completed, failed")),
         }
     }
 }

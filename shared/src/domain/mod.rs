@@ -4,18 +4,16 @@
 //! ([`field_error::FieldError`], the artifact's reason, [`signature::SignatureError`]); the HTTP
 //! edge alone turns them into statuses and messages (`crate::http::refusals`).
 
-// First, so its `wire_enum!` is in scope for the modules after it.
-#[macro_use]
-pub mod wire;
 pub mod artifact;
 pub mod cursor;
-pub mod field_error;
 pub mod fields;
-pub mod ids;
 pub mod job;
-pub mod keys;
-pub mod protocol;
 pub mod quota;
 pub mod scope;
 pub mod signature;
 pub mod standard_webhooks;
+
+// The wire (`code2des-wire`): the types every participant reads and writes, and the ids and
+// keys they carry, under the names the rest of the crate has always used.
+pub use code2des_wire as wire;
+pub use code2des_wire::{field_error, ids, keys, protocol};

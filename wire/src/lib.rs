@@ -1,8 +1,14 @@
-//! The worker protocol's JSON (SPEC section 4) is described once, as serde types: the manifest
-//! and the webhook body in [`crate::domain::protocol`], the artifact in
-//! [`crate::domain::artifact`], its node tree in [`node`]. They are read through [`read`], so an
-//! error keeps the JSON path of the member at fault, and `schemas/*.schema.json` are generated
-//! from the same types ([`schemas`]).
+//! The wire of Code2Des, described once (SPEC section 4): the document's node tree ([`node`]),
+//! the result artifact with its images and warnings ([`artifact`]), the manifest and the
+//! webhook bodies with the status names ([`protocol`]), and the ids and keys they carry
+//! ([`ids`], [`keys`]). Every type is Serialize, Deserialize and JsonSchema, and every bound is
+//! a newtype or a constant defined once, read by both the check and the schema. The converter
+//! builds the document with these types, the worker writes the artifact and the webhook with
+//! them, and `shared` reads them. No I/O: serde, schemars and uuid only.
+//!
+//! They are read through [`read`], so an error keeps the JSON path of the member at fault, and
+//! `schemas/*.schema.json` and openapi.yaml's generated components come from the same types
+//! ([`schemas`], [`openapi_components`]).
 
 use std::borrow::Cow;
 
@@ -13,7 +19,7 @@ use serde_json::Value;
 /// An enum of the wire, each JSON name written once: the variants, their names, and `ALL`.
 macro_rules! wire_enum {
     ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal,)* }) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
         $(#[$m])*
         $vis enum $name {
             $($(#[$vm])* #[serde(rename = $s)] $v,)*
@@ -28,15 +34,29 @@ macro_rules! wire_enum {
                     $(Self::$v => $s,)*
                 }
             }
+
+            /// The variant of a JSON name.
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $($s => Some(Self::$v),)*
+                    _ => None,
+                }
+            }
         }
     };
 }
 
+pub mod artifact;
+pub mod field_error;
+pub mod ids;
+pub mod keys;
 pub mod node;
+pub mod protocol;
 mod schema;
+pub mod shape;
 
 pub use node::NODE_DEFINITIONS;
-pub use schema::schemas;
+pub use schema::{openapi_components, schemas};
 
 /// A step of a JSON path: a member's name or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +138,7 @@ fn fault(e: serde_path_to_error::Error<serde_json::Error>) -> Fault {
     Fault { path, kind }
 }
 
-fn seg(s: &serde_path_to_error::Segment) -> Option<Seg> {
+pub(crate) fn seg(s: &serde_path_to_error::Segment) -> Option<Seg> {
     match s {
         serde_path_to_error::Segment::Seq { index } => Some(Seg::Index(*index)),
         serde_path_to_error::Segment::Map { key } => Some(Seg::Key(key.clone())),
@@ -212,6 +232,12 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
     }
 }
 
+impl<T: serde::Serialize> serde::Serialize for Obj<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
 impl<T: schemars::JsonSchema> schemars::JsonSchema for Obj<T> {
     fn inline_schema() -> bool {
         T::inline_schema()
@@ -232,7 +258,7 @@ impl<T: schemars::JsonSchema> schemars::JsonSchema for Obj<T> {
 
 /// For a hand-written `Deserialize`: the member's JSON value, checked by `check`, whose error
 /// is the message a client reads (the types' own wording, not serde's).
-pub(crate) fn checked<'de, D, T>(d: D, check: impl FnOnce(Value) -> Result<T, Cow<'static, str>>) -> Result<T, D::Error>
+pub fn checked<'de, D, T>(d: D, check: impl FnOnce(Value) -> Result<T, Cow<'static, str>>) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
 {

@@ -8,8 +8,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::domain::field_error::FieldError;
-use crate::domain::wire::{checked, REQUIRED};
+use crate::field_error::FieldError;
+use crate::{checked, REQUIRED};
 
 /// A body member read by `parse`: the messages a 400 gives for it (`is required`, `must be a
 /// string`, or `parse`'s own).
@@ -299,6 +299,69 @@ impl Subject {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// The ids bind as the columns they are stored in (`shared`'s fenced SQL): job ids as their
+/// lowercase hyphenated text (varchar), organization and project ids as int4, the caller as
+/// varchar. Encoding only: postgres-types does no I/O.
+#[cfg(feature = "sql")]
+mod sql {
+    use bytes::BytesMut;
+    use postgres_types::{to_sql_checked, IsNull, ToSql, Type};
+
+    use super::{Code2desId, OrganizationId, ProjectId, Subject};
+
+    type BoxError = Box<dyn std::error::Error + Sync + Send>;
+
+    impl ToSql for Code2desId {
+        fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+            let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
+            let text: &str = self.uuid().hyphenated().encode_lower(&mut buf);
+            text.to_sql(ty, out)
+        }
+
+        fn accepts(ty: &Type) -> bool {
+            <&str as ToSql>::accepts(ty)
+        }
+
+        to_sql_checked!();
+    }
+
+    impl ToSql for OrganizationId {
+        fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+            self.get().to_sql(ty, out)
+        }
+
+        fn accepts(ty: &Type) -> bool {
+            <i32 as ToSql>::accepts(ty)
+        }
+
+        to_sql_checked!();
+    }
+
+    impl ToSql for ProjectId {
+        fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+            self.get().to_sql(ty, out)
+        }
+
+        fn accepts(ty: &Type) -> bool {
+            <i32 as ToSql>::accepts(ty)
+        }
+
+        to_sql_checked!();
+    }
+
+    impl ToSql for Subject {
+        fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+            self.as_str().to_sql(ty, out)
+        }
+
+        fn accepts(ty: &Type) -> bool {
+            <&str as ToSql>::accepts(ty)
+        }
+
+        to_sql_checked!();
     }
 }
 

@@ -1,6 +1,6 @@
 //! The domain's refusal of a member of the input: which member, and what is wrong with it. The
 //! parsers of `ids`, `keys`, `fields`, `cursor`, `job` and `protocol` return it; the HTTP edge
-//! turns it into the 400 a client reads (`crate::http::refusals`), its message the field, a
+//! turns it into the 400 a client reads (`shared`'s `http::refusals`), its message the field, a
 //! colon and what is wrong, word for word.
 
 use std::borrow::Cow;

@@ -1,22 +1,26 @@
-//! `schemas/*.schema.json`, generated from the wire types (`UPDATE_SCHEMAS=1 cargo test -p
-//! code2des-local --test schemas` writes them, and fails when the committed ones drift).
+//! `schemas/*.schema.json` and openapi.yaml's node-tree components, generated from the wire
+//! types (`UPDATE_SCHEMAS=1 cargo test -p code2des-local --test schemas` writes them; without
+//! it, the test fails when the committed ones drift).
 
 use schemars::JsonSchema;
 use serde_json::Value;
 
-use super::node::NODE_DEFINITIONS;
-use crate::domain::artifact::ResultArtifact;
-use crate::domain::protocol::{Manifest, WebhookReport};
+use crate::artifact::ResultArtifact;
+use crate::node::NODE_DEFINITIONS;
+use crate::protocol::{Manifest, WebhookReport};
 
 // --- generation ----------------------------------------------------------------------------------
 
 /// The members of the node tree (openapi.yaml's `Node` and what it refers to) are absent when
-/// unused, never null: the plugin reads them so. Option members are generated as "T or null";
+/// unused, never null: the plugin reads them so; and none has a default the wire must carry. Option members are generated as "T or null";
 /// here they become T. Numbers lose schemars' `format: double`, which neither JSON Schema nor
 /// OpenAPI needs for a JSON number.
 fn absent_not_null(v: &mut Value) {
     match v {
         Value::Object(m) => {
+            // A member read with its default when absent is still optional on the wire (the
+            // TypeScript client would make a member with a `default` required).
+            m.remove("default");
             if let Some(Value::Array(values)) = m.get("enum") {
                 let kept: Vec<Value> = values.iter().filter(|x| !x.is_null()).cloned().collect();
                 m.insert("enum".into(), Value::Array(kept));
@@ -82,4 +86,18 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
         ("artifact.schema.json", root::<ResultArtifact>("artifact.schema.json")),
         ("webhook.schema.json", root::<WebhookReport>("webhook.schema.json")),
     ]
+}
+
+/// openapi.yaml's components of the node tree ([`NODE_DEFINITIONS`]), in that order: the
+/// artifact schema's definitions of the same names, their references made openapi's.
+pub fn openapi_components() -> Vec<(&'static str, Value)> {
+    let artifact = root::<ResultArtifact>("artifact.schema.json");
+    NODE_DEFINITIONS
+        .iter()
+        .map(|name| {
+            let text = serde_json::to_string(&artifact["$defs"][*name]).expect("a schema is JSON");
+            let text = text.replace("\"#/$defs/", "\"#/components/schemas/");
+            (*name, serde_json::from_str(&text).expect("a schema is JSON"))
+        })
+        .collect()
 }

@@ -1,24 +1,57 @@
 //! The worker protocol of SPEC section 4 (snake_case): the manifest trigger writes, and the
-//! webhook body the worker sends back, as the serde types they are read with (the artifact is
-//! in [`crate::domain::artifact`]). A field's type says what a client reads when it is wrong.
+//! webhook body the worker sends back, as the serde types they are written and read with (the
+//! artifact is in [`crate::artifact`]), and the status names. A field's type says what a client
+//! reads when it is wrong.
 
 use std::borrow::Cow;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::domain::field_error::FieldError;
-use crate::domain::ids::{Code2desId, ProgressStage};
-use crate::domain::job::Status;
-use crate::domain::keys::{job_prefix, S3Pointer};
-use crate::domain::wire::{checked, read, read_slice, Fault, FaultKind, Obj, REQUIRED};
+use crate::field_error::FieldError;
+use crate::ids::{Code2desId, ProgressStage};
+use crate::keys::{job_prefix, S3Pointer, MAX_POINTER};
+use crate::{checked, read, read_slice, Fault, FaultKind, Obj, REQUIRED};
 
 pub const PROTOCOL_VERSION: u32 = 1;
 /// Cap on a stored error message (SPEC section 4).
 pub const MAX_ERROR_MESSAGE: usize = 2000;
 /// Stored for a failure reported without any message, so clients always see a reason.
 pub const DEFAULT_FAILURE: &str = "conversion failed";
+/// The longest nonce, in characters: the manifest's, echoed in every report and artifact.
+pub const MAX_NONCE: usize = 255;
+/// A progress report's `percent`, from this to [`MAX_PERCENT`].
+pub const MIN_PERCENT: i16 = 0;
+pub const MAX_PERCENT: i16 = 100;
+
+wire_enum! {
+    /// A job's status (SPEC section 3), as the API, the webhook and the list filter name it:
+    /// `processing` until the worker's terminal report, then `completed` or `failed`.
+    pub enum Status {
+        Processing = "processing",
+        Completed = "completed",
+        Failed = "failed",
+    }
+}
+
+impl Status {
+    /// The name the API shows.
+    pub fn api_name(self) -> &'static str {
+        self.as_str()
+    }
+
+    /// A status named by a client (the list's `status` filter).
+    pub fn parse_api(field: &'static str, raw: &str) -> Result<Self, FieldError> {
+        Self::from_name(raw).ok_or_else(|| FieldError::new(field, format!("must be one of {}", Self::ALL.join(", "))))
+    }
+}
+
+/// True when `nonce` is what a manifest may carry and a report echo: 1 to [`MAX_NONCE`]
+/// characters, none a control character.
+pub fn is_nonce(nonce: &str) -> bool {
+    !nonce.is_empty() && nonce.chars().count() <= MAX_NONCE && !nonce.chars().any(char::is_control)
+}
 
 /// The manifest (SPEC section 4): written by trigger (and retry) at
 /// `code2des/{code2des_id}/{attempt}/manifest.json` in the artifact bucket, one per attempt; in
@@ -72,7 +105,8 @@ impl Manifest {
 
 /// The body of `POST /code2des/webhook` (SPEC sections 4 and 7), signed with Standard Webhooks
 /// (docs/WORKER.md). `status` tells the three reports apart.
-#[derive(Debug, JsonSchema)]
+// The variants are `Status`'s, in its order (a test holds them equal).
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "lowercase")]
 pub enum WebhookReport {
     /// Progress, any number of times while the attempt is processing.
@@ -89,45 +123,50 @@ struct Tag {
     status: ReportStatus,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ProcessingReport {
     pub code2des_id: JobId,
     pub attempt: Attempt,
     pub nonce: EchoedNonce,
     pub progress: Obj<ProgressReport>,
     /// A progress report has none: only a terminal report points at an artifact.
-    #[serde(default)]
+    #[serde(default, skip_serializing)]
     #[schemars(skip)]
     pub result_url: Option<Absent>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct CompletedReport {
     pub code2des_id: JobId,
     pub attempt: Attempt,
     pub nonce: EchoedNonce,
     /// `s3://{bucket}/code2des/{code2des_id}/{attempt}/…` of this job, no `..`.
     pub result_url: ResultUrl,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub warning_count: Option<WarningCount>,
     /// A completed job has no failure detail: checked for type, not stored.
+    #[serde(skip_serializing)]
     #[schemars(skip)]
     pub error_message: Option<ErrorMessage>,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct FailedReport {
     pub code2des_id: JobId,
     pub attempt: Attempt,
     pub nonce: EchoedNonce,
     /// A failure artifact, when there is one: as a completed report's.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result_url: Option<ResultUrl>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub warning_count: Option<WarningCount>,
     /// Stored with control characters stripped, cut to 2 000 characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error_message: Option<ErrorMessage>,
 }
 
 /// `{"percent": 0-100, "stage": "1-64 characters"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgressReport {
     pub percent: Percent,
@@ -180,6 +219,18 @@ macro_rules! member_schema {
     };
 }
 
+/// A member's `Serialize`: the JSON value its `Deserialize` reads back.
+macro_rules! member_serialize {
+    ($ty:ident, |$x:ident, $s:ident| $write:expr) => {
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, $s: S) -> Result<S::Ok, S::Error> {
+                let $x = &self.0;
+                $write
+            }
+        }
+    };
+}
+
 /// A member's `Deserialize` through [`checked`]: the value in, the type or the message out.
 macro_rules! member_deserialize {
     ($ty:ident, |$v:ident| $check:expr) => {
@@ -192,7 +243,12 @@ macro_rules! member_deserialize {
 }
 
 /// An integer of the body in `min..=max` (i32 at most), or the message that says so.
-fn integer(v: &Value, min: i64, max: i64, not_a_number: &'static str) -> Result<i64, Cow<'static, str>> {
+fn integer(
+    v: &Value,
+    min: i64,
+    max: i64,
+    not_a_number: impl Into<Cow<'static, str>>,
+) -> Result<i64, Cow<'static, str>> {
     match v {
         Value::Number(n) => n
             .as_i64()
@@ -214,63 +270,71 @@ fn string(v: Value) -> Result<String, Cow<'static, str>> {
 
 #[derive(Debug)]
 struct ReportStatus(Status);
-member_deserialize!(ReportStatus, |v| match string(v)?.as_str() {
-    "processing" => Ok(Self(Status::Processing)),
-    "completed" => Ok(Self(Status::Completed)),
-    "failed" => Ok(Self(Status::Failed)),
-    _ => Err("must be processing, completed or failed".into()),
-});
+member_deserialize!(ReportStatus, |v| Status::from_name(&string(v)?).map(Self).ok_or_else(|| {
+    let (last, rest) = Status::ALL.split_last().expect("statuses");
+    format!("must be {} or {last}", rest.join(", ")).into()
+}));
 
 /// The job the report is for (a UUID).
 #[derive(Debug, Clone, Copy)]
 pub struct JobId(pub Code2desId);
 member_deserialize!(JobId, |v| Code2desId::parse_field("code2des_id", &string(v)?).map(Self).map_err(|e| e.message));
 member_schema!(JobId, {"type": "string"});
+member_serialize!(JobId, |id, s| id.serialize(s));
 
 #[derive(Debug, Clone, Copy)]
 pub struct Attempt(pub i32);
 member_deserialize!(Attempt, |v| integer(&v, 1, i32::MAX.into(), "must be an integer").map(|n| Self(n as i32)));
 member_schema!(Attempt, {"type": "integer", "format": "int32", "minimum": 1});
+member_serialize!(Attempt, |n, s| n.serialize(s));
 
 /// The attempt's nonce, as the manifest gave it.
 #[derive(Debug, Clone)]
 pub struct EchoedNonce(pub String);
 member_deserialize!(EchoedNonce, |v| {
     let s = string(v)?;
-    let ok = !s.is_empty() && s.len() <= 255 && !s.chars().any(char::is_control);
-    if ok {
+    if is_nonce(&s) {
         Ok(Self(s))
     } else {
-        Err("must be 1 to 255 characters".into())
+        Err(format!("must be 1 to {MAX_NONCE} characters").into())
     }
 });
-member_schema!(EchoedNonce, {"type": "string", "minLength": 1, "maxLength": 255});
+member_schema!(EchoedNonce, {"type": "string", "minLength": 1, "maxLength": MAX_NONCE});
+member_serialize!(EchoedNonce, |n, s| n.serialize(s));
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Percent(pub i16);
-member_deserialize!(Percent, |v| integer(&v, 0, 100, "must be an integer from 0 to 100").map(|n| Self(n as i16)));
-member_schema!(Percent, {"type": "integer", "minimum": 0, "maximum": 100});
+member_deserialize!(Percent, |v| {
+    let not_a_number = format!("must be an integer from {MIN_PERCENT} to {MAX_PERCENT}");
+    integer(&v, MIN_PERCENT.into(), MAX_PERCENT.into(), not_a_number).map(|n| Self(n as i16))
+});
+member_schema!(Percent, {"type": "integer", "minimum": MIN_PERCENT, "maximum": MAX_PERCENT});
+member_serialize!(Percent, |n, s| n.serialize(s));
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stage(pub ProgressStage);
 member_deserialize!(Stage, |v| ProgressStage::parse("progress.stage", &string(v)?).map(Self).map_err(|e| e.message));
 member_schema!(Stage, {"type": "string", "minLength": 1, "maxLength": ProgressStage::MAX});
+member_serialize!(Stage, |stage, s| s.serialize_str(stage.as_str()));
 
 /// `s3://{bucket}/code2des/{code2des_id}/{attempt}/…` of this job, no `..`.
 #[derive(Debug, Clone)]
 pub struct ResultUrl(pub S3Pointer);
 member_deserialize!(ResultUrl, |v| S3Pointer::parse("result_url", &string(v)?).map(Self).map_err(|e| e.message));
-member_schema!(ResultUrl, {"type": "string", "maxLength": 1000});
+member_schema!(ResultUrl, {"type": "string", "maxLength": MAX_POINTER});
+member_serialize!(ResultUrl, |url, s| s.collect_str(url));
 
 #[derive(Debug, Clone, Copy)]
 pub struct WarningCount(pub i32);
 member_deserialize!(WarningCount, |v| integer(&v, 0, i32::MAX.into(), "must be an integer").map(|n| Self(n as i32)));
 member_schema!(WarningCount, {"type": "integer", "format": "int32", "minimum": 0});
+member_serialize!(WarningCount, |n, s| n.serialize(s));
 
 #[derive(Debug, Clone)]
 pub struct ErrorMessage(pub String);
 member_deserialize!(ErrorMessage, |v| string(v).map(Self));
 member_schema!(ErrorMessage, {"type": "string"});
+member_serialize!(ErrorMessage, |m, s| m.serialize(s));
 
 /// A member a report must not have (`null` is absent).
 #[derive(Debug)]
@@ -371,6 +435,24 @@ impl WebhookBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reports_are_the_statuses() {
+        let schema = schemars::schema_for!(WebhookReport).to_value();
+        let tags: Vec<&str> = schema["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["$ref"].as_str().unwrap())
+            .map(|r| r.trim_start_matches("#/$defs/"))
+            .collect();
+        assert_eq!(tags, ["ProcessingReport", "CompletedReport", "FailedReport"]);
+        let status = |report: &str| report.strip_suffix("Report").unwrap().to_lowercase();
+        assert_eq!(tags.iter().map(|t| status(t)).collect::<Vec<_>>(), Status::ALL);
+        for name in Status::ALL {
+            assert_eq!(Status::from_name(name).map(Status::api_name), Some(*name));
+        }
+    }
     use serde_json::json;
 
     fn parse(v: Value) -> Result<WebhookBody, FieldError> {

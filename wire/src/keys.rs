@@ -3,8 +3,15 @@
 
 use std::fmt;
 
-use crate::domain::field_error::FieldError;
-use crate::domain::ids::Code2desId;
+use crate::field_error::FieldError;
+use crate::ids::Code2desId;
+
+/// The longest `s3://bucket/key` pointer accepted (a webhook's `result_url`, read by
+/// [`S3Pointer::parse`] and stated by its schema).
+pub const MAX_POINTER: usize = 1000;
+
+/// The longest object key (S3's own limit, in bytes).
+pub const MAX_KEY_BYTES: usize = 1024;
 
 /// An object in the artifact bucket, as `s3://bucket/key`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,8 +24,9 @@ impl S3Pointer {
     /// Parses `s3://bucket/key`. The key must be a plain relative path: no empty, `.` or `..`
     /// segments and no control characters, so a prefix check on it means what it says.
     pub fn parse(field: &'static str, raw: &str) -> Result<Self, FieldError> {
-        if raw.len() > 1000 {
-            return Err(FieldError::new(field, "must be at most 1000 characters"));
+        // Characters, as the schema's maxLength counts them.
+        if raw.chars().count() > MAX_POINTER {
+            return Err(FieldError::new(field, format!("must be at most {MAX_POINTER} characters")));
         }
         let rest = raw.strip_prefix("s3://").ok_or_else(|| FieldError::new(field, "must be an s3://bucket/key URL"))?;
         let (bucket, key) =
@@ -45,8 +53,8 @@ impl fmt::Display for S3Pointer {
 
 /// Checks an object key as a relative path (see [`S3Pointer::parse`]).
 pub fn check_key(field: &'static str, key: &str) -> Result<(), FieldError> {
-    if key.is_empty() || key.len() > 1024 {
-        return Err(FieldError::new(field, "must name an object key of 1 to 1024 bytes"));
+    if key.is_empty() || key.len() > MAX_KEY_BYTES {
+        return Err(FieldError::new(field, format!("must name an object key of 1 to {MAX_KEY_BYTES} bytes")));
     }
     if key.chars().any(|c| c.is_control() || c == '\\') {
         return Err(FieldError::new(field, "must not contain control characters or backslashes"));

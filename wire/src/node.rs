@@ -1,0 +1,707 @@
+//! A result's node tree (SPEC section 4, openapi.yaml's `Node`, generated from these types):
+//! what the converter builds, the worker writes, the result route reads and checks, and the
+//! plugin builds with the Figma plugin API.
+//!
+//! A node is one struct, [`Node`]: every member any node type has, each optional and left out
+//! when unset (a plugin that predates a member never sees it). Which types read which members
+//! is [`owners`]; the schema is told apart by `type` from it ([`NodeSchema`]), so openapi.yaml
+//! and the TypeScript client keep one definition per node type.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The most nodes one document holds (the result route refuses more).
+pub const MAX_NODES: usize = 20_000;
+/// The deepest a node may be nested, the root at depth 1.
+pub const MAX_DEPTH: usize = 40;
+
+wire_enum! {
+    /// The node types the reference plugin builds with the Figma plugin API.
+    #[allow(clippy::upper_case_acronyms)]
+    #[derive(Default)]
+    pub enum NodeType {
+        #[default]
+        FRAME = "FRAME",
+        GROUP = "GROUP",
+        RECTANGLE = "RECTANGLE",
+        ELLIPSE = "ELLIPSE",
+        LINE = "LINE",
+        VECTOR = "VECTOR",
+        TEXT = "TEXT",
+        SVG = "SVG",
+    }
+}
+
+impl NodeType {
+    /// The schema's definition of a node of this type (`FrameNode`), and what it is.
+    fn definition(self) -> (&'static str, &'static str) {
+        match self {
+            Self::FRAME => ("FrameNode", "A frame (`figma.createFrame`); holds children."),
+            Self::GROUP => (
+                "GroupNode",
+                "A group (`figma.group`): its position and size are its children's bounds. A group with no children cannot exist in Figma; the reference plugin builds an empty GROUP as an empty frame without fills.",
+            ),
+            Self::RECTANGLE => {
+                ("RectangleNode", "A rectangle (`figma.createRectangle`); an image is a rectangle with an IMAGE fill.")
+            }
+            Self::ELLIPSE => ("EllipseNode", "An ellipse (`figma.createEllipse`) inscribed in its width and height."),
+            Self::LINE => (
+                "LineNode",
+                "A line (`figma.createLine`) of length `width` from (`x`, `y`), turned by `rotation`; drawn with its strokes.",
+            ),
+            Self::VECTOR => ("VectorNode", "A vector (`figma.createVector`) drawn by SVG path data."),
+            Self::TEXT => (
+                "TextNode",
+                "A text layer (`figma.createText`); the plugin loads the font first and falls back to Inter Regular when it is not available.",
+            ),
+            Self::SVG => (
+                "SvgNode",
+                "An SVG image the plugin turns into vectors (`figma.createNodeFromSvg`, which makes a frame of vector layers): `imageRef` names an `image/svg+xml` image of the result, and `width` and `height`, when given, are the size it is scaled to.",
+            ),
+        }
+    }
+}
+
+/// The node types that read a member, for the members only some types have; every other member
+/// is common to all ([`NodeSchema`] splits the schema by this, and a test holds every name here
+/// to a member of [`Node`]).
+pub fn owners(member: &str) -> Option<&'static [NodeType]> {
+    use NodeType::*;
+    Some(match member {
+        "cornerRadius" | "topLeftRadius" | "topRightRadius" | "bottomRightRadius" | "bottomLeftRadius" => {
+            &[FRAME, RECTANGLE]
+        }
+        "clipsContent"
+        | "layoutMode"
+        | "itemSpacing"
+        | "paddingTop"
+        | "paddingRight"
+        | "paddingBottom"
+        | "paddingLeft"
+        | "primaryAxisAlignItems"
+        | "counterAxisAlignItems" => &[FRAME],
+        "vectorPaths" => &[VECTOR],
+        "characters"
+        | "fontSize"
+        | "fontName"
+        | "textAlignHorizontal"
+        | "textAutoResize"
+        | "lineHeight"
+        | "letterSpacing"
+        | "textDecoration"
+        | "textCase" => &[TEXT],
+        "imageRef" => &[SVG],
+        _ => return None,
+    })
+}
+
+/// Members a node type requires beyond `type`.
+fn required_by(t: NodeType) -> &'static [&'static str] {
+    match t {
+        NodeType::SVG => &["imageRef"],
+        _ => &[],
+    }
+}
+
+/// One node of the tree. Geometry is in pixels: `x`, `y` from the top-left of the parent node,
+/// `rotation` in degrees counter-clockwise. Only FRAME and GROUP hold children in Figma; the
+/// reference plugin builds the children of any other node after it, in the same parent,
+/// positioned from that node's top-left.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+// Its schema is never a definition of its own: [`NodeSchema`] splits it by type.
+#[schemars(rename = "NodeMembers")]
+pub struct Node {
+    #[serde(rename = "type")]
+    pub kind: NodeType,
+    /// The layer name (default the type's, as Figma names new layers).
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub x: f64,
+    #[serde(default)]
+    pub y: f64,
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub width: f64,
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub height: f64,
+    /// Degrees, counter-clockwise (as Figma's `rotation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotation: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1))]
+    pub opacity: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visible: Option<bool>,
+    /// Ignored on GROUP (a Figma group has no fills of its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fills: Option<Vec<Paint>>,
+    /// Ignored on GROUP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strokes: Option<Vec<Paint>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub stroke_weight: Option<f64>,
+    /// Per-side weights (FRAME and RECTANGLE), each overriding `strokeWeight` on its side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub stroke_top_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub stroke_right_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub stroke_bottom_weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub stroke_left_weight: Option<f64>,
+    /// Where the strokes lie against the outline (default CENTER, as Figma's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stroke_align: Option<StrokeAlign>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub corner_radius: Option<f64>,
+    /// Per-corner radii, each overriding `cornerRadius` at its corner.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub top_left_radius: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub top_right_radius: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub bottom_right_radius: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub bottom_left_radius: Option<f64>,
+    /// Whether children outside the frame are hidden (Figma's default for a new frame is true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clips_content: Option<bool>,
+    /// Shadows, the last painted on top (Figma's `effects`). Ignored on GROUP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effects: Option<Vec<Effect>>,
+    /// Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the
+    /// frame keeping its `width` and `height`; their `x` and `y` are then ignored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout_mode: Option<LayoutMode>,
+    /// Auto layout: the gap between children.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item_spacing: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub padding_top: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub padding_right: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub padding_bottom: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub padding_left: Option<f64>,
+    /// Auto layout: alignment along the axis (default MIN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary_axis_align_items: Option<PrimaryAlign>,
+    /// Auto layout: alignment across the axis (default MIN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter_axis_align_items: Option<CounterAlign>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub characters: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub font_size: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub font_name: Option<FontName>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_align_horizontal: Option<TextAlign>,
+    /// How the box follows the text (Figma's `textAutoResize`; default NONE: `width` and
+    /// `height` are kept, and lines wrap at the width).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_auto_resize: Option<TextAutoResize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_height: Option<LineHeight>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub letter_spacing: Option<LetterSpacing>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration: Option<TextDecoration>,
+    /// Drawn in this case whatever `characters` is (CSS `text-transform`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_case: Option<TextCase>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_paths: Option<Vec<VectorPath>>,
+    /// A key of the result's images.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = crate::artifact::MAX_IMAGE_REF))]
+    pub image_ref: Option<String>,
+    /// In document order, the first at the back (as in Figma's layer list, read bottom up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<NodeSchema>>")]
+    pub children: Option<Vec<Node>>,
+    /// What the node's maker keeps beside it while it builds the tree; never written or read.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub maker: Maker,
+}
+
+/// The converter's notes on a node it made (see [`Node::maker`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Maker {
+    /// The DOM node it was made from (for warnings and auto layout).
+    pub dom: Option<usize>,
+    /// It is the box of a flex item of its parent's element.
+    pub flex_item: bool,
+}
+
+impl Node {
+    /// This node and every node under it, depth first in document order, each with its depth
+    /// (the root's is 1). Without recursion: a tree read from the wire may be as deep as the
+    /// JSON parser allows.
+    pub fn walk(&self) -> impl Iterator<Item = (&Node, usize)> {
+        let mut stack = vec![(self, 1)];
+        std::iter::from_fn(move || {
+            let (n, depth) = stack.pop()?;
+            stack.extend(n.children.as_deref().unwrap_or_default().iter().rev().map(|c| (c, depth + 1)));
+            Some((n, depth))
+        })
+    }
+
+    /// Every `imageRef` the node uses, in the order of its members: fills, its own, strokes.
+    pub fn image_refs(&self) -> impl Iterator<Item = (&'static str, Option<usize>, &str)> {
+        let fills = paint_refs("fills", &self.fills);
+        let own = self.image_ref.iter().map(|r| ("imageRef", None, r.as_str()));
+        fills.chain(own).chain(paint_refs("strokes", &self.strokes))
+    }
+}
+
+/// The `imageRef` of every IMAGE paint of a list, with its index.
+fn paint_refs<'a>(
+    member: &'static str,
+    list: &'a Option<Vec<Paint>>,
+) -> impl Iterator<Item = (&'static str, Option<usize>, &'a str)> {
+    list.iter().flatten().enumerate().filter_map(move |(i, p)| match p {
+        Paint::Image { image_ref, .. } => Some((member, Some(i), image_ref.as_str())),
+        _ => None,
+    })
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum StrokeAlign {
+        INSIDE = "INSIDE",
+        OUTSIDE = "OUTSIDE",
+        CENTER = "CENTER",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum LayoutMode {
+        NONE = "NONE",
+        HORIZONTAL = "HORIZONTAL",
+        VERTICAL = "VERTICAL",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms, non_camel_case_types)]
+    pub enum PrimaryAlign {
+        MIN = "MIN",
+        CENTER = "CENTER",
+        MAX = "MAX",
+        SPACE_BETWEEN = "SPACE_BETWEEN",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum CounterAlign {
+        MIN = "MIN",
+        CENTER = "CENTER",
+        MAX = "MAX",
+    }
+}
+
+// Inline enums carry no doc comment: it would become the member's description.
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum TextAlign {
+        LEFT = "LEFT",
+        CENTER = "CENTER",
+        RIGHT = "RIGHT",
+        JUSTIFIED = "JUSTIFIED",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum TextDecoration {
+        NONE = "NONE",
+        UNDERLINE = "UNDERLINE",
+        STRIKETHROUGH = "STRIKETHROUGH",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum TextCase {
+        ORIGINAL = "ORIGINAL",
+        UPPER = "UPPER",
+        LOWER = "LOWER",
+        TITLE = "TITLE",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms, non_camel_case_types)]
+    pub enum TextAutoResize {
+        NONE = "NONE",
+        WIDTH_AND_HEIGHT = "WIDTH_AND_HEIGHT",
+        HEIGHT = "HEIGHT",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum ScaleMode {
+        FILL = "FILL",
+        FIT = "FIT",
+        CROP = "CROP",
+        TILE = "TILE",
+    }
+}
+
+/// A fill or stroke, told apart by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type")]
+pub enum Paint {
+    /// A solid colour.
+    #[serde(rename = "SOLID")]
+    Solid {
+        color: Color,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 1))]
+        opacity: Option<f64>,
+    },
+    /// An image fill; `imageRef` is a key of the result's images (png, jpeg or gif).
+    #[serde(rename = "IMAGE", rename_all = "camelCase")]
+    Image {
+        #[schemars(length(min = 1, max = crate::artifact::MAX_IMAGE_REF))]
+        image_ref: String,
+        /// Default FILL.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        scale_mode: Option<ScaleMode>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 1))]
+        opacity: Option<f64>,
+    },
+    /// A linear gradient, as Figma's `GradientPaint`: `gradientTransform` maps the node's unit
+    /// square to the gradient's space, where the colour runs along x from 0 to 1.
+    #[serde(rename = "GRADIENT_LINEAR", rename_all = "camelCase")]
+    GradientLinear {
+        /// Two rows of an affine transform, `[[a, b, c], [d, e, f]]`.
+        gradient_transform: [[f64; 3]; 2],
+        #[schemars(length(min = 1))]
+        gradient_stops: Vec<ColorStop>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 1))]
+        opacity: Option<f64>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ColorStop {
+    #[schemars(range(min = 0, max = 1))]
+    pub position: f64,
+    pub color: Rgba,
+}
+
+/// RGBA channels from 0 to 1, as Figma's `RGBA`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Rgba {
+    #[schemars(range(min = 0, max = 1))]
+    pub r: f64,
+    #[schemars(range(min = 0, max = 1))]
+    pub g: f64,
+    #[schemars(range(min = 0, max = 1))]
+    pub b: f64,
+    #[schemars(range(min = 0, max = 1))]
+    pub a: f64,
+}
+
+/// RGB channels from 0 to 1, as Figma's `RGB`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Color {
+    #[schemars(range(min = 0, max = 1))]
+    pub r: f64,
+    #[schemars(range(min = 0, max = 1))]
+    pub g: f64,
+    #[schemars(range(min = 0, max = 1))]
+    pub b: f64,
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms, non_camel_case_types)]
+    pub enum EffectType {
+        DROP_SHADOW = "DROP_SHADOW",
+        INNER_SHADOW = "INNER_SHADOW",
+    }
+}
+
+/// A shadow, as Figma's `DropShadowEffect` and `InnerShadowEffect` (CSS `box-shadow`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Effect {
+    #[serde(rename = "type")]
+    pub kind: EffectType,
+    pub color: Rgba,
+    pub offset: Vector,
+    /// The blur radius, as CSS's.
+    #[schemars(range(min = 0))]
+    pub radius: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spread: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Vector {
+    pub x: f64,
+    pub y: f64,
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum LineHeightUnit {
+        PIXELS = "PIXELS",
+        PERCENT = "PERCENT",
+        AUTO = "AUTO",
+    }
+}
+
+/// Figma's `LineHeight`: `{"unit": "PIXELS", "value": 24}`, or `{"unit": "AUTO"}` (the font's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LineHeight {
+    pub unit: LineHeightUnit,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum LetterSpacingUnit {
+        PIXELS = "PIXELS",
+        PERCENT = "PERCENT",
+    }
+}
+
+/// Figma's `LetterSpacing`: `{"unit": "PIXELS", "value": 1.5}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LetterSpacing {
+    pub unit: LetterSpacingUnit,
+    pub value: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FontName {
+    #[schemars(example = &"Inter")]
+    pub family: String,
+    #[schemars(example = &"Regular")]
+    pub style: String,
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum WindingRule {
+        NONZERO = "NONZERO",
+        EVENODD = "EVENODD",
+        NONE = "NONE",
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VectorPath {
+    /// Default NONZERO.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub winding_rule: Option<WindingRule>,
+    /// SVG path data, as Figma's `VectorPath.data` (`M 0 0 L 10 10 Z`).
+    pub data: String,
+}
+
+// --- the schema, told apart by type ------------------------------------------------------------
+
+/// The schema of one node (openapi.yaml's `Node`): `oneOf` the node types by `type`, each
+/// `allOf` the members all types have (`NodeCommon`) and its own, split from [`Node`]'s members
+/// by [`owners`].
+pub struct NodeSchema;
+
+const NODE_DESCRIPTION: &str =
+    "One node of a result's Figma node tree (SPEC section 4), told apart by `type`: one of the
+eight node types the reference plugin builds with the Figma plugin API. The result route
+checks every node against this schema's types, every `imageRef` (each is in the artifact's
+images), the node count (at most 20 000) and the depth (at most 40), and passes the tree
+through as the worker wrote it; a plugin ignores members it does not know.
+
+Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas
+position the plugin chooses for the root), `rotation` in degrees counter-clockwise.
+Only FRAME and GROUP hold children in Figma; the reference plugin builds the children of
+any other node after it, in the same parent, positioned from that node's top-left.";
+
+/// `oneOf` the given types, told apart by `type` (an OpenAPI `discriminator`, which a JSON
+/// Schema validator reads as an annotation).
+fn one_of_by_type(description: &str, variants: Vec<(&str, Value)>) -> Schema {
+    let mapping: BTreeMap<&str, Value> =
+        variants.iter().map(|(tag, s)| (*tag, s.get("$ref").cloned().unwrap_or(Value::Null))).collect();
+    let one_of: Vec<Value> = variants.into_iter().map(|(_, s)| s).collect();
+    json_schema!({
+        "description": description,
+        "oneOf": one_of,
+        "discriminator": {"propertyName": "type", "mapping": mapping},
+    })
+}
+
+impl JsonSchema for NodeSchema {
+    fn schema_name() -> Cow<'static, str> {
+        "Node".into()
+    }
+
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        let all = <Node as JsonSchema>::json_schema(g).to_value();
+        let members = all.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+        let common: Map<String, Value> = members.iter().filter(|(k, _)| owners(k).is_none()).map(pair).collect();
+        let defs = g.definitions_mut();
+        let common = json_schema!({"type": "object", "properties": common, "required": ["type"]});
+        defs.insert("NodeCommon".into(), common.to_value());
+        let mut variants = Vec::new();
+        for name in NodeType::ALL {
+            let t = NodeType::from_name(name).expect("a node type");
+            let (definition, description) = t.definition();
+            let mut own = Map::new();
+            own.insert("type".into(), serde_json::json!({"type": "string", "enum": [name]}));
+            own.extend(members.iter().filter(|(k, _)| owners(k).is_some_and(|o| o.contains(&t))).map(pair));
+            let mut required = vec!["type"];
+            required.extend(required_by(t));
+            let own = serde_json::json!({"type": "object", "properties": own, "required": required});
+            let refer = serde_json::json!({"$ref": "#/$defs/NodeCommon"});
+            defs.insert(definition.into(), serde_json::json!({"description": description, "allOf": [refer, own]}));
+            variants.push((*name, serde_json::json!({"$ref": format!("#/$defs/{definition}")})));
+        }
+        one_of_by_type(NODE_DESCRIPTION, variants)
+    }
+}
+
+fn pair((k, v): (&String, &Value)) -> (String, Value) {
+    (k.clone(), v.clone())
+}
+
+/// The names of the node tree's definitions (openapi.yaml's components of the same names).
+pub const NODE_DEFINITIONS: &[&str] = &[
+    "Node",
+    "NodeType",
+    "NodeCommon",
+    "FrameNode",
+    "GroupNode",
+    "RectangleNode",
+    "EllipseNode",
+    "LineNode",
+    "VectorNode",
+    "TextNode",
+    "SvgNode",
+    "Paint",
+    "ColorStop",
+    "Rgba",
+    "Effect",
+    "Vector",
+    "LineHeight",
+    "LetterSpacing",
+    "Color",
+    "FontName",
+    "VectorPath",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_owned_member_is_a_member_of_node() {
+        let all = schemars::schema_for!(Node).to_value();
+        let members = all["properties"].as_object().unwrap();
+        let owned = [
+            "cornerRadius",
+            "topLeftRadius",
+            "topRightRadius",
+            "bottomRightRadius",
+            "bottomLeftRadius",
+            "clipsContent",
+            "layoutMode",
+            "itemSpacing",
+            "paddingTop",
+            "paddingRight",
+            "paddingBottom",
+            "paddingLeft",
+            "primaryAxisAlignItems",
+            "counterAxisAlignItems",
+            "vectorPaths",
+            "characters",
+            "fontSize",
+            "fontName",
+            "textAlignHorizontal",
+            "textAutoResize",
+            "lineHeight",
+            "letterSpacing",
+            "textDecoration",
+            "textCase",
+            "imageRef",
+        ];
+        let listed: Vec<&str> = members.keys().map(String::as_str).filter(|k| owners(k).is_some()).collect();
+        let mut expected = owned.to_vec();
+        expected.sort();
+        let mut listed = listed;
+        listed.sort();
+        assert_eq!(listed, expected, "owners() names members Node does not have, or misses some");
+        for t in NodeType::ALL {
+            let t = NodeType::from_name(t).unwrap();
+            for r in required_by(t) {
+                assert!(owners(r).is_some_and(|o| o.contains(&t)), "{r} is required of a type that does not own it");
+            }
+        }
+    }
+
+    #[test]
+    fn a_node_reads_back_as_written_and_unknown_members_are_ignored() {
+        let n = Node {
+            kind: NodeType::TEXT,
+            name: "Title".into(),
+            width: 10.0,
+            characters: Some("hi".into()),
+            fills: Some(vec![Paint::Solid { color: Color { r: 1.0, g: 0.0, b: 0.0 }, opacity: None }]),
+            children: Some(vec![Node { kind: NodeType::SVG, image_ref: Some("logo".into()), ..Node::default() }]),
+            ..Node::default()
+        };
+        let text = serde_json::to_string(&n).unwrap();
+        assert!(text.starts_with(r#"{"type":"TEXT","name":"Title","x":0.0,"y":0.0,"width":10.0"#), "{text}");
+        assert_eq!(serde_json::from_str::<Node>(&text).unwrap(), n);
+        let newer: Node = serde_json::from_str(r#"{"type":"FRAME","segments":[1],"x":2}"#).unwrap();
+        assert_eq!((newer.kind, newer.x), (NodeType::FRAME, 2.0));
+        let walked: Vec<(NodeType, usize)> = n.walk().map(|(n, d)| (n.kind, d)).collect();
+        assert_eq!(walked, [(NodeType::TEXT, 1), (NodeType::SVG, 2)]);
+    }
+}

@@ -260,8 +260,15 @@ impl Outcome {
 /// Stores the capture, makes the page import, triggers the job and waits for its end. Answers
 /// an error (after printing what there is to print) unless the job completed.
 pub async fn run(cfg: &Config, plan: Plan) -> Result<(), String> {
-    let db = stack::prepare_database(&cfg.database_url).await.map_err(|e| e.to_string())?;
-    let client = shared::db::connect::connect(&db, None).await.map_err(|e| shared::error::chain(&*e))?;
+    // The stack's database, as it is: created and migrated by the stack, never by an import (a
+    // database made here, at another DATABASE_URL, would hold rows that stack never reads).
+    let db = shared::db::connect::DbConfig::from_url(&cfg.database_url).map_err(|e| format!("DATABASE_URL: {e}"))?;
+    let client = shared::db::connect::connect(&db, None).await.map_err(|e| {
+        format!(
+            "cannot reach the stack's database ({}): give import the stack's own DATABASE_URL",
+            shared::error::chain(&*e)
+        )
+    })?;
     let page_import = format!("page-import-{}", uuid::Uuid::now_v7());
     let key = format!("captures/imports/{page_import}.{}", plan.format.extension());
     let capture_url = store(cfg, &key, &plan.bytes).await?;
@@ -482,6 +489,12 @@ async fn wait(http: &reqwest::Client, item: &str, token: &str, bound: Duration, 
             .map_err(|e| format!("the job's GET did not answer: {}", shared::error::chain(&e)))?;
         let status = resp.status().as_u16();
         let job: Value = resp.json().await.unwrap_or(Value::Null);
+        if status == 503 && Instant::now() < deadline {
+            // A dependency was slow (README, "Every request has a time budget"): asked again,
+            // within the same bound.
+            tokio::time::sleep(POLL_EVERY).await;
+            continue;
+        }
         if status != 200 {
             return Err(format!("the job's GET answered {}", api_error(status, &job)));
         }

@@ -305,6 +305,15 @@ async fn bad_files_and_flags_are_refused_before_anything_is_created() {
     assert!(stderr.contains("nothing answers at") && stderr.contains("--demo-worker"), "{stderr}");
     u.assert_nothing_created().await;
 
+    // A good page and the stack answering, but another database than the stack's: said, and the
+    // database is not created (its rows would be ones the stack never reads).
+    let u = Untouched::new();
+    let out = u.import(&addr, &[&page]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("give import the stack's own DATABASE_URL"), "{stderr}");
+    u.assert_nothing_created().await;
+
     // And the running stack was not touched by any of it: no tenant, no capture.
     let (c, conn) = tokio_postgres::connect(&db_url(&stack.db.0), tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(conn);

@@ -3,6 +3,7 @@
 pub mod demo;
 pub mod gateway;
 pub mod identity;
+pub mod import;
 pub mod postgres;
 pub mod runtime_api;
 pub mod s3server;

@@ -52,6 +52,33 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Convert your own saved page: stores PAGE where the stack's S3 serves it, makes a completed
+    /// page import of it for the member (a fresh tenant when --sub is new), triggers a job
+    /// through the API as the plugin does, and waits for its end. Needs the stack running at
+    /// --addr (same --data-dir, --s3-addr and DATABASE_URL) with a worker: --demo-worker, or
+    /// `code2des-worker poll` beside it.
+    Import {
+        /// The page: one self-contained .html file (as SingleFile saves it) or an .mhtml archive
+        /// (as Chromium saves it), at most 50 MB.
+        page: PathBuf,
+        /// The member's subject (the token's `sub`); default: a fresh `dev-…` one. A member
+        /// seeded before gets the page import in their newest project.
+        #[arg(long)]
+        sub: Option<String>,
+        /// Widths to lay the page out at, 1 to 4 of 320-2560 px (`1440,390`); refused until the
+        /// trigger takes viewports (issue 40 item 3).
+        #[arg(long)]
+        viewports: Option<String>,
+        /// The Figma file the job is filed under: the plugin lists a file's jobs by its key.
+        #[arg(long, default_value = code2des_local::seed::DEV_FILE_KEY)]
+        figma_file_key: String,
+        /// Seconds to wait for the job's end before giving up (non-zero exit).
+        #[arg(long, default_value_t = code2des_local::import::DEFAULT_WAIT.as_secs())]
+        wait: u64,
+        /// Print one JSON object: {"code2desId","status","resultCurl","preview"}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Seed a year of data into an empty database (for trying reads at scale): 1.5 M jobs over
     /// 400 projects, one busy project of 300 000, a small tenant of 20. Prints what it made.
     SeedYear {
@@ -80,11 +107,39 @@ async fn shutdown_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// `import`: its inputs checked, and the stack it needs found answering, before anything is
+/// started, written or created, so that a refused import leaves everything as it was (exit 2);
+/// then the import itself (exit 1 unless the job completed).
+async fn import(cfg: Config, options: code2des_local::import::Options) -> std::process::ExitCode {
+    let refused = |e: String| {
+        eprintln!("code2des-local import: {e}");
+        std::process::ExitCode::from(2)
+    };
+    let plan = match code2des_local::import::plan(options) {
+        Ok(plan) => plan,
+        Err(e) => return refused(e),
+    };
+    if let Err(e) = code2des_local::import::probe(cfg.addr).await {
+        return refused(e);
+    }
+    // No private PostgreSQL here: the stack answering at --addr already has its database, and
+    // one started for the import alone would hold rows that stack never reads.
+    match code2des_local::import::run(&cfg, plan).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("code2des-local import: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    if matches!(cli.command, Some(Command::Demo | Command::Seed { .. } | Command::SeedYear { .. }))
-        && std::env::var_os("RUST_LOG").is_none()
+    if matches!(
+        cli.command,
+        Some(Command::Demo | Command::Seed { .. } | Command::SeedYear { .. } | Command::Import { .. })
+    ) && std::env::var_os("RUST_LOG").is_none()
     {
         // The demo prints its own story and seed its ids (`--json`: one object a script
         // parses); only problems should interrupt them.
@@ -99,6 +154,14 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    let command = match cli.command.unwrap_or(Command::Serve) {
+        Command::Import { page, sub, viewports, figma_file_key, wait, json } => {
+            let wait = std::time::Duration::from_secs(wait);
+            let options = code2des_local::import::Options { page, sub, viewports, figma_file_key, wait, json };
+            return import(cfg, options).await;
+        }
+        other => other,
+    };
     // Before any command connects: a loopback DATABASE_URL where nothing answers gets a private
     // cluster under the data directory. Held to the end of main, so it is stopped after the
     // stack (Ctrl-C and SIGTERM come back here through `shutdown_signal`), on an error too.
@@ -109,7 +172,7 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let outcome = match cli.command.unwrap_or(Command::Serve) {
+    let outcome = match command {
         Command::Serve => match stack::start(cfg).await {
             Ok(running) => {
                 println!(
@@ -146,6 +209,7 @@ async fn main() -> std::process::ExitCode {
             let year = code2des_local::year::Year { jobs, busy, ..code2des_local::year::Year::FULL };
             code2des_local::year::seed_command(&cfg, &year).await
         }
+        Command::Import { .. } => unreachable!("import returned above, through `import`"),
         Command::Demo => {
             let mut cfg = cfg;
             cfg.addr = SocketAddr::from(([127, 0, 0, 1], 0));

@@ -49,18 +49,64 @@ pub fn sample_key(name: &str) -> String {
     format!("captures/samples/{name}.html")
 }
 
-/// Writes sample capture `name` (one of [`SAMPLES`]) where the local stack's S3 serves it: its
-/// objects are files under the data directory, `{data_dir}/{bucket}/{key}`. Answers its
-/// `s3://` URL, a page import's capture_url.
+/// Writes sample capture `name` (one of [`SAMPLES`]) where the local stack's S3 serves it
+/// ([`put_capture`]). Answers its `s3://` URL, a page import's capture_url.
 pub fn put_sample(data_dir: &std::path::Path, bucket: &str, name: &str) -> Result<String, String> {
     let (_, bytes) = SAMPLES.iter().find(|(n, _)| *n == name).ok_or_else(|| format!("no sample {name:?}"))?;
-    let key = sample_key(name);
-    let path = data_dir.join(bucket).join(&key);
+    put_capture(data_dir, bucket, &sample_key(name), bytes)
+}
+
+/// Writes a capture at `key` where the local stack's embedded S3 serves it: its objects are
+/// files under the data directory, `{data_dir}/{bucket}/{key}`, so no S3 client or keys are
+/// needed (the samples and `import`'s own page both go this way). Answers its `s3://` URL, a
+/// page import's capture_url.
+pub fn put_capture(data_dir: &std::path::Path, bucket: &str, key: &str, bytes: &[u8]) -> Result<String, String> {
+    let path = data_dir.join(bucket).join(key);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(format!("s3://{bucket}/{key}"))
+}
+
+/// Adds a completed page import `id` to `org`'s project `project`, its capture at `capture_url`.
+pub async fn add_page_import(
+    c: &tokio_postgres::Client,
+    org: i32,
+    project: i32,
+    id: &str,
+    capture_url: &str,
+) -> Result<(), String> {
+    c.execute(
+        "INSERT INTO page_import (id, organization_id, project_id, status, capture_url) \
+         VALUES ($1, $2, $3, '1'::text::page_import_status, $4)",
+        &[&id, &org, &project, &capture_url],
+    )
+    .await
+    .map_err(|e| shared::error::chain(&e))?;
+    Ok(())
+}
+
+/// The newest live project of the newest organization `sub` is a member of, as (organization,
+/// project): where the member's last `seed` put its tenant, so what `import` adds there shows
+/// in a plugin set up from that seed's settings. `None` for a subject nobody seeded.
+pub async fn member_project(c: &tokio_postgres::Client, sub: &str) -> Result<Option<(i32, i32)>, String> {
+    let row = c
+        .query_opt(
+            "SELECT p.organization_id, p.id FROM organization_member m \
+             JOIN organization o ON o.id = m.organization_id AND o.deleted_at IS NULL \
+             JOIN project p ON p.organization_id = o.id AND p.deleted_at IS NULL \
+             WHERE m.subject = $1 ORDER BY o.id DESC, p.id DESC LIMIT 1",
+            &[&sub],
+        )
+        .await
+        .map_err(|e| shared::error::chain(&e))?;
+    row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose().map_err(|e: tokio_postgres::Error| e.to_string())
+}
+
+/// A fresh member subject, `dev-…`: what `seed` and `import` use when `--sub` is not given.
+pub fn fresh_sub() -> String {
+    format!("dev-{}", &uuid::Uuid::now_v7().simple().to_string()[20..])
 }
 
 /// Puts the sample captures where the local stack's S3 serves them ([`put_sample`]), and adds a
@@ -75,16 +121,32 @@ pub async fn sample_imports(
     for (name, _) in SAMPLES {
         let url = put_sample(&cfg.data_dir, cfg.bucket(), name)?;
         let id = format!("{}-{name}", t.page_import);
-        c.execute(
-            "INSERT INTO page_import (id, organization_id, project_id, status, capture_url) \
-             VALUES ($1, $2, $3, '1'::text::page_import_status, $4)",
-            &[&id, &t.org, &t.project, &url],
-        )
-        .await
-        .map_err(|e| shared::error::chain(&e))?;
+        add_page_import(c, t.org, t.project, &id, &url).await?;
         out.push((name, id));
     }
     Ok(out)
+}
+
+/// The Figma file key of the seed's example trigger (and openapi.yaml's, and the events'): the
+/// file `import` files its job under unless told another.
+pub const DEV_FILE_KEY: &str = "FILEkey123";
+
+/// The jobs' base URL of `org`'s `project` on the stack at `addr`.
+pub fn base_url(addr: std::net::SocketAddr, org: i32, project: i32) -> String {
+    format!("http://{addr}/organizations/{org}/projects/{project}/code2des")
+}
+
+/// What the plugin takes as its settings, pasted once (docs/PLUGIN.md section 3): the stack's
+/// base URL, the tenant's ids and a token for its member.
+pub fn plugin_settings(addr: std::net::SocketAddr, t: &Tenant) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("organizationId".into(), t.org.into());
+    m.insert("projectId".into(), t.project.into());
+    m.insert("pageImportId".into(), t.page_import.as_str().into());
+    m.insert("sub".into(), t.sub.as_str().into());
+    m.insert("token".into(), crate::identity::local_token(&t.sub).into());
+    m.insert("baseUrl".into(), base_url(addr, t.org, t.project).into());
+    m
 }
 
 /// `code2des-local seed`: creates the database if missing, seeds a tenant with a completed
@@ -95,7 +157,7 @@ pub async fn seed_command(
     page_import: Option<String>,
     json: bool,
 ) -> Result<(), String> {
-    let sub = sub.unwrap_or_else(|| format!("dev-{}", &uuid::Uuid::now_v7().simple().to_string()[20..]));
+    let sub = sub.unwrap_or_else(fresh_sub);
     if shared::domain::ids::Subject::parse(&sub).is_none() {
         return Err("--sub must be 1-50 characters with no control character".into());
     }
@@ -115,20 +177,13 @@ pub async fn seed_command(
     // One more page import per sample capture, each converted for real by the reference worker.
     let samples = sample_imports(&client, cfg, &t).await?;
     let token = crate::identity::local_token(&t.sub);
-    let base = format!("http://{}/organizations/{}/projects/{}/code2des", cfg.addr, t.org, t.project);
+    let base = base_url(cfg.addr, t.org, t.project);
     if json {
         let sample_ids: serde_json::Map<String, serde_json::Value> =
             samples.iter().map(|(n, id)| ((*n).to_owned(), serde_json::Value::from(id.as_str()))).collect();
-        let out = serde_json::json!({
-            "organizationId": t.org,
-            "projectId": t.project,
-            "pageImportId": t.page_import,
-            "samplePageImportIds": sample_ids,
-            "sub": t.sub,
-            "token": token,
-            "baseUrl": base,
-        });
-        println!("{out}");
+        let mut out = plugin_settings(cfg.addr, &t);
+        out.insert("samplePageImportIds".into(), sample_ids.into());
+        println!("{}", serde_json::Value::Object(out));
     } else {
         println!("organizationId  {}", t.org);
         println!("projectId       {}", t.project);
@@ -144,7 +199,7 @@ pub async fn seed_command(
         println!("  curl -s -X POST {base} \\");
         println!("    -H 'authorization: Bearer {token}' -H 'content-type: application/json' \\");
         println!(
-            "    -d '{{\"pageImportId\":\"{}\",\"figmaFileKey\":\"FILEkey123\",\"screenId\":\"home\"}}'",
+            "    -d '{{\"pageImportId\":\"{}\",\"figmaFileKey\":\"{DEV_FILE_KEY}\",\"screenId\":\"home\"}}'",
             t.page_import
         );
     }

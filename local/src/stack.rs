@@ -108,6 +108,27 @@ impl Config {
     pub fn bucket(&self) -> &str {
         self.settings.bucket.as_deref().unwrap_or(DEFAULT_BUCKET)
     }
+
+    /// The S3 endpoint a stack started with this configuration serves its bucket at (the
+    /// external `S3_ENDPOINT`, else the embedded one on `s3_addr`), and whether it is external.
+    pub fn s3_endpoint(&self) -> (String, bool) {
+        match &self.settings.s3_endpoint {
+            Some(ep) => (ep.clone(), true),
+            None => (format!("http://{}", self.s3_addr), false),
+        }
+    }
+}
+
+/// The access key and secret a client of the stack's S3 signs with: the embedded endpoint's
+/// own pair, or for an external one (`S3_ENDPOINT`) the environment's, else that same pair.
+pub fn s3_keys(external: bool) -> (String, String) {
+    let pair = (s3server::ACCESS_KEY.to_owned(), s3server::SECRET_KEY.to_owned());
+    if !external {
+        return pair;
+    }
+    let key = shared::config::var("AWS_ACCESS_KEY_ID").unwrap_or(pair.0);
+    let secret = shared::config::var("AWS_SECRET_ACCESS_KEY").unwrap_or(pair.1);
+    (key, secret)
 }
 
 /// The worker's key pair as the local stack keeps it: generated at its first start (when
@@ -280,16 +301,12 @@ pub async fn start(mut cfg: Config) -> Result<Running, StartError> {
     let signing_key = worker_keys.as_ref().map(WorkerKeys::signing_key).or_else(|| cfg.worker_signing_key.clone());
 
     let (endpoint, s3_server, keys) = match &cfg.settings.s3_endpoint {
-        Some(ep) => {
-            let key = shared::config::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|| s3server::ACCESS_KEY.into());
-            let secret = shared::config::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|| s3server::SECRET_KEY.into());
-            (ep.clone(), None, (key, secret))
-        }
+        Some(ep) => (ep.clone(), None, s3_keys(true)),
         None => {
             let listener = bind(cfg.s3_addr, "--s3-addr").await?;
             let server = s3server::serve(listener, &cfg.data_dir, cfg.bucket())
                 .map_err(|e| StartError::S3 { endpoint: cfg.s3_addr.to_string(), reason: e.to_string() })?;
-            (server.endpoint(), Some(server), (s3server::ACCESS_KEY.into(), s3server::SECRET_KEY.into()))
+            (server.endpoint(), Some(server), s3_keys(false))
         }
     };
     let s3 = s3server::client(&endpoint, &keys.0, &keys.1);

@@ -236,7 +236,8 @@ pub struct Node {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vector_paths: Option<Vec<VectorPath>>,
     /// A key of the result's images.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    // Absent is none, but null is no key: refused, as an image paint's null `imageRef` is.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     #[schemars(length(min = 1, max = crate::artifact::MAX_IMAGE_REF))]
     pub image_ref: Option<String>,
     /// In document order, the first at the back (as in Figma's layer list, read bottom up).
@@ -247,6 +248,11 @@ pub struct Node {
     #[serde(skip)]
     #[schemars(skip)]
     pub maker: Maker,
+}
+
+/// A member that may be absent but not null.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
 }
 
 /// The converter's notes on a node it made (see [`Node::maker`]).

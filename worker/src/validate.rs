@@ -167,7 +167,8 @@ mod tests {
         let images = json!({"hero": {"key": format!("{prefix}images/hero.png"), "mime_type": "image/jpeg"},
                             "gone": {"key": format!("{prefix}images/gone.png"), "mime_type": "image/png"}});
         let doc = json!({"type": "FRAME", "children": [
-            {"type": "RECTANGLE", "fills": [{"imageRef": "hero"}]}, {"type": "RECTANGLE", "fills": [{"imageRef": "gone"}]}]});
+            {"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "hero"}]},
+            {"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "gone"}]}]});
         let a = write(dir.path(), "result.json", &artifact(images, doc));
         write(dir.path(), "images/hero.png", crate::HERO_PNG);
         let opts = Options { artifact: a.clone(), images: Some(dir.path().to_owned()), manifest: None };

@@ -34,7 +34,6 @@ fn a_bad_artifact_prints_every_problem_and_exits_1_a_good_one_exits_0() {
 
     let mut bad = good.clone();
     bad["version"] = json!(3);
-    bad["document"]["children"][0]["type"] = json!("BUTTON");
     bad["document"]["children"][0]["fills"][0]["imageRef"] = json!("missing");
     std::fs::write(&path, bad.to_string()).unwrap();
     let (code, out) = validate(&[path.as_os_str()]);
@@ -44,9 +43,19 @@ fn a_bad_artifact_prints_every_problem_and_exits_1_a_good_one_exits_0() {
         lines,
         [
             "$.version: unknown version",
-            "$.document.children[0].type: node type \"BUTTON\" cannot be built by the plugin",
-            "$.document.children[0].fills[0].imageRef: imageRef \"missing\" is not in images",
+            "$.document.children[0].fills[0].imageRef: imageRef \"missing\" is not in images"
         ],
+        "{out}"
+    );
+    // A node of a type the plugin cannot build: the document is read as typed nodes, so its
+    // reading stops there.
+    bad["document"]["children"][0]["type"] = json!("BUTTON");
+    std::fs::write(&path, bad.to_string()).unwrap();
+    let (code, out) = validate(&[path.as_os_str()]);
+    assert_eq!(code, 1, "{out}");
+    let second = out.lines().nth(1).unwrap_or_default();
+    assert!(
+        second.starts_with("$.document.children[0].type: unknown variant `BUTTON`, expected one of `FRAME`"),
         "{out}"
     );
 

@@ -350,9 +350,6 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
     while let Some((n, parent, i)) = stack.pop() {
         links.push((parent, i));
         let me = links.len() - 1;
-        if n.kind == NodeType::SVG && n.image_ref.is_none() {
-            r.add(format!("{}.imageRef", render(&links, me)), "an SVG node needs an imageRef")?;
-        }
         for (member, index, name) in n.image_refs() {
             if seen.insert(name.to_owned()) {
                 let within = index.map(|i| format!("[{i}]")).unwrap_or_default();
@@ -589,7 +586,10 @@ mod tests {
                 "$.document.children[1].children: invalid type: map, expected a sequence",
             ),
             (json!("text"), "$.document.children[1]: invalid type: string \"text\", expected struct Node"),
-            (json!({"type": "SVG"}), "$.document.children[1].imageRef: an SVG node needs an imageRef"),
+            (
+                json!({"type": "SVG", "imageRef": null}),
+                "$.document.children[1].imageRef: invalid type: null, expected a string",
+            ),
             (
                 json!({"type": "RECTANGLE", "fills": [{"type": "IMAGE", "imageRef": "zz"}]}),
                 r#"$.document.children[1].fills[0].imageRef: imageRef "zz" is not in images"#,

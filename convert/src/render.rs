@@ -194,6 +194,11 @@ pub const STYLES: &[&str] = &[
     "object-fit",
     "transform",
     "white-space",
+    // A paragraph is one TEXT node only where these are as a TEXT node draws (convert/paragraph).
+    "text-indent",
+    "vertical-align",
+    "margin-left",
+    "margin-right",
     "appearance",
     "list-style-type",
     "border-collapse",

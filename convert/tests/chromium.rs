@@ -97,19 +97,29 @@ fn text_with_mixed_inline_styles() {
         <p>Plain <b>bold</b> and <em>leaning</em> and <a href="https://example.com/" style="color: rgb(0, 0, 255)">linked</a> words.</p>
         <p style="font-family: 'No Such Font', 'DejaVu Serif', serif">Serif fallback</p></body></html>"#);
     let all = nodes(json(&out.document));
-    let plain = text(&all, "Plain");
-    assert_eq!(plain["fontName"]["family"], "DejaVu Sans");
-    assert_eq!(plain["fontName"]["style"], "Regular");
-    assert_eq!(plain["fontSize"], 16.0);
-    assert_eq!(plain["lineHeight"], serde_json::json!({"unit": "PIXELS", "value": 24.0}));
-    assert_eq!(text(&all, "bold")["fontName"]["style"], "Bold");
-    assert_eq!(text(&all, "leaning")["fontName"]["style"], "Italic");
-    let link = text(&all, "linked");
+    // The paragraph is one TEXT node; its runs are segments (issue 39).
+    let para = text(&all, "Plain bold and leaning and linked words.");
+    assert_eq!(para["fontName"]["family"], "DejaVu Sans");
+    assert_eq!(para["fontName"]["style"], "Regular");
+    assert_eq!(para["fontSize"], 16.0);
+    assert_eq!(para["lineHeight"], serde_json::json!({"unit": "PIXELS", "value": 24.0}));
+    let chars = para["characters"].as_str().unwrap();
+    let seg = |word: &str| {
+        let i = chars.find(word).unwrap() as u64;
+        para["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["start"].as_u64() <= Some(i) && Some(i) < g["end"].as_u64())
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(seg("bold")["fontName"]["style"], "Bold");
+    assert_eq!(seg("leaning")["fontName"]["style"], "Italic");
+    let link = seg("linked");
     assert_eq!(link["textDecoration"], "UNDERLINE");
     assert_eq!(link["fills"][0]["color"]["b"], 1.0);
-    // One line: the runs follow one another left to right on the same baseline box.
-    assert!(text(&all, "bold")["absX"].as_f64() > plain["absX"].as_f64());
-    assert_eq!(text(&all, "bold")["absY"], plain["absY"]);
+    assert_eq!(link["hyperlink"], serde_json::json!({"type": "URL", "value": "https://example.com/"}));
     let title = text(&all, "TITLE");
     assert_eq!(title["textCase"], "UPPER");
     assert_eq!(title["letterSpacing"], serde_json::json!({"unit": "PIXELS", "value": 1.0}));

@@ -2,7 +2,7 @@
 // `PluginAPI` it is given (the real `figma` in the plugin, a stub in the tests), so the tests
 // run exactly this code. The node schema is openapi.yaml's `Node` (SPEC section 4).
 
-import type { Node, Paint as DocPaint } from "@code2des/client";
+import type { Node, Paint as DocPaint, TextSegment } from "@code2des/client";
 import { FALLBACK_FONT, substitute } from "./fonts.js";
 
 type Container = BaseNode & ChildrenMixin;
@@ -39,7 +39,7 @@ export const indexKey = (indices: readonly number[]) => JSON.stringify(indices);
 
 /** What the Builder itself could not render as the document asked: the plugin's part of the fidelity report. */
 export interface BuildWarning {
-  code: "font_substituted" | "empty_group" | "paint_skipped";
+  code: "font_substituted" | "empty_group" | "paint_skipped" | "segment_skipped";
   message: string;
   /** The document node's name, when it has one. */
   node?: string;
@@ -163,6 +163,9 @@ export class Builder {
         if (doc.letterSpacing !== undefined) text.letterSpacing = { ...doc.letterSpacing };
         if (doc.textDecoration !== undefined) text.textDecoration = doc.textDecoration;
         if (doc.textCase !== undefined) text.textCase = doc.textCase;
+        if (doc.hyperlink !== undefined) text.hyperlink = { ...doc.hyperlink };
+        // A paragraph's differently styled runs, each over its range of the characters.
+        for (const seg of doc.segments ?? []) await this.segment(text, seg, doc, at);
         this.common(text, doc, x, y, at);
         // After the resize: a box that follows its text (one line stays one line).
         if (doc.textAutoResize !== undefined) text.textAutoResize = doc.textAutoResize;
@@ -361,6 +364,32 @@ export class Builder {
     }
     seen.layers++;
     seen.warning.message = `${base} (${seen.layers} text layers)`;
+  }
+
+  /**
+   * One styled run of a TEXT node, as Figma's `setRange*` set it: `start` and `end` count
+   * UTF-16 code units, as `characters` does. A range outside the text is skipped and said.
+   */
+  private async segment(text: TextNode, seg: TextSegment, doc: Node, at: number[]): Promise<void> {
+    const { start, end } = seg;
+    if (!(start >= 0 && end > start && end <= text.characters.length)) {
+      this.warn("segment_skipped", `a text segment ${start}..${end} lies outside its ${text.characters.length} characters`, doc, at);
+      return;
+    }
+    const font = await this.font(seg.fontName);
+    if (font.family !== seg.fontName.family || font.style !== seg.fontName.style) this.fontSubstituted(seg.fontName, font, doc, at);
+    text.setRangeFontName(start, end, font);
+    text.setRangeFontSize(start, end, seg.fontSize);
+    text.setRangeFills(start, end, this.paints(seg.fills, doc, at));
+    text.setRangeTextDecoration(start, end, seg.textDecoration);
+    text.setRangeTextCase(start, end, seg.textCase);
+    text.setRangeLetterSpacing(start, end, { ...seg.letterSpacing });
+    text.setRangeLineHeight(
+      start,
+      end,
+      seg.lineHeight.unit === "AUTO" ? { unit: "AUTO" } : { unit: seg.lineHeight.unit, value: seg.lineHeight.value ?? 0 },
+    );
+    if (seg.hyperlink !== undefined) text.setRangeHyperlink(start, end, { ...seg.hyperlink });
   }
 
   /**

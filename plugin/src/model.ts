@@ -158,6 +158,7 @@ export const WARNING_LABEL: Record<WarningCode | BuildWarning["code"], string> =
   depth_limit: "Depth limit reached",
   empty_group: "Empty group",
   paint_skipped: "Paint skipped",
+  segment_skipped: "Text style skipped",
 };
 
 /** A code's label; one added to the API after this plugin was built still reads: `new_code` → "New code". */

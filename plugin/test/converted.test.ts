@@ -1,4 +1,5 @@
-// Real converted pages (issue 30): the samples as the reference worker converts them, built by
+// Real converted pages (issues 30, 39): the samples and three real pages as the reference worker
+// converts them (paragraphs of styled segments included), built by
 // the main-thread builder under figma-api-stub, node by node as the document says.
 // scripts/test-plugin converts samples/*.html with the convert example of its build into
 // C2D_CONVERTED; run alone, this test converts them itself with the first convert example it
@@ -16,7 +17,9 @@ import { Builder, ImageStore } from "../src/build.js";
 import { type Images, compareTree, countNodes, testFigma } from "./figma.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const PAGES = ["article", "form", "landing"];
+// The samples, and three real pages nobody here wrote (samples/real: Debian's documentation).
+const PAGES = ["article", "form", "landing", "postgresql-geometric", "python-annotations", "rustdoc-cell"];
+const capture = (p: string) => join(ROOT, "samples", ["article", "form", "landing"].includes(p) ? "" : "real", `${p}.html`);
 
 function converted(): string {
   if (process.env.C2D_CONVERTED) return process.env.C2D_CONVERTED;
@@ -25,7 +28,7 @@ function converted(): string {
     .find((p) => existsSync(p));
   assert.ok(exe, "no convert example: cargo build -p code2des-convert --example convert (or run scripts/test-plugin)");
   const out = mkdtempSync(join(tmpdir(), "c2d-converted-"));
-  execFileSync(exe, ["--out", out, ...PAGES.map((p) => join(ROOT, "samples", `${p}.html`))], { stdio: "ignore" });
+  execFileSync(exe, ["--out", out, ...PAGES.map(capture)], { stdio: "ignore" });
   return out;
 }
 

@@ -101,6 +101,33 @@ export function testFigma(): TestFigma {
     return image;
   };
 
+  // figma-api-stub's text nodes have no setRange* but the list options, and no hyperlink:
+  // each range is recorded as Figma keeps it, per character, refused outside the text or for a
+  // font not loaded, as Figma refuses them.
+  const createText = figma.createText.bind(figma);
+  figma.createText = () => {
+    const text = createText() as TextNode & { ranges?: RangeStyle[] };
+    const record = (field: keyof RangeStyle) => (start: number, end: number, value: unknown) => {
+      if (!(start >= 0 && end > start && end <= text.characters.length)) {
+        throw new Error(`Error: range ${start}..${end} outside ${text.characters.length} characters`);
+      }
+      if (field === "fontName" && !listed(value as FontName)) throw new Error("Error: font not loaded");
+      text.ranges ??= Array.from({ length: text.characters.length }, () => ({}));
+      for (let i = start; i < end; i++) text.ranges[i] = { ...text.ranges[i], [field]: structuredClone(value) };
+    };
+    Object.assign(text, {
+      setRangeFontName: record("fontName"),
+      setRangeFontSize: record("fontSize"),
+      setRangeFills: record("fills"),
+      setRangeTextDecoration: record("textDecoration"),
+      setRangeTextCase: record("textCase"),
+      setRangeLetterSpacing: record("letterSpacing"),
+      setRangeLineHeight: record("lineHeight"),
+      setRangeHyperlink: record("hyperlink"),
+    });
+    return text;
+  };
+
   const loadFont = figma.loadFontAsync.bind(figma);
   figma.loadFontAsync = async (font: FontName) => {
     if (!listed(font)) throw new Error(`The font "${font.family} ${font.style}" could not be loaded`);
@@ -131,6 +158,18 @@ export function testFigma(): TestFigma {
     closePlugin: () => {},
   });
   return { figma, imageBytes, svgSource, scrolledTo, storage: store };
+}
+
+/** What the stub's setRange* calls recorded for one character. */
+export interface RangeStyle {
+  fontName?: FontName;
+  fontSize?: number;
+  fills?: Paint[];
+  textDecoration?: string;
+  textCase?: string;
+  letterSpacing?: LetterSpacing;
+  lineHeight?: LineHeight;
+  hyperlink?: HyperlinkTarget;
 }
 
 // --- the built tree against its document -------------------------------------------------------
@@ -235,6 +274,20 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
       const wantFont = !d.fontName ? FALLBACK_FONT : listed(d.fontName) ? d.fontName : substitute(d.fontName, FONTS);
       eq(path, "fontName", text.fontName, wantFont);
       if (d.textAlignHorizontal !== undefined) eq(path, "textAlignHorizontal", text.textAlignHorizontal, d.textAlignHorizontal);
+      if (d.hyperlink !== undefined) eq(path, "hyperlink", text.hyperlink, d.hyperlink);
+      const ranges = (text as TextNode & { ranges?: RangeStyle[] }).ranges ?? [];
+      for (const seg of d.segments ?? []) {
+        // Every character of the segment carries its style (the font as substituted).
+        const font = listed(seg.fontName) ? seg.fontName : substitute(seg.fontName, FONTS);
+        for (const i of [seg.start, seg.end - 1]) {
+          const r = ranges[i] ?? {};
+          const at = `${path}.segments[${seg.start}..${seg.end}] @${i}`;
+          eq(at, "fontName", r.fontName, font);
+          eq(at, "fontSize", r.fontSize, seg.fontSize);
+          eq(at, "textDecoration", r.textDecoration, seg.textDecoration);
+          eq(at, "hyperlink", r.hyperlink, seg.hyperlink);
+        }
+      }
     }
     if (d.type === "VECTOR" && d.vectorPaths !== undefined) {
       eq(path, "vectorPaths", (node as VectorNode).vectorPaths, d.vectorPaths.map((p) => ({ windingRule: p.windingRule ?? "NONZERO", data: p.data })));

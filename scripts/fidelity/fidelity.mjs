@@ -209,7 +209,8 @@ async function main() {
       const notes = [];
       if (converted.width !== width) notes.push(`document width ${converted.width}, capture width ${width}`);
       if (Math.abs(converted.height - ref.height) > 1) notes.push(`document height ${converted.height}, page ${ref.height}`);
-      const writer = new SvgWriter(converted.imageMap, (w) => notes.push(w));
+      const lines = await wrapped(browser, converted.document);
+      const writer = new SvgWriter(converted.imageMap, (w) => notes.push(w), lines);
       const svg = writer.write(converted.document, ref.width, ref.height);
       const drawn = render(svg, ref.width, ref.height);
       const s = ssim(ref, drawn);
@@ -221,7 +222,7 @@ async function main() {
         agreement = ssim(ref, theirs).mean;
       }
       const m = matchAll(truth, converted.document);
-      const editability = measureEditability(editable, converted.document, await wrapped(browser, converted.document));
+      const editability = measureEditability(editable, converted.document, lines);
       if (o.outline === stem) outlined = outline(converted.document);
       const result = {
         page: stem,

@@ -3,7 +3,9 @@
 //
 //   text run   a TEXT node with the same words (in the case each side draws), every edge of
 //              its box within 4 px, the same font size (±0.05 px) and colour (±1.5/255 a
-//              channel, ±0.01 alpha)
+//              channel, ±0.01 alpha); or a paragraph (a TEXT node of fixed width, which wraps
+//              its text) whose box holds the run's (4 px) and whose characters hold its words
+//              drawn at that size and colour: one paragraph holds many runs
 //   image      a node drawing an image (an SVG node, or an IMAGE fill), every edge within 4 px
 //   box        a node with a fill of the element's background colour (as above) and, for each
 //              of its gradients, a gradient fill of the same kind with the same stop colours,
@@ -98,9 +100,42 @@ function assign(items, candidates, ok, similar, why) {
   return { total: items.length, matched, misses, extra };
 }
 
+/**
+ * The style the first character of `text` (words) is drawn with in paragraph `n`, when its
+ * characters hold those words: { fontSize, fill }; else null.
+ */
+function paragraphStyle(n, text) {
+  const drawn = drawnText(n);
+  // Its characters with white space collapsed, and where each came from.
+  let norm = "";
+  const from = [];
+  for (let i = 0; i < drawn.length; i++) {
+    const white = /\s/.test(drawn[i]);
+    if (white && (norm.length === 0 || norm.endsWith(" "))) continue;
+    norm += white ? " " : drawn[i];
+    from.push(i);
+  }
+  const k = norm.indexOf(text);
+  if (k < 0) return null;
+  const i = from[k];
+  const seg = (n.segments ?? []).find((g) => g.start <= i && i < g.end) ?? {};
+  const fills = seg.fills ?? n.fills ?? [];
+  return { fontSize: seg.fontSize ?? n.fontSize ?? 0, fill: fills.find((f) => f.type === "SOLID" && f.visible !== false) };
+}
+
+const holds = (p, t) =>
+  t.x >= p.x - TOLERANCE_PX && t.y >= p.y - TOLERANCE_PX && t.x + t.w <= p.x + p.w + TOLERANCE_PX && t.y + t.h <= p.y + p.h + TOLERANCE_PX;
+
 export function matchAll(truth, doc) {
   const placed = place(doc);
-  const texts = placed.filter((p) => p.node.type === "TEXT");
+  const paragraphs = placed.filter((p) => p.node.type === "TEXT" && p.node.textAutoResize && p.node.textAutoResize !== "WIDTH_AND_HEIGHT");
+  const texts = placed.filter((p) => p.node.type === "TEXT" && !paragraphs.includes(p));
+  const inParagraph = (t) =>
+    paragraphs.some((p) => {
+      if (!holds(p, t)) return false;
+      const st = paragraphStyle(p.node, t.text);
+      return !!st && Math.abs(st.fontSize - t.fontSize) <= 0.05 && !!st.fill && sameColor(cssColor(t.color), st.fill.color, st.fill.opacity ?? 1);
+    });
   const imageNodes = placed.filter(
     (p) => p.node.type === "SVG" || (p.node.fills ?? []).some((f) => f.type === "IMAGE" && f.visible !== false),
   );
@@ -160,8 +195,10 @@ export function matchAll(truth, doc) {
   };
   const boxSimilar = (t, p) => distance(t, p) < 40 || boxPaintOk(t, p);
 
+  const found = truth.texts.filter(inParagraph);
+  const rest = assign(truth.texts.filter((t) => !found.includes(t)), texts, textOk, textSimilar, textWhy);
   return {
-    texts: assign(truth.texts, texts, textOk, textSimilar, textWhy),
+    texts: { ...rest, total: truth.texts.length, matched: rest.matched + found.length },
     images: assign(truth.images, imageNodes, imageOk, (t, p) => distance(t, p) < 200, imageWhy),
     boxes: assign(truth.boxes, filled, boxOk, boxSimilar, boxWhy),
   };

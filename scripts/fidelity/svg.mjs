@@ -116,12 +116,16 @@ export function autoLayout(n, kids) {
 
 export class SvgWriter {
   /**
-   * @param images Map imageRef → { mime, bytes }
-   * @param warn   called with what the writer could not draw as Figma would
+   * @param images  Map imageRef → { mime, bytes }
+   * @param warn    called with what the writer could not draw as Figma would
+   * @param wrapped Map from each TEXT node of fixed width to its lines (editability.mjs's
+   *                wrapLines: Chromium breaking its characters at its width with its fonts, as
+   *                Figma does); a node missing from it is drawn a line per "\n"
    */
-  constructor(images, warn = () => {}) {
+  constructor(images, warn = () => {}, wrapped = new Map()) {
     this.images = images;
     this.warn = warn;
+    this.wrapped = wrapped;
     this.defs = [];
     this.ids = 0;
     this.uris = new Map();
@@ -365,60 +369,40 @@ export class SvgWriter {
    * One TEXT node. Each line is `lineHeight` tall (AUTO: the font's ascender + descender +
    * line gap), its baseline the half-leading plus the ascender below the line's top.
    * WIDTH_AND_HEIGHT boxes follow the text from their top-left, so the text starts at x = 0;
-   * fixed-width boxes align it within their width.
+   * fixed-width boxes wrap it (`this.wrapped`) and align each line within their width. Each
+   * styled segment is a tspan of its own font, size, fill and decoration.
    */
   text(n) {
-    const size = n.fontSize ?? 12;
-    const family = n.fontName?.family ?? "Inter";
-    const style = n.fontName?.style ?? "Regular";
-    const { weight, italic } = parseStyle(style);
-    const m = metricsFor(family, style);
-    const content = (m.ascender + m.descender) * size;
+    const main = textStyle(n, {});
+    const m = metricsFor(main.family, main.style);
+    const content = (m.ascender + m.descender) * main.size;
     const lh = n.lineHeight;
-    let line = (m.ascender + m.descender + m.lineGap) * size;
+    let line = (m.ascender + m.descender + m.lineGap) * main.size;
     if (lh?.unit === "PIXELS" && lh.value !== undefined) line = lh.value;
-    else if (lh?.unit === "PERCENT" && lh.value !== undefined) line = (lh.value / 100) * size;
-    const baseline0 = (line - content) / 2 + m.ascender * size;
-    let chars = n.characters ?? "";
-    switch (n.textCase) {
-      case "UPPER":
-        chars = chars.toUpperCase();
-        break;
-      case "LOWER":
-        chars = chars.toLowerCase();
-        break;
-      case "TITLE":
-        chars = chars.replace(/(^|\s)(\S)/g, (_, s, c) => s + c.toUpperCase());
-        break;
-      default:
-    }
-    const fill = (n.fills ?? []).find((p) => p.type === "SOLID" && p.visible !== false);
-    const color = fill ? rgb(fill.color) : "rgb(0,0,0)";
-    const alpha = fill ? (fill.opacity ?? 1) * (fill.color.a ?? 1) : 1;
-    if (!fill) this.warn("TEXT without a solid fill drawn black");
-    const ls = n.letterSpacing;
-    const spacing =
-      ls?.value === undefined ? 0 : ls.unit === "PERCENT" ? (ls.value / 100) * size : ls.value;
-    const deco = n.textDecoration === "UNDERLINE" ? "underline" : n.textDecoration === "STRIKETHROUGH" ? "line-through" : "";
+    else if (lh?.unit === "PERCENT" && lh.value !== undefined) line = (lh.value / 100) * main.size;
+    const baseline0 = (line - content) / 2 + m.ascender * main.size;
+    const chars = n.characters ?? "";
+    if (!(n.fills ?? []).some((p) => p.type === "SOLID" && p.visible !== false)) this.warn("TEXT without a solid fill drawn black");
     const fixed = n.textAutoResize !== "WIDTH_AND_HEIGHT";
     const align = fixed ? n.textAlignHorizontal ?? "LEFT" : "LEFT";
     const anchor = align === "CENTER" ? "middle" : align === "RIGHT" ? "end" : "start";
     const ax = align === "CENTER" ? (n.width ?? 0) / 2 : align === "RIGHT" ? n.width ?? 0 : 0;
-    const attrs =
-      `font-family="${esc(family)}" font-size="${f(size)}" font-weight="${weight}"` +
-      (italic ? ` font-style="italic"` : "") +
-      (spacing ? ` letter-spacing="${f(spacing)}"` : "") +
-      (deco ? ` text-decoration="${deco}"` : "") +
-      (anchor !== "start" ? ` text-anchor="${anchor}"` : "") +
-      ` fill="${color}"${alpha < 1 ? ` fill-opacity="${f(alpha)}"` : ""}`;
-    // Figma wraps only boxes of fixed width; each line break in the characters is a line.
-    const lines = chars.split("\n");
-    return lines
-      .map((l, i) =>
-        l.length === 0
-          ? ""
-          : `<text xml:space="preserve" x="${f(ax)}" y="${f(baseline0 + i * line)}" ${attrs}>${esc(l)}</text>`,
-      )
+    return lineRanges(chars, fixed ? this.wrapped.get(n) : undefined)
+      .map(([start, end], i) => {
+        // Spaces at a line's end hang past it, as Figma and CSS leave them.
+        while (end > start && chars[end - 1] === " ") end--;
+        if (end <= start) return "";
+        const runs = styledSpans(n, chars, start, end);
+        // resvg-js 2.6.2 drops a whole <text> when a tspan holding a ligature (fi, ff, fl) is
+        // followed by a tspan of another family; a zero-width non-joiner between the pair
+        // keeps the text (the letters' advances are the ligature's in the fonts measured).
+        const mixed = new Set(runs.map((r) => r.style.family)).size > 1;
+        const spans = runs
+          .map((sp) => `<tspan ${attrsOf(sp.style)}>${esc(mixed ? sp.text.replace(/f(?=[fil])/g, "f\u200c") : sp.text)}</tspan>`)
+          .join("");
+        const anchorAttr = anchor !== "start" ? ` text-anchor="${anchor}"` : "";
+        return `<text xml:space="preserve" x="${f(ax)}" y="${f(baseline0 + i * line)}"${anchorAttr}>${spans}</text>`;
+      })
       .join("");
   }
 
@@ -470,5 +454,90 @@ export function place(doc) {
     }
   };
   walk(doc, 0, 0);
+  return out;
+}
+
+/** The style a character of TEXT node `n` is drawn with: the node's members, overridden by its segment's. */
+function textStyle(n, seg) {
+  const pick = (k) => (seg[k] !== undefined ? seg[k] : n[k]);
+  const size = pick("fontSize") ?? 12;
+  const fill = (pick("fills") ?? []).find((p) => p.type === "SOLID" && p.visible !== false);
+  const ls = pick("letterSpacing");
+  return {
+    family: pick("fontName")?.family ?? "Inter",
+    style: pick("fontName")?.style ?? "Regular",
+    size,
+    color: fill ? rgb(fill.color) : "rgb(0,0,0)",
+    alpha: fill ? (fill.opacity ?? 1) * (fill.color.a ?? 1) : 1,
+    spacing: ls?.value === undefined ? 0 : ls.unit === "PERCENT" ? (ls.value / 100) * size : ls.value,
+    decoration: pick("textDecoration"),
+    textCase: pick("textCase"),
+  };
+}
+
+function attrsOf(st) {
+  const { weight, italic } = parseStyle(st.style);
+  const deco = st.decoration === "UNDERLINE" ? "underline" : st.decoration === "STRIKETHROUGH" ? "line-through" : "";
+  return (
+    `font-family="${esc(st.family)}" font-size="${f(st.size)}" font-weight="${weight}"` +
+    (italic ? ` font-style="italic"` : "") +
+    (st.spacing ? ` letter-spacing="${f(st.spacing)}"` : "") +
+    (deco ? ` text-decoration="${deco}"` : "") +
+    ` fill="${st.color}"${st.alpha < 1 ? ` fill-opacity="${f(st.alpha)}"` : ""}`
+  );
+}
+
+/** Characters in a case, as Figma draws `textCase` (TITLE: each word's first letter). */
+function inCase(text, textCase, wordStart) {
+  switch (textCase) {
+    case "UPPER":
+      return text.toUpperCase();
+    case "LOWER":
+      return text.toLowerCase();
+    case "TITLE":
+      return text.replace(/(^|\s)(\S)/g, (m, sp, c, at) => (at === 0 && !sp && !wordStart ? m : sp + c.toUpperCase()));
+    default:
+      return text;
+  }
+}
+
+/** The characters start..end of TEXT node `n` as runs of one style each (its segments cut to the range). */
+function styledSpans(n, chars, start, end) {
+  const segs = n.segments ?? [];
+  const out = [];
+  for (let i = start; i < end; ) {
+    const seg = segs.find((g) => g.start <= i && i < g.end) ?? {};
+    const stop = Math.min(end, seg.end ?? end);
+    const next = segs.find((g) => g.start > i && g.start < stop);
+    const to = next ? next.start : stop;
+    const style = textStyle(n, seg);
+    const wordStart = i === 0 || /\s/.test(chars[i - 1]);
+    out.push({ style, text: inCase(chars.slice(i, to), style.textCase, wordStart) });
+    i = to;
+  }
+  return out;
+}
+
+/**
+ * Each line of `chars` as [start, end) indices: at every "\n", and within, where `lines` (the
+ * wrapped lines' texts, in order, without their "\n") say each begins.
+ */
+function lineRanges(chars, lines) {
+  if (!lines) {
+    const out = [];
+    let at = 0;
+    for (const piece of chars.split("\n")) {
+      out.push([at, at + piece.length]);
+      at += piece.length + 1;
+    }
+    return out;
+  }
+  const out = [];
+  let at = 0;
+  for (const text of lines) {
+    if (chars[at] === "\n") at++;
+    out.push([at, Math.min(chars.length, at + text.length)]);
+    at += text.length;
+  }
   return out;
 }

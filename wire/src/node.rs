@@ -93,7 +93,9 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
         | "lineHeight"
         | "letterSpacing"
         | "textDecoration"
-        | "textCase" => &[TEXT],
+        | "textCase"
+        | "hyperlink"
+        | "segments" => &[TEXT],
         "imageRef" => &[SVG],
         _ => return None,
     })
@@ -233,6 +235,14 @@ pub struct Node {
     /// Drawn in this case whatever `characters` is (CSS `text-transform`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_case: Option<TextCase>,
+    /// The whole text is a link (Figma's `hyperlink`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hyperlink: Option<Hyperlink>,
+    /// Differently styled runs of `characters`, as Figma's `getStyledTextSegments` lists them:
+    /// in order, covering the text from 0 to its length, each with its whole style. Absent
+    /// when one style (the node's own members) covers the text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Vec<TextSegment>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vector_paths: Option<Vec<VectorPath>>,
     /// A key of the result's images.
@@ -248,6 +258,47 @@ pub struct Node {
     #[serde(skip)]
     #[schemars(skip)]
     pub maker: Maker,
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum HyperlinkType {
+        URL = "URL",
+        NODE = "NODE",
+    }
+}
+
+/// Figma's `HyperlinkTarget`: a URL (`http`, `https` or `mailto`), or a node of the document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Hyperlink {
+    #[serde(rename = "type")]
+    pub kind: HyperlinkType,
+    #[schemars(length(min = 1, max = MAX_HYPERLINK))]
+    pub value: String,
+}
+
+/// The longest hyperlink value, in characters.
+pub const MAX_HYPERLINK: usize = 2048;
+
+/// A run of a TEXT node's characters with one style (Figma's `StyledTextSegment`, set with the
+/// `setRange*` calls). `start` and `end` count UTF-16 code units, as Figma and JavaScript do;
+/// `end` is exclusive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TextSegment {
+    pub start: u32,
+    pub end: u32,
+    pub font_name: FontName,
+    #[schemars(range(min = 1))]
+    pub font_size: f64,
+    pub fills: Vec<Paint>,
+    pub text_decoration: TextDecoration,
+    pub text_case: TextCase,
+    pub letter_spacing: LetterSpacing,
+    pub line_height: LineHeight,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hyperlink: Option<Hyperlink>,
 }
 
 /// A member that may be absent but not null.
@@ -277,25 +328,29 @@ impl Node {
         })
     }
 
-    /// Every `imageRef` the node uses, in the order of its members: fills, its own, strokes.
-    pub fn image_refs(&self) -> impl Iterator<Item = (&'static str, Option<usize>, &str)> {
-        let fills = paint_refs("fills", &self.fills);
-        let own = self.image_ref.iter().map(|r| ("imageRef", None, r.as_str()));
-        fills.chain(own).chain(paint_refs("strokes", &self.strokes))
+    /// Every `imageRef` the node uses, with its path from the node (`fills[0].imageRef`), in
+    /// the order of its members: fills, its own, strokes, the segments' fills.
+    pub fn image_refs(&self) -> impl Iterator<Item = (String, &str)> {
+        let fills = paint_refs(String::new(), "fills", self.fills.as_deref().unwrap_or_default());
+        let own = self.image_ref.iter().map(|r| ("imageRef".to_owned(), r.as_str()));
+        let segments = self
+            .segments
+            .iter()
+            .flatten()
+            .enumerate()
+            .flat_map(|(i, seg)| paint_refs(format!("segments[{i}]."), "fills", &seg.fills));
+        let strokes = paint_refs(String::new(), "strokes", self.strokes.as_deref().unwrap_or_default());
+        fills.chain(own).chain(strokes).chain(segments)
     }
 }
 
-/// The `imageRef` of every IMAGE paint of a list, with its index.
-fn paint_refs<'a>(
-    member: &'static str,
-    list: &'a Option<Vec<Paint>>,
-) -> impl Iterator<Item = (&'static str, Option<usize>, &'a str)> {
-    list.iter().flatten().enumerate().filter_map(move |(i, p)| match p {
-        Paint::Image { image_ref, .. } => Some((member, Some(i), image_ref.as_str())),
+/// The `imageRef` of every IMAGE paint of a list, with its path (`{at}{member}[i].imageRef`).
+fn paint_refs<'a>(at: String, member: &'static str, list: &'a [Paint]) -> impl Iterator<Item = (String, &'a str)> {
+    list.iter().enumerate().filter_map(move |(i, p)| match p {
+        Paint::Image { image_ref, .. } => Some((format!("{at}{member}[{i}].imageRef"), image_ref.as_str())),
         _ => None,
     })
 }
-
 wire_enum! {
     #[schemars(inline)]
     #[allow(clippy::upper_case_acronyms)]
@@ -640,6 +695,8 @@ pub const NODE_DEFINITIONS: &[&str] = &[
     "Color",
     "FontName",
     "VectorPath",
+    "Hyperlink",
+    "TextSegment",
 ];
 
 #[cfg(test)]
@@ -675,6 +732,8 @@ mod tests {
             "letterSpacing",
             "textDecoration",
             "textCase",
+            "hyperlink",
+            "segments",
             "imageRef",
         ];
         let listed: Vec<&str> = members.keys().map(String::as_str).filter(|k| owners(k).is_some()).collect();

@@ -32,6 +32,8 @@ export type ImageData = Schemas["ImageData"];
 export type Node = Schemas["Node"];
 export type NodeType = Schemas["NodeType"];
 export type Paint = Schemas["Paint"];
+export type TextSegment = Schemas["TextSegment"];
+export type Hyperlink = Schemas["Hyperlink"];
 export type TriggerRequest = Schemas["TriggerRequest"];
 export type ErrorBody = Schemas["Error"];
 /** The codes openapi.yaml lists, `quota_exceeded` (the 429 of trigger and retry) among them. */

@@ -549,8 +549,16 @@ export interface components {
             characters?: string;
             fontName?: components["schemas"]["FontName"];
             fontSize?: number;
+            /** @description The whole text is a link (Figma's `hyperlink`). */
+            hyperlink?: components["schemas"]["Hyperlink"];
             letterSpacing?: components["schemas"]["LetterSpacing"];
             lineHeight?: components["schemas"]["LineHeight"];
+            /**
+             * @description Differently styled runs of `characters`, as Figma's `getStyledTextSegments` lists them:
+             *     in order, covering the text from 0 to its length, each with its whole style. Absent
+             *     when one style (the node's own members) covers the text.
+             */
+            segments?: components["schemas"]["TextSegment"][];
             /** @enum {string} */
             textAlignHorizontal?: "LEFT" | "CENTER" | "RIGHT" | "JUSTIFIED";
             /**
@@ -669,6 +677,33 @@ export interface components {
              * @enum {string}
              */
             windingRule?: "NONZERO" | "EVENODD" | "NONE";
+        };
+        /** @description Figma's `HyperlinkTarget`: a URL (`http`, `https` or `mailto`), or a node of the document. */
+        Hyperlink: {
+            /** @enum {string} */
+            type: "URL" | "NODE";
+            value: string;
+        };
+        /**
+         * @description A run of a TEXT node's characters with one style (Figma's `StyledTextSegment`, set with the
+         *     `setRange*` calls). `start` and `end` count UTF-16 code units, as Figma and JavaScript do;
+         *     `end` is exclusive.
+         */
+        TextSegment: {
+            /** Format: uint32 */
+            end: number;
+            fills: components["schemas"]["Paint"][];
+            fontName: components["schemas"]["FontName"];
+            fontSize: number;
+            hyperlink?: components["schemas"]["Hyperlink"];
+            letterSpacing: components["schemas"]["LetterSpacing"];
+            lineHeight: components["schemas"]["LineHeight"];
+            /** Format: uint32 */
+            start: number;
+            /** @enum {string} */
+            textCase: "ORIGINAL" | "UPPER" | "LOWER" | "TITLE";
+            /** @enum {string} */
+            textDecoration: "NONE" | "UNDERLINE" | "STRIKETHROUGH";
         };
         Result: {
             code2desId: components["schemas"]["Uuid"];

@@ -1,6 +1,7 @@
 //! From a `DOMSnapshot.captureSnapshot` to the document: the layout tree walked in DOM order,
 //! boxes that paint something (or clip, or fade, or lay out flex items) as frames, the rest
-//! flattened into their nearest frame; text runs (one per line box) as TEXT nodes; images as
+//! flattened into their nearest frame; a block's inline content as one TEXT node of styled
+//! segments where that is exact, else text runs (one per line box) as TEXT nodes; images as
 //! image fills or SVG nodes. Children are ordered by Chromium's paint order, negative z-index
 //! first. An element CSS clips or stacks elsewhere than in its DOM parent's frame (an absolutely
 //! positioned one outside an `overflow` inside its containing block, a negative z-index) is
@@ -14,6 +15,7 @@
 //! - `walk`: the walk of the tree, which element becomes what and in which frame;
 //! - `paint`: boxes and their paint (backgrounds, borders, corners, shadows), the canvas;
 //! - `gradient`: CSS linear gradients as Figma's;
+//! - `paragraph`: a block's inline content as one TEXT node, its runs as segments;
 //! - `text`: text runs, fonts, list markers;
 //! - `images`: images, inline SVG and the other replaced content;
 //! - `controls`: form controls' values, placeholders and themed parts;
@@ -25,6 +27,7 @@ mod gradient;
 mod images;
 mod layout;
 mod paint;
+mod paragraph;
 mod snapshot;
 mod text;
 mod walk;
@@ -139,6 +142,8 @@ struct Ctx<'s, 'a> {
     negative_hosts: HashSet<Option<usize>>,
     /// How many elements deep the walk's recursion is.
     walk_depth: usize,
+    /// Text nodes a paragraph's TEXT node draws: not drawn again line by line.
+    in_paragraph: HashSet<usize>,
 }
 
 impl<'s, 'a> Ctx<'s, 'a> {
@@ -161,6 +166,7 @@ impl<'s, 'a> Ctx<'s, 'a> {
             moved: HashMap::new(),
             negative_hosts: stack::negative_hosts(s),
             walk_depth: 0,
+            in_paragraph: HashSet::new(),
         }
     }
 

@@ -112,22 +112,42 @@ pub(super) fn symbol_marker(cx: &mut Ctx<'_, '_>, n: usize, li: usize, into: &mu
 }
 
 /// How a text run is drawn: alike on each of its line boxes.
-struct RunStyle {
-    color: Rgba,
+pub(super) struct RunStyle {
+    pub(super) color: Rgba,
     /// The family the CSS names first, and the one Chromium drew the run with.
     wanted: String,
     used: String,
     style: String,
-    font_size: f64,
-    line_height: LineHeight,
-    letter: f64,
-    decoration: Option<TextDecoration>,
-    case: Option<TextCase>,
+    pub(super) font_size: f64,
+    pub(super) line_height: LineHeight,
+    pub(super) letter: f64,
+    pub(super) decoration: Option<TextDecoration>,
+    pub(super) case: Option<TextCase>,
     align: TextAlign,
+}
+
+impl RunStyle {
+    /// The font as Figma names it: the family Chromium drew with, the CSS weight and style.
+    pub(super) fn font_name(&self) -> FontName {
+        FontName { family: self.used.clone(), style: self.style.clone() }
+    }
+}
+
+/// CSS `text-align` as Figma's.
+pub(super) fn text_align(css: &str) -> TextAlign {
+    match css {
+        "center" | "-webkit-center" => TextAlign::CENTER,
+        "right" | "end" | "-webkit-right" => TextAlign::RIGHT,
+        "justify" => TextAlign::JUSTIFIED,
+        _ => TextAlign::LEFT,
+    }
 }
 
 /// A text node's runs: one TEXT node per line box.
 pub(super) fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container) {
+    if cx.in_paragraph.contains(&n) {
+        return;
+    }
     let s = cx.s;
     let Some(boxes) = s.text_boxes.get(&l) else { return };
     let full: Vec<u16> = s.l_text[l].or(s.node_value[n]).unwrap_or("").encode_utf16().collect();
@@ -158,22 +178,27 @@ pub(super) fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Containe
         }
         // As Figma names a text layer: by its characters, on one line.
         let name = names::short(&chars);
-        if run.used != run.wanted
-            && !GENERIC_FAMILIES.contains(&run.wanted.as_str())
-            && cx.warned_fonts.insert((run.wanted.clone(), run.used.clone()))
-        {
-            let message = format!("{} is not available; drawn with {}", run.wanted, run.used);
-            cx.warn(WarningCode::FontSubstituted, message, owner, &name);
-        }
+        substitution(cx, &run, owner, &name);
         cx.count += 1;
         let node = line_node(&run, *b, name, chars, n, (into.ox, into.oy));
         into.nodes.push((paint_order, node));
     }
 }
 
+/// Warns, once per pair, that the run's first family was not the one drawn.
+pub(super) fn substitution(cx: &mut Ctx<'_, '_>, run: &RunStyle, owner: usize, name: &str) {
+    if run.used != run.wanted
+        && !GENERIC_FAMILIES.contains(&run.wanted.as_str())
+        && cx.warned_fonts.insert((run.wanted.clone(), run.used.clone()))
+    {
+        let message = format!("{} is not available; drawn with {}", run.wanted, run.used);
+        cx.warn(WarningCode::FontSubstituted, message, owner, name);
+    }
+}
+
 /// The style of the run of text node `n` (layout object `l`, element `owner`); `None` when it
 /// is transparent.
-fn run_style(cx: &mut Ctx<'_, '_>, n: usize, l: usize, owner: usize) -> Option<RunStyle> {
+pub(super) fn run_style(cx: &mut Ctx<'_, '_>, n: usize, l: usize, owner: usize) -> Option<RunStyle> {
     let s = cx.s;
     let color = cx.color(owner, l, "color", &s.name(owner)).unwrap_or(Rgba { r: 0.0, g: 0.0, b: 0.0, a: 1.0 });
     if color.a == 0.0 {
@@ -200,12 +225,7 @@ fn run_style(cx: &mut Ctx<'_, '_>, n: usize, l: usize, owner: usize) -> Option<R
             "capitalize" => Some(TextCase::TITLE),
             _ => None,
         },
-        align: match s.style(l, "text-align") {
-            "center" | "-webkit-center" => TextAlign::CENTER,
-            "right" | "end" | "-webkit-right" => TextAlign::RIGHT,
-            "justify" => TextAlign::JUSTIFIED,
-            _ => TextAlign::LEFT,
-        },
+        align: text_align(s.style(l, "text-align")),
     })
 }
 
@@ -249,7 +269,7 @@ fn line_node(run: &RunStyle, b: [f64; 4], name: String, chars: String, n: usize,
         fills: Some(vec![solid(&run.color)]),
         characters: Some(chars),
         font_size: Some(round(run.font_size)),
-        font_name: Some(FontName { family: run.used.clone(), style: run.style.clone() }),
+        font_name: Some(run.font_name()),
         text_align_horizontal: Some(run.align),
         // One line box per node: its width follows the glyphs, so no line wraps in Figma.
         text_auto_resize: Some(TextAutoResize::WIDTH_AND_HEIGHT),

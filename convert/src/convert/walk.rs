@@ -8,6 +8,7 @@ use super::layout::auto_layout;
 use super::paint::{
     apply_paint, box_paint, collapsed_border, inline_fragments, inline_lines, paints_something, BoxPaint,
 };
+use super::paragraph::paragraph;
 use super::text::{symbol_marker, text};
 use super::{key, round, Container, Ctx, Open, MAX_FRAME_DEPTH, MAX_NODES, MAX_WALK_DEPTH};
 use crate::doc::{Maker, Node, NodeType, WarningCode};
@@ -242,6 +243,8 @@ pub(super) fn fill(cx: &mut Ctx<'_, '_>, n: usize, l: usize, open: Open, flex: b
     let (id, b) = (open.id, open.rect);
     cx.next_id += 1;
     let mut inner = Container { ox: open.ox, oy: open.oy, depth: open.depth, nodes: Vec::new() };
+    // Before the children: the text nodes it draws are then not drawn again.
+    let para = paragraph(cx, n, l, &inner);
     cx.open.push(open);
     for c in s.children[n].clone() {
         let item = flex
@@ -255,6 +258,7 @@ pub(super) fn fill(cx: &mut Ctx<'_, '_>, n: usize, l: usize, open: Open, flex: b
         input_text(cx, n, l, b, &mut inner);
     }
     let mut kids = inner.nodes;
+    kids.extend(para);
     kids.extend(cx.take_moved(id));
     kids.sort_by_key(|(p, _)| *p);
     kids.into_iter().map(|(_, k)| k).collect()
@@ -286,9 +290,11 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
             cx.count += 1;
             into.nodes.push((k, node));
         }
+        let para = paragraph(cx, n, l, into);
         for c in s.children[n].clone() {
             visit(cx, c, into, false);
         }
+        into.nodes.extend(para);
         return;
     }
     if display == "inline" && paints && !clips && !faded && !flex_item && !stacks {

@@ -350,11 +350,9 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
     while let Some((n, parent, i)) = stack.pop() {
         links.push((parent, i));
         let me = links.len() - 1;
-        for (member, index, name) in n.image_refs() {
+        for (at, name) in n.image_refs() {
             if seen.insert(name.to_owned()) {
-                let within = index.map(|i| format!("[{i}]")).unwrap_or_default();
-                let sub = if index.is_some() { ".imageRef" } else { "" };
-                refs.push((name.to_owned(), format!("{}.{member}{within}{sub}", render(&links, me))));
+                refs.push((name.to_owned(), format!("{}.{at}", render(&links, me))));
             }
         }
         // Reversed, so the walk (and thus image order) follows document order.

@@ -1,0 +1,109 @@
+//! Paragraphs (issue 39, item 1): a block's inline content is one TEXT node as wide as the
+//! block, its runs segments with UTF-16 indices, its links hyperlinks, its white space as CSS
+//! lays it out; and where that would not be exact, the text is drawn line by line as before.
+//! Against real Chromium.
+
+use std::sync::OnceLock;
+
+use code2des_convert::doc::{HyperlinkType, NodeType, Paint, TextAutoResize, TextDecoration};
+use code2des_convert::{convert, Node, Options, Output, Renderer};
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime"))
+}
+
+fn renderer() -> &'static Renderer {
+    static R: OnceLock<Renderer> = OnceLock::new();
+    R.get_or_init(|| runtime().block_on(Renderer::start(Options::default())).expect("Chromium starts"))
+}
+
+fn run(body: &str) -> Output {
+    let html = format!(
+        "<!DOCTYPE html><html><head><style>body {{ margin: 0; font: 16px/24px 'DejaVu Serif' }} \
+         p {{ width: 300px; margin: 10px }}</style></head><body>{body}</body></html>"
+    );
+    runtime().block_on(convert(renderer(), html.as_bytes(), false)).expect("converts")
+}
+
+fn texts(out: &Output) -> Vec<&Node> {
+    out.document.walk().map(|(n, _)| n).filter(|n| n.kind == NodeType::TEXT).collect()
+}
+
+#[test]
+fn a_wrapped_paragraph_with_inline_styles_and_a_link_is_one_text_node() {
+    let out = run("<p id=p>A flame\n   graph is <em>a picture</em> of <b>where time\u{1F525} goes</b>, \
+         <a href=\"https://example.com/x\">read more</a> and <a href=\"javascript:alert(1)\">not this</a> \
+         and some more words so that it wraps onto several lines here.</p>");
+    let t = texts(&out);
+    assert_eq!(t.len(), 1, "one TEXT node: {t:#?}");
+    let p = t[0];
+    let chars = p.characters.as_deref().unwrap();
+    // The source's line break and spaces collapse to one space; no "\n" where Chromium drew none.
+    assert!(
+        chars.starts_with("A flame graph is a picture of where time\u{1F525} goes, read more and not this and"),
+        "{chars}"
+    );
+    assert!(!chars.contains('\n') && !chars.contains("  "), "{chars:?}");
+    assert_eq!((p.x, p.width), (10.0, 300.0), "the block's content box");
+    assert_eq!(p.text_auto_resize, Some(TextAutoResize::HEIGHT));
+    assert!(p.height >= 24.0 * 3.0, "several lines of 24 px: {}", p.height);
+    let segs = p.segments.as_ref().expect("segments");
+    // Contiguous from 0 to the length in UTF-16 (the emoji counts two).
+    assert_eq!(segs[0].start, 0);
+    assert_eq!(segs.last().unwrap().end as usize, chars.encode_utf16().count());
+    assert!(segs.windows(2).all(|w| w[0].end == w[1].start));
+    let at = |needle: &str| {
+        let i = chars.encode_utf16().count() - chars[chars.find(needle).unwrap()..].encode_utf16().count();
+        segs.iter().find(|g| g.start as usize <= i && i < g.end as usize).unwrap()
+    };
+    assert_eq!(at("picture").font_name.style, "Italic");
+    assert_eq!(at("where").font_name.style, "Bold");
+    assert_eq!(at("goes").font_name.style, "Bold", "after the emoji's two code units");
+    assert_eq!(at("A flame").font_name.style, "Regular");
+    let link = at("read more").hyperlink.as_ref().expect("a hyperlink");
+    assert_eq!((link.kind, link.value.as_str()), (HyperlinkType::URL, "https://example.com/x"));
+    assert!(at("not this").hyperlink.is_none(), "a javascript: URL is never a hyperlink");
+    assert_eq!(at("read more").text_decoration, TextDecoration::UNDERLINE);
+}
+
+#[test]
+fn breaks_and_preserved_white_space_are_kept_as_laid_out() {
+    let out = run(
+        "<p>one<br>two</p><p style=\"white-space: pre\">a  b\n  c</p><p style=\"white-space: pre-line\">x   y\nz</p>",
+    );
+    let chars: Vec<&str> = texts(&out).iter().map(|n| n.characters.as_deref().unwrap()).collect();
+    assert_eq!(chars, ["one\ntwo", "a  b\n  c", "x y\nz"]);
+}
+
+#[test]
+fn what_a_text_node_cannot_draw_exactly_stays_line_by_line() {
+    // An inline-block inside: the paragraph's text stays line by line (the inline-block's own
+    // content is a paragraph of its own).
+    let out = run("<p>before <span style=\"display: inline-block; width: 40px\">box</span> after</p>");
+    let line_by_line: Vec<&str> = texts(&out)
+        .iter()
+        .filter(|n| n.text_auto_resize == Some(TextAutoResize::WIDTH_AND_HEIGHT))
+        .map(|n| n.characters.as_deref().unwrap().trim())
+        .collect();
+    assert_eq!(line_by_line, ["before", "after"]);
+}
+
+#[test]
+fn an_inline_elements_padding_is_room_beside_its_text() {
+    let out = run("<p>run <code style=\"padding: 0 6px; background: #eee\">x</code> on</p>");
+    let t = texts(&out);
+    assert_eq!(t.len(), 1, "{t:#?}");
+    let segs = t[0].segments.as_ref().expect("segments");
+    // The space before the code, then the code's last character, carry its left and right room.
+    let wide: Vec<f64> = segs.iter().map(|g| g.letter_spacing.value).filter(|v| *v != 0.0).collect();
+    assert_eq!(wide, [6.0, 6.0], "{segs:#?}");
+    // The code's background is a shape behind the text.
+    let grey = |n: &Node| {
+        n.fills
+            .iter()
+            .flatten()
+            .any(|f| matches!(f, Paint::Solid { color, .. } if (color.r - 238.0 / 255.0).abs() < 0.01))
+    };
+    assert!(out.document.walk().any(|(n, _)| n.kind != NodeType::TEXT && grey(n)));
+}

@@ -203,8 +203,9 @@ fn compose(s: &Snapshot<'_>, items: &[Item]) -> (String, Vec<Piece>, Vec<(usize,
         pieces.push((text_index, start, out.len()));
         text_index += 1;
     }
-    // White space at the end of the paragraph is not drawn.
-    while out.last() == Some(&u16::from(b' ')) {
+    // White space at the end of the paragraph is not drawn: a preformatted block's last
+    // newline ends its last line, it opens none (Figma would draw one more, empty).
+    while out.last().is_some_and(|c| is_space(*c)) {
         out.pop();
     }
     let len = out.len();

@@ -199,6 +199,9 @@ pub const STYLES: &[&str] = &[
     "vertical-align",
     "margin-left",
     "margin-right",
+    // A grid container's tracks, as laid out (px), for Figma's GRID (convert/layout).
+    "grid-template-columns",
+    "grid-template-rows",
     "appearance",
     "list-style-type",
     "border-collapse",

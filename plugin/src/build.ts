@@ -104,9 +104,14 @@ export class Builder {
         this.common(frame, doc, x, y, at);
         this.corners(frame, doc);
         if (doc.clipsContent !== undefined) frame.clipsContent = doc.clipsContent;
+        // A grid's tracks first: each child is placed in its cell as it is added.
+        if (doc.layoutMode === "GRID") this.grid(frame, doc);
         // A frame is its children's coordinate space.
-        for (const [i, child] of (doc.children ?? []).entries()) await this.node(child, frame, 0, 0, [...at, i]);
-        this.autoLayout(frame, doc);
+        for (const [i, child] of (doc.children ?? []).entries()) {
+          const made = await this.node(child, frame, 0, 0, [...at, i]);
+          if (doc.layoutMode === "GRID" && made[0]) this.gridCell(made[0], child);
+        }
+        if (doc.layoutMode !== "GRID") this.autoLayout(frame, doc);
         return [frame];
       }
       case "RECTANGLE": {
@@ -245,6 +250,39 @@ export class Builder {
    * Auto layout, once the children are in: the frame keeps the document's size (both axes
    * FIXED, set before the resize), and Figma places the children in list order.
    */
+  /** Figma's GRID: the tracks (FIXED px, FLEX shares, HUG), gaps and padding, at the frame's size. */
+  private grid(frame: FrameNode, doc: Node & { type: "FRAME" }): void {
+    frame.layoutMode = "GRID";
+    frame.gridRowCount = doc.gridRowCount ?? 1;
+    frame.gridColumnCount = doc.gridColumnCount ?? 1;
+    if (doc.gridRowGap !== undefined) frame.gridRowGap = doc.gridRowGap;
+    if (doc.gridColumnGap !== undefined) frame.gridColumnGap = doc.gridColumnGap;
+    const tracks = (sizes: GridTrackSize[], want: { type: "FIXED" | "FLEX" | "HUG"; value?: number }[] | undefined) =>
+      (want ?? []).forEach((w, i) => {
+        const t = sizes[i];
+        if (!t) return;
+        t.type = w.type;
+        if (w.type !== "HUG" && w.value !== undefined) t.value = w.value;
+      });
+    tracks(frame.gridRowSizes, doc.gridRowSizes);
+    tracks(frame.gridColumnSizes, doc.gridColumnSizes);
+    if (doc.paddingTop !== undefined) frame.paddingTop = doc.paddingTop;
+    if (doc.paddingRight !== undefined) frame.paddingRight = doc.paddingRight;
+    if (doc.paddingBottom !== undefined) frame.paddingBottom = doc.paddingBottom;
+    if (doc.paddingLeft !== undefined) frame.paddingLeft = doc.paddingLeft;
+    if (doc.width !== undefined && doc.height !== undefined) {
+      frame.resize(Math.max(doc.width, 0.01), Math.max(doc.height, 0.01));
+    }
+  }
+
+  /** A child of a GRID frame: its cell and spans, its own size kept. */
+  private gridCell(made: SceneNode, doc: Node): void {
+    const child = made as SceneNode & LayoutMixin & GridChildrenMixin;
+    child.setGridChildPosition(doc.gridRowAnchorIndex ?? 0, doc.gridColumnAnchorIndex ?? 0);
+    if ((doc.gridRowSpan ?? 1) > 1) child.gridRowSpan = doc.gridRowSpan ?? 1;
+    if ((doc.gridColumnSpan ?? 1) > 1) child.gridColumnSpan = doc.gridColumnSpan ?? 1;
+  }
+
   private autoLayout(frame: FrameNode, doc: Node & { type: "FRAME" }): void {
     if (doc.layoutMode === undefined || doc.layoutMode === "NONE") return;
     frame.layoutMode = doc.layoutMode;

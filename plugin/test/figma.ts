@@ -101,6 +101,43 @@ export function testFigma(): TestFigma {
     return image;
   };
 
+  // figma-api-stub 0.0.57 has no GRID: a frame's grid tracks are kept as Figma keeps them (new
+  // tracks FLEX, counts below 1 refused) and a child is placed in a cell of its GRID parent,
+  // refused outside the grid or in an occupied cell, as Figma refuses it.
+  const track = (): GridTrackSize => ({ type: "FLEX", value: 1 });
+  const gridded = (node: SceneNode) => {
+    const g = node as SceneNode & { _rows?: GridTrackSize[]; _cols?: GridTrackSize[] };
+    const resize = (key: "_rows" | "_cols") => (n: number) => {
+      if (!(n >= 1)) throw new Error("Error: a grid needs at least one track");
+      const list = g[key] ?? [];
+      g[key] = Array.from({ length: n }, (_, i) => list[i] ?? track());
+    };
+    Object.defineProperties(g, {
+      gridRowCount: { get: () => (g._rows ?? [track()]).length, set: resize("_rows"), configurable: true },
+      gridColumnCount: { get: () => (g._cols ?? [track()]).length, set: resize("_cols"), configurable: true },
+      gridRowSizes: { get: () => (g._rows ??= [track()]), configurable: true },
+      gridColumnSizes: { get: () => (g._cols ??= [track()]), configurable: true },
+    });
+    Object.assign(g, {
+      setGridChildPosition(this: SceneNode & { gridRowAnchorIndex?: number; gridColumnAnchorIndex?: number }, r: number, c: number) {
+        const parent = this.parent as (FrameNode & { layoutMode: string }) | null;
+        if (!parent || parent.layoutMode !== "GRID") throw new Error("Error: not in a GRID frame");
+        if (r < 0 || c < 0 || r >= parent.gridRowCount || c >= parent.gridColumnCount) throw new Error("Error: cell out of bounds");
+        const taken = parent.children.some(
+          (o) => o !== this && (o as typeof this).gridRowAnchorIndex === r && (o as typeof this).gridColumnAnchorIndex === c,
+        );
+        if (taken) throw new Error("Error: the cell is occupied");
+        this.gridRowAnchorIndex = r;
+        this.gridColumnAnchorIndex = c;
+      },
+    });
+    return node;
+  };
+  for (const name of ["createFrame", "createRectangle", "createEllipse", "createVector", "createLine"] as const) {
+    const create = (figma[name] as () => SceneNode).bind(figma);
+    (figma as unknown as Record<string, () => SceneNode>)[name] = () => gridded(create());
+  }
+
   // figma-api-stub's text nodes have no setRange* but the list options, and no hyperlink:
   // each range is recorded as Figma keeps it, per character, refused outside the text or for a
   // font not loaded, as Figma refuses them.
@@ -125,7 +162,7 @@ export function testFigma(): TestFigma {
       setRangeLineHeight: record("lineHeight"),
       setRangeHyperlink: record("hyperlink"),
     });
-    return text;
+    return gridded(text) as TextNode;
   };
 
   const loadFont = figma.loadFontAsync.bind(figma);
@@ -267,6 +304,20 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
       eq(path, "cornerRadius", n.cornerRadius, d.cornerRadius);
     }
     if (d.type === "FRAME" && d.clipsContent !== undefined) eq(path, "clipsContent", (node as FrameNode).clipsContent, d.clipsContent);
+    if (d.type === "FRAME" && d.layoutMode === "GRID") {
+      const g = node as FrameNode;
+      eq(path, "layoutMode", g.layoutMode, "GRID");
+      eq(path, "gridRowCount", g.gridRowCount, d.gridRowCount);
+      eq(path, "gridColumnCount", g.gridColumnCount, d.gridColumnCount);
+      const sizes = (got: readonly GridTrackSize[], want: typeof d.gridRowSizes) =>
+        (want ?? []).map((w, i) => ({ type: got[i]?.type, value: w.type === "HUG" ? undefined : got[i]?.value })).map((x, i) => [x, want?.[i]]);
+      for (const [got, want] of sizes(g.gridRowSizes, d.gridRowSizes)) eq(path, "gridRowSizes", got, { type: want?.type, value: want?.type === "HUG" ? undefined : want?.value });
+      for (const [got, want] of sizes(g.gridColumnSizes, d.gridColumnSizes)) eq(path, "gridColumnSizes", got, { type: want?.type, value: want?.type === "HUG" ? undefined : want?.value });
+    }
+    if (d.gridRowAnchorIndex !== undefined) {
+      const c = node as SceneNode & { gridRowAnchorIndex?: number; gridColumnAnchorIndex?: number };
+      eq(path, "grid cell", [c.gridRowAnchorIndex, c.gridColumnAnchorIndex], [d.gridRowAnchorIndex, d.gridColumnAnchorIndex]);
+    }
     if (d.type === "TEXT") {
       const text = node as TextNode;
       eq(path, "characters", text.characters, d.characters ?? "");

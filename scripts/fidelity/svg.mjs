@@ -74,6 +74,43 @@ function invert([[a, b, c], [d, e, g]]) {
   ];
 }
 
+/**
+ * A GRID frame's tracks in px, as Figma sizes them: FIXED as given; HUG as the largest child
+ * spanning that track alone; FLEX sharing what the others and the gaps leave, by their values.
+ */
+function gridTracks(specs, gap, room, kids, anchor, span, size) {
+  const px = specs.map((t, i) => {
+    if (t.type === "FIXED") return t.value ?? 0;
+    if (t.type === "HUG") return Math.max(0, ...kids.filter((k) => (k[anchor] ?? 0) === i && (k[span] ?? 1) === 1).map(size));
+    return null;
+  });
+  const shares = specs.reduce((sum, t, i) => sum + (px[i] === null ? t.value ?? 1 : 0), 0);
+  const free = room - px.reduce((sum, v) => sum + (v ?? 0), 0) - gap * Math.max(0, specs.length - 1);
+  return px.map((v, i) => (v === null ? (Math.max(0, free) * (specs[i].value ?? 1)) / (shares || 1) : v));
+}
+
+/** Grid: each child at the start of its anchor cell, from the padding, the gaps between tracks. */
+export function gridLayout(n, kids) {
+  const flow = kids.filter((k) => k.visible !== false);
+  const pl = n.paddingLeft ?? 0;
+  const pt = n.paddingTop ?? 0;
+  const cols = gridTracks(n.gridColumnSizes ?? [], n.gridColumnGap ?? 0, (n.width ?? 0) - pl - (n.paddingRight ?? 0), flow, "gridColumnAnchorIndex", "gridColumnSpan", (k) => k.width ?? 0);
+  const rows = gridTracks(n.gridRowSizes ?? [], n.gridRowGap ?? 0, (n.height ?? 0) - pt - (n.paddingBottom ?? 0), flow, "gridRowAnchorIndex", "gridRowSpan", (k) => k.height ?? 0);
+  const start = (from, tracks, gap, i) => from + tracks.slice(0, i).reduce((sum, v) => sum + v + gap, 0);
+  return flow.map((k) => ({
+    ...k,
+    x: start(pl, cols, n.gridColumnGap ?? 0, k.gridColumnAnchorIndex ?? 0),
+    y: start(pt, rows, n.gridRowGap ?? 0, k.gridRowAnchorIndex ?? 0),
+  }));
+}
+
+/** A frame's children where Figma puts them: by auto layout, by grid, or as they are. */
+export function laidOut(n, kids) {
+  if (n.layoutMode === "HORIZONTAL" || n.layoutMode === "VERTICAL") return autoLayout(n, kids);
+  if (n.layoutMode === "GRID") return gridLayout(n, kids);
+  return kids;
+}
+
 const SCALE_MODE = { FILL: "xMidYMid slice", FIT: "xMidYMid meet", CROP: "none", TILE: "xMidYMid slice" };
 
 /** Auto layout: children in list order along the axis, from the padding, `itemSpacing` apart. */
@@ -202,7 +239,7 @@ export class SvgWriter {
 
   frame(n) {
     const kids = n.children ?? [];
-    const placed = n.layoutMode === "HORIZONTAL" || n.layoutMode === "VERTICAL" ? autoLayout(n, kids) : kids;
+    const placed = laidOut(n, kids);
     let inner = placed.flatMap((c) => this.node(c, 0, 0)).join("");
     // Figma's default for a new frame is to clip.
     if (n.clipsContent !== false && inner) {
@@ -447,7 +484,7 @@ export function place(doc) {
     out.push({ node: n, x, y, w: n.width ?? 0, h: n.height ?? 0 });
     const kids = n.children ?? [];
     if (n.type === "FRAME") {
-      const placed = n.layoutMode === "HORIZONTAL" || n.layoutMode === "VERTICAL" ? autoLayout(n, kids) : kids;
+      const placed = laidOut(n, kids);
       for (const c of placed) walk(c, x, y);
     } else {
       for (const c of kids) walk(c, x, y);

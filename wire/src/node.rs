@@ -83,7 +83,13 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
         | "paddingBottom"
         | "paddingLeft"
         | "primaryAxisAlignItems"
-        | "counterAxisAlignItems" => &[FRAME],
+        | "counterAxisAlignItems"
+        | "gridRowCount"
+        | "gridColumnCount"
+        | "gridRowGap"
+        | "gridColumnGap"
+        | "gridRowSizes"
+        | "gridColumnSizes" => &[FRAME],
         "vectorPaths" => &[VECTOR],
         "characters"
         | "fontSize"
@@ -213,6 +219,38 @@ pub struct Node {
     /// Auto layout: alignment across the axis (default MIN).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counter_axis_align_items: Option<CounterAlign>,
+    /// Grid (`layoutMode: GRID`, as Figma's): the number of rows and columns, the gaps between
+    /// them, and each track's size; the children are placed by their `grid…AnchorIndex` and
+    /// span, their `x` and `y` then ignored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub grid_row_count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub grid_column_count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub grid_row_gap: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub grid_column_gap: Option<f64>,
+    /// Top to bottom, `gridRowCount` of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid_row_sizes: Option<Vec<GridTrack>>,
+    /// Left to right, `gridColumnCount` of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid_column_sizes: Option<Vec<GridTrack>>,
+    /// A child of a GRID frame: its cell (0-based row and column) and how many tracks it spans.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid_row_anchor_index: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid_column_anchor_index: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub grid_row_span: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub grid_column_span: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub characters: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -311,8 +349,29 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::
 pub struct Maker {
     /// The DOM node it was made from (for warnings and auto layout).
     pub dom: Option<usize>,
-    /// It is the box of a flex item of its parent's element.
+    /// It is the box of a flex or grid item of its parent's element.
     pub flex_item: bool,
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum GridTrackType {
+        FIXED = "FIXED",
+        FLEX = "FLEX",
+        HUG = "HUG",
+    }
+}
+
+/// Figma's `GridTrackSize`: a FIXED track of `value` px, a FLEX track taking `value` shares of
+/// the free room (CSS `fr`), or a HUG track as large as its content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GridTrack {
+    #[serde(rename = "type")]
+    pub kind: GridTrackType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub value: Option<f64>,
 }
 
 impl Node {
@@ -368,6 +427,7 @@ wire_enum! {
         NONE = "NONE",
         HORIZONTAL = "HORIZONTAL",
         VERTICAL = "VERTICAL",
+        GRID = "GRID",
     }
 }
 
@@ -697,6 +757,7 @@ pub const NODE_DEFINITIONS: &[&str] = &[
     "VectorPath",
     "Hyperlink",
     "TextSegment",
+    "GridTrack",
 ];
 
 #[cfg(test)]
@@ -722,6 +783,12 @@ mod tests {
             "paddingLeft",
             "primaryAxisAlignItems",
             "counterAxisAlignItems",
+            "gridRowCount",
+            "gridColumnCount",
+            "gridRowGap",
+            "gridColumnGap",
+            "gridRowSizes",
+            "gridColumnSizes",
             "vectorPaths",
             "characters",
             "fontSize",

@@ -416,6 +416,17 @@ export interface components {
             effects?: components["schemas"]["Effect"][];
             /** @description Ignored on GROUP (a Figma group has no fills of its own). */
             fills?: components["schemas"]["Paint"][];
+            /** Format: uint32 */
+            gridColumnAnchorIndex?: number;
+            /** Format: uint32 */
+            gridColumnSpan?: number;
+            /**
+             * Format: uint32
+             * @description A child of a GRID frame: its cell (0-based row and column) and how many tracks it spans.
+             */
+            gridRowAnchorIndex?: number;
+            /** Format: uint32 */
+            gridRowSpan?: number;
             height?: number;
             /** @description The layer name (default the type's, as Figma names new layers). */
             name?: string;
@@ -453,6 +464,21 @@ export interface components {
              * @enum {string}
              */
             counterAxisAlignItems?: "MIN" | "CENTER" | "MAX";
+            /** Format: uint32 */
+            gridColumnCount?: number;
+            gridColumnGap?: number;
+            /** @description Left to right, `gridColumnCount` of them. */
+            gridColumnSizes?: components["schemas"]["GridTrack"][];
+            /**
+             * Format: uint32
+             * @description Grid (`layoutMode: GRID`, as Figma's): the number of rows and columns, the gaps between
+             *     them, and each track's size; the children are placed by their `grid…AnchorIndex` and
+             *     span, their `x` and `y` then ignored.
+             */
+            gridRowCount?: number;
+            gridRowGap?: number;
+            /** @description Top to bottom, `gridRowCount` of them. */
+            gridRowSizes?: components["schemas"]["GridTrack"][];
             /** @description Auto layout: the gap between children. */
             itemSpacing?: number;
             /**
@@ -460,7 +486,7 @@ export interface components {
              *     frame keeping its `width` and `height`; their `x` and `y` are then ignored.
              * @enum {string}
              */
-            layoutMode?: "NONE" | "HORIZONTAL" | "VERTICAL";
+            layoutMode?: "NONE" | "HORIZONTAL" | "VERTICAL" | "GRID";
             paddingBottom?: number;
             paddingLeft?: number;
             paddingRight?: number;
@@ -704,6 +730,15 @@ export interface components {
             textCase: "ORIGINAL" | "UPPER" | "LOWER" | "TITLE";
             /** @enum {string} */
             textDecoration: "NONE" | "UNDERLINE" | "STRIKETHROUGH";
+        };
+        /**
+         * @description Figma's `GridTrackSize`: a FIXED track of `value` px, a FLEX track taking `value` shares of
+         *     the free room (CSS `fr`), or a HUG track as large as its content.
+         */
+        GridTrack: {
+            /** @enum {string} */
+            type: "FIXED" | "FLEX" | "HUG";
+            value?: number;
         };
         Result: {
             code2desId: components["schemas"]["Uuid"];

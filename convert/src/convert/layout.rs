@@ -1,7 +1,8 @@
-//! Auto layout: a flex container whose items Figma would place exactly where Chromium did.
+//! Auto layout: a flex container whose items Figma would place exactly where Chromium did, and a
+//! grid container whose items each fill their cells as Figma's GRID.
 
-use super::{round, Snapshot};
-use crate::doc::{CounterAlign, LayoutMode, Node, PrimaryAlign};
+use super::{px, round, Snapshot};
+use crate::doc::{CounterAlign, GridTrack, GridTrackType, LayoutMode, Node, PrimaryAlign};
 
 /// Makes `frame` an auto layout frame when Figma would put every child exactly where it is:
 /// all children are the boxes of in-flow flex items, evenly spaced on the main axis, aligned
@@ -129,4 +130,117 @@ fn cross_alignment(
     } else {
         None
     }
+}
+
+/// Makes `frame` a GRID frame when Figma's grid puts every child exactly where Chromium did:
+/// every child the box of an in-flow grid item, each filling the cells of the tracks it starts
+/// and ends on, no two in one cell. The tracks are Chromium's (px); columns all alike that fill
+/// the content box are FLEX, as `repeat(n, 1fr)` is. Otherwise nothing changes.
+pub(super) fn grid_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
+    if kids.is_empty() || !kids.iter().all(|k| k.maker.flex_item) || !only_items(s, n, kids.len()) {
+        return;
+    }
+    let (cols, rows) = (tracks(s.style(l, "grid-template-columns")), tracks(s.style(l, "grid-template-rows")));
+    let (Some(cols), Some(rows)) = (cols, rows) else { return };
+    let (col_gap, row_gap) = (gap(s.style(l, "column-gap")), gap(s.style(l, "row-gap")));
+    let left = s.px(l, "padding-left") + s.px(l, "border-left-width");
+    let top = s.px(l, "padding-top") + s.px(l, "border-top-width");
+    let (xs, ys) = (starts(left, &cols, col_gap), starts(top, &rows, row_gap));
+    let mut cells = Vec::with_capacity(kids.len());
+    for k in kids.iter() {
+        let (Some(c), Some(r)) = (cell(k.x, k.width, &xs, &cols), cell(k.y, k.height, &ys, &rows)) else { return };
+        cells.push((r, c));
+    }
+    if overlapping(&cells) {
+        return;
+    }
+    let right = frame.width - (xs[cols.len() - 1] + cols[cols.len() - 1]);
+    let bottom = frame.height - (ys[rows.len() - 1] + rows[rows.len() - 1]);
+    if right < -TOLERANCE || bottom < -TOLERANCE {
+        return;
+    }
+    frame.layout_mode = Some(LayoutMode::GRID);
+    frame.grid_column_count = Some(cols.len() as u32);
+    frame.grid_row_count = Some(rows.len() as u32);
+    frame.grid_column_gap = Some(round(col_gap));
+    frame.grid_row_gap = Some(round(row_gap));
+    let content = frame.width - left - right.max(0.0) - col_gap * (cols.len() - 1) as f64;
+    frame.grid_column_sizes = Some(track_sizes(&cols, Some(content)));
+    frame.grid_row_sizes = Some(track_sizes(&rows, None));
+    frame.padding_left = Some(round(left));
+    frame.padding_top = Some(round(top));
+    frame.padding_right = Some(round(right.max(0.0)));
+    frame.padding_bottom = Some(round(bottom.max(0.0)));
+    for (k, ((r, rs), (c, cs))) in kids.iter_mut().zip(&cells) {
+        (k.grid_row_anchor_index, k.grid_row_span) = (Some(*r as u32), Some(*rs as u32));
+        (k.grid_column_anchor_index, k.grid_column_span) = (Some(*c as u32), Some(*cs as u32));
+    }
+}
+
+/// A computed `grid-template-*`: its tracks in px, when every one is (the container laid out as
+/// a grid, no `subgrid` or `masonry`).
+fn tracks(css: &str) -> Option<Vec<f64>> {
+    let list: Vec<f64> = css
+        .split_whitespace()
+        .map(|t| t.strip_suffix("px").and_then(|v| v.parse::<f64>().ok()).filter(|v| *v >= 0.0))
+        .collect::<Option<_>>()?;
+    (!list.is_empty()).then_some(list)
+}
+
+/// A computed `row-gap` or `column-gap` (`normal` is 0 in a grid).
+fn gap(css: &str) -> f64 {
+    px(css).max(0.0)
+}
+
+/// Where each track starts, from the content box's edge.
+fn starts(from: f64, sizes: &[f64], gap: f64) -> Vec<f64> {
+    let mut at = from;
+    sizes
+        .iter()
+        .map(|size| {
+            let here = at;
+            at += size + gap;
+            here
+        })
+        .collect()
+}
+
+/// The track a box starts on and how many it spans, when its edges are the tracks' edges.
+fn cell(start: f64, size: f64, starts: &[f64], sizes: &[f64]) -> Option<(usize, usize)> {
+    let first = starts.iter().position(|s| (s - start).abs() <= TOLERANCE)?;
+    let end = start + size;
+    let last = (first..sizes.len()).find(|i| (starts[*i] + sizes[*i] - end).abs() <= TOLERANCE)?;
+    Some((first, last - first + 1))
+}
+
+/// A child's (first row, rows spanned) and (first column, columns spanned).
+type Cell = ((usize, usize), (usize, usize));
+
+/// Two children's cells overlap: Figma refuses a second child in an occupied cell.
+fn overlapping(cells: &[Cell]) -> bool {
+    let mut taken = std::collections::HashSet::new();
+    for ((r, rs), (c, cs)) in cells {
+        for row in *r..r + rs {
+            for col in *c..c + cs {
+                if !taken.insert((row, col)) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// The tracks as Figma's sizes: FLEX when all alike and, with the gaps, the whole `content`
+/// (CSS `repeat(n, 1fr)`); else FIXED, as laid out.
+fn track_sizes(sizes: &[f64], content: Option<f64>) -> Vec<GridTrack> {
+    let alike = sizes.iter().all(|s| (s - sizes[0]).abs() <= TOLERANCE);
+    let fills = content.is_some_and(|c| (sizes.iter().sum::<f64>() - c).abs() <= TOLERANCE * sizes.len() as f64);
+    sizes
+        .iter()
+        .map(|s| match alike && fills {
+            true => GridTrack { kind: GridTrackType::FLEX, value: Some(1.0) },
+            false => GridTrack { kind: GridTrackType::FIXED, value: Some(round(*s)) },
+        })
+        .collect()
 }

@@ -4,7 +4,7 @@
 
 use super::controls::input_text;
 use super::images::replaced;
-use super::layout::auto_layout;
+use super::layout::{auto_layout, grid_layout};
 use super::paint::{
     apply_paint, box_paint, collapsed_border, inline_fragments, inline_lines, paints_something, BoxPaint,
 };
@@ -237,7 +237,8 @@ pub(super) fn element(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Conta
 }
 
 /// The children of element `n`'s frame `open`, in paint order: its own, and those moved into
-/// it from deeper down.
+/// it from deeper down. `flex`: `n` lays out its children as items (flex or grid), each then a
+/// frame of its own.
 pub(super) fn fill(cx: &mut Ctx<'_, '_>, n: usize, l: usize, open: Open, flex: bool) -> Vec<Node> {
     let s = cx.s;
     let (id, b) = (open.id, open.rect);
@@ -272,10 +273,11 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     let display = s.style(l, "display");
     let clips = s.style(l, "overflow-x") != "visible" || s.style(l, "overflow-y") != "visible";
     let flex = matches!(display, "flex" | "inline-flex") && s.style(l, "flex-wrap") == "nowrap";
+    let grid = matches!(display, "grid" | "inline-grid");
     let faded = node.opacity.is_some();
     let stacks = stack::negative_z(s, n, l).is_some() || cx.negative_hosts.contains(&Some(n));
     let paints = paints_something(&paint);
-    let needs_frame = clips || faded || flex || flex_item || stacks;
+    let needs_frame = clips || faded || flex || grid || flex_item || stacks;
     if into.depth >= MAX_FRAME_DEPTH && needs_frame {
         let message =
             format!("nested over {MAX_FRAME_DEPTH} frames deep: drawn flat, without its clip, opacity or auto layout");
@@ -315,9 +317,11 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     cx.count += 1;
     let open =
         Open { owner: Some(n), id: cx.next_id, clips, faded, rect: b, ox: b[0], oy: b[1], depth: into.depth + 1 };
-    let mut kids = fill(cx, n, l, open, flex);
+    let mut kids = fill(cx, n, l, open, flex || grid);
     if flex {
         auto_layout(s, n, l, &mut node, &mut kids);
+    } else if grid {
+        grid_layout(s, n, l, &mut node, &mut kids);
     }
     if !kids.is_empty() {
         node.children = Some(kids);

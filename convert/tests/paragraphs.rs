@@ -107,3 +107,29 @@ fn an_inline_elements_padding_is_room_beside_its_text() {
     };
     assert!(out.document.walk().any(|(n, _)| n.kind != NodeType::TEXT && grey(n)));
 }
+
+#[test]
+fn colours_and_type_used_three_times_are_shared_styles_named_by_role() {
+    let out = run("<h1 style=\"font: bold 30px/36px 'DejaVu Sans'\">Title</h1>\
+         <p>One para.</p><p>Two para.</p><p>Three <a href=\"https://example.com/\" style=\"color: rgb(0, 0, 200)\">link</a>.</p>\
+         <p><a href=\"https://example.com/a\" style=\"color: rgb(0, 0, 200)\">alpha</a> and \
+         <a href=\"https://example.com/b\" style=\"color: rgb(0, 0, 200)\">beta</a></p>");
+    let styles = out.document.styles.as_ref().expect("styles on the root");
+    let names: Vec<&str> = styles.iter().map(|s| s.name.as_str()).collect();
+    assert!(names.contains(&"Text/Body"), "{names:?}");
+    assert!(names.contains(&"Color/Text"), "{names:?}");
+    assert!(names.contains(&"Color/Link"), "the link colour, used three times: {names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("Text/Heading")), "one heading is not a style: {names:?}");
+    let id = |name: &str| styles.iter().find(|s| s.name == name).map(|s| s.id.clone());
+    let body = texts(&out).into_iter().find(|n| n.characters.as_deref() == Some("One para.")).unwrap();
+    assert_eq!(body.text_style_id, id("Text/Body"));
+    assert_eq!(body.fill_style_id, id("Color/Text"));
+    // Every id a node or segment names is a style of the root.
+    let known: Vec<String> = styles.iter().map(|s| s.id.clone()).collect();
+    for (n, _) in out.document.walk() {
+        let segs = n.segments.iter().flatten().flat_map(|g| [&g.fill_style_id, &g.text_style_id]);
+        for used in [&n.fill_style_id, &n.text_style_id].into_iter().chain(segs).flatten() {
+            assert!(known.contains(used), "{used} is not a style");
+        }
+    }
+}

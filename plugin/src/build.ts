@@ -2,7 +2,7 @@
 // `PluginAPI` it is given (the real `figma` in the plugin, a stub in the tests), so the tests
 // run exactly this code. The node schema is openapi.yaml's `Node` (SPEC section 4).
 
-import type { Node, Paint as DocPaint, TextSegment } from "@code2des/client";
+import type { Node, Paint as DocPaint, Style as DocStyle, TextSegment } from "@code2des/client";
 import { FALLBACK_FONT, substitute } from "./fonts.js";
 
 type Container = BaseNode & ChildrenMixin;
@@ -68,6 +68,8 @@ export class Builder {
   /** One warning per unavailable font, counting the text layers it concerns. */
   private substituted = new Map<string, { warning: BuildWarning; layers: number }>();
   private count = 0;
+  /** The document's styles (its root's `styles`) as this file's local styles, by the document's id. */
+  private styles = new Map<string, string>();
 
   constructor(
     private readonly figma: PluginAPI,
@@ -79,6 +81,7 @@ export class Builder {
     this.warnings = [];
     this.substituted.clear();
     this.count = 0;
+    this.styles = await this.localStyles(doc.type === "FRAME" ? doc.styles ?? [] : []);
     const roots = await this.node(doc, parent, 0, 0, []);
     const root = roots[0];
     if (!root) throw new Error("the document built no node");
@@ -103,6 +106,7 @@ export class Builder {
         parent.appendChild(frame);
         this.common(frame, doc, x, y, at);
         this.corners(frame, doc);
+        await this.fillStyle(frame, doc);
         if (doc.clipsContent !== undefined) frame.clipsContent = doc.clipsContent;
         // A grid's tracks first: each child is placed in its cell as it is added.
         if (doc.layoutMode === "GRID") this.grid(frame, doc);
@@ -169,6 +173,8 @@ export class Builder {
         if (doc.textDecoration !== undefined) text.textDecoration = doc.textDecoration;
         if (doc.textCase !== undefined) text.textCase = doc.textCase;
         if (doc.hyperlink !== undefined) text.hyperlink = { ...doc.hyperlink };
+        const textStyle = doc.textStyleId !== undefined ? this.styles.get(doc.textStyleId) : undefined;
+        if (textStyle !== undefined) await text.setTextStyleIdAsync(textStyle);
         // A paragraph's differently styled runs, each over its range of the characters.
         for (const seg of doc.segments ?? []) await this.segment(text, seg, doc, at);
         this.common(text, doc, x, y, at);
@@ -198,6 +204,7 @@ export class Builder {
         throw new Error(`node type ${(unknown as { type: string }).type} cannot be built`);
       }
     }
+    await this.fillStyle(made, doc);
     // Figma nests children only in frames and groups: a leaf's children follow it, placed
     // from its top-left, so nothing the backend validated is dropped.
     const out: SceneNode[] = [made];
@@ -428,6 +435,51 @@ export class Builder {
       seg.lineHeight.unit === "AUTO" ? { unit: "AUTO" } : { unit: seg.lineHeight.unit, value: seg.lineHeight.value ?? 0 },
     );
     if (seg.hyperlink !== undefined) text.setRangeHyperlink(start, end, { ...seg.hyperlink });
+    const textStyle = seg.textStyleId !== undefined ? this.styles.get(seg.textStyleId) : undefined;
+    if (textStyle !== undefined) await text.setRangeTextStyleIdAsync(start, end, textStyle);
+    const fillStyle = seg.fillStyleId !== undefined ? this.styles.get(seg.fillStyleId) : undefined;
+    if (fillStyle !== undefined) await text.setRangeFillStyleIdAsync(start, end, fillStyle);
+  }
+
+  /** A node's fills as the shared PAINT style they are (the fills themselves are already set). */
+  private async fillStyle(node: SceneNode, doc: Node): Promise<void> {
+    const id = doc.fillStyleId !== undefined ? this.styles.get(doc.fillStyleId) : undefined;
+    if (id !== undefined && "setFillStyleIdAsync" in node) await node.setFillStyleIdAsync(id);
+  }
+
+  /**
+   * The document's styles as local styles of this file: one already there with the same name
+   * and the same value is used again (a second import of a page makes no duplicates); any
+   * other is made. A text style's font falls back as a layer's does.
+   */
+  private async localStyles(styles: DocStyle[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (styles.length === 0) return out;
+    const paints = await this.figma.getLocalPaintStylesAsync();
+    const texts = await this.figma.getLocalTextStylesAsync();
+    for (const st of styles) {
+      if (st.type === "PAINT") {
+        const want = this.paints(st.paints ?? [], { name: st.name }, []);
+        const same = paints.find((p) => p.name === st.name && sameJson(p.paints, want));
+        const style = same ?? this.figma.createPaintStyle();
+        if (!same) {
+          style.name = st.name;
+          style.paints = want;
+        }
+        out.set(st.id, style.id);
+      } else {
+        const font = await this.font(st.fontName ?? FALLBACK_FONT);
+        const value = textStyleValue(st, font);
+        const same = texts.find((t) => t.name === st.name && sameJson(textStyleValue(t, t.fontName), value));
+        const style = same ?? this.figma.createTextStyle();
+        if (!same) {
+          style.name = st.name;
+          Object.assign(style, value);
+        }
+        out.set(st.id, style.id);
+      }
+    }
+    return out;
   }
 
   /**
@@ -462,4 +514,37 @@ export class Builder {
     this.available ??= this.figma.listAvailableFontsAsync().catch(() => []);
     return this.available;
   }
+}
+
+/** What a text style is, as compared with an existing one and set on a new one. */
+function textStyleValue(
+  st: {
+    fontSize?: number;
+    lineHeight?: { unit: "PIXELS" | "PERCENT" | "AUTO"; value?: number };
+    letterSpacing?: { unit: "PIXELS" | "PERCENT"; value: number };
+    textCase?: string;
+    textDecoration?: string;
+  },
+  font: FontName,
+) {
+  const lh = st.lineHeight;
+  return {
+    fontName: font,
+    fontSize: st.fontSize ?? 12,
+    lineHeight: !lh || lh.unit === "AUTO" ? ({ unit: "AUTO" } as LineHeight) : ({ unit: lh.unit, value: lh.value ?? 0 } as LineHeight),
+    letterSpacing: { ...(st.letterSpacing ?? { unit: "PIXELS" as const, value: 0 }) } as LetterSpacing,
+    textCase: (st.textCase ?? "ORIGINAL") as TextCase,
+    textDecoration: (st.textDecoration ?? "NONE") as TextDecoration,
+  };
+}
+
+/** Equal as JSON, object keys in any order. */
+function sameJson(a: unknown, b: unknown): boolean {
+  const norm = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(norm)
+      : v && typeof v === "object"
+        ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).sort(([k], [l]) => k.localeCompare(l)).map(([k, x]) => [k, norm(x)]))
+        : v;
+  return JSON.stringify(norm(a)) === JSON.stringify(norm(b));
 }

@@ -375,3 +375,56 @@ test("a missing font is one warning, at its first text layer, counting the layer
     { code: "font_substituted", message: "font Gone Bold is not available; used Inter Bold (2 text layers)", node: "first", indices: [1] },
   ]);
 });
+
+test("the document's styles are local styles, used again by name and value at the next import (issue 39)", async () => {
+  const doc = {
+    type: "FRAME",
+    name: "page",
+    width: 200,
+    height: 100,
+    styles: [
+      { id: "S:1", name: "Color/Text", type: "PAINT", paints: [{ type: "SOLID", color: { r: 0.1, g: 0.1, b: 0.1 } }] },
+      {
+        id: "S:2",
+        name: "Text/Body",
+        type: "TEXT",
+        fontName: { family: "Inter", style: "Regular" },
+        fontSize: 16,
+        lineHeight: { unit: "PIXELS", value: 24 },
+        letterSpacing: { unit: "PIXELS", value: 0 },
+        textCase: "ORIGINAL",
+        textDecoration: "NONE",
+      },
+    ],
+    children: [
+      {
+        type: "TEXT",
+        name: "p",
+        characters: "Hello",
+        fontName: { family: "Inter", style: "Regular" },
+        fontSize: 16,
+        fills: [{ type: "SOLID", color: { r: 0.1, g: 0.1, b: 0.1 } }],
+        fillStyleId: "S:1",
+        textStyleId: "S:2",
+      },
+    ],
+  } as Node;
+  const t = testFigma();
+  const store = new ImageStore(t.figma);
+  const first = await new Builder(t.figma, store).build(doc);
+  const text = (first.root as FrameNode).children[0] as TextNode & { fillStyleId: string; textStyleId: string };
+  assert.equal(t.figma.getStyleById(text.fillStyleId)?.name, "Color/Text");
+  assert.equal(t.figma.getStyleById(text.textStyleId)?.name, "Text/Body");
+  const again = await new Builder(t.figma, store).build(doc);
+  const second = (again.root as FrameNode).children[0] as TextNode & { fillStyleId: string; textStyleId: string };
+  assert.equal(t.figma.getLocalPaintStyles().length, 1, "the colour style is used again, not made twice");
+  assert.equal(t.figma.getLocalTextStyles().length, 1, "the text style is used again, not made twice");
+  assert.equal(second.fillStyleId, text.fillStyleId);
+  // A style of the same name with another value is a new style (the file's is not overwritten).
+  const changed = structuredClone(doc) as Node & { styles: { paints?: unknown[] }[] };
+  const paint = changed.styles[0];
+  assert.ok(paint);
+  paint.paints = [{ type: "SOLID", color: { r: 1, g: 0, b: 0 } }];
+  await new Builder(t.figma, store).build(changed);
+  assert.equal(t.figma.getLocalPaintStyles().length, 2);
+});

@@ -119,6 +119,15 @@ export function testFigma(): TestFigma {
       gridColumnSizes: { get: () => (g._cols ??= [track()]), configurable: true },
     });
     Object.assign(g, {
+      // A style applied is recorded by its id; an unknown id is refused, as Figma refuses it.
+      async setFillStyleIdAsync(this: SceneNode & { fillStyleId?: string }, id: string) {
+        if (!figma.getStyleById(id)) throw new Error(`Error: no style ${id}`);
+        this.fillStyleId = id;
+      },
+      async setTextStyleIdAsync(this: SceneNode & { textStyleId?: string }, id: string) {
+        if (!figma.getStyleById(id)) throw new Error(`Error: no style ${id}`);
+        this.textStyleId = id;
+      },
       setGridChildPosition(this: SceneNode & { gridRowAnchorIndex?: number; gridColumnAnchorIndex?: number }, r: number, c: number) {
         const parent = this.parent as (FrameNode & { layoutMode: string }) | null;
         if (!parent || parent.layoutMode !== "GRID") throw new Error("Error: not in a GRID frame");
@@ -137,6 +146,12 @@ export function testFigma(): TestFigma {
     const create = (figma[name] as () => SceneNode).bind(figma);
     (figma as unknown as Record<string, () => SceneNode>)[name] = () => gridded(create());
   }
+
+  // With "documentAccess": "dynamic-page" Figma lists local styles asynchronously only.
+  Object.assign(figma, {
+    getLocalPaintStylesAsync: async () => figma.getLocalPaintStyles(),
+    getLocalTextStylesAsync: async () => figma.getLocalTextStyles(),
+  });
 
   // figma-api-stub's text nodes have no setRange* but the list options, and no hyperlink:
   // each range is recorded as Figma keeps it, per character, refused outside the text or for a
@@ -161,6 +176,14 @@ export function testFigma(): TestFigma {
       setRangeLetterSpacing: record("letterSpacing"),
       setRangeLineHeight: record("lineHeight"),
       setRangeHyperlink: record("hyperlink"),
+      setRangeTextStyleIdAsync: async (start: number, end: number, id: string) => {
+        if (!figma.getStyleById(id)) throw new Error(`Error: no style ${id}`);
+        record("textStyleId")(start, end, id);
+      },
+      setRangeFillStyleIdAsync: async (start: number, end: number, id: string) => {
+        if (!figma.getStyleById(id)) throw new Error(`Error: no style ${id}`);
+        record("fillStyleId")(start, end, id);
+      },
     });
     return gridded(text) as TextNode;
   };
@@ -207,6 +230,8 @@ export interface RangeStyle {
   letterSpacing?: LetterSpacing;
   lineHeight?: LineHeight;
   hyperlink?: HyperlinkTarget;
+  textStyleId?: string;
+  fillStyleId?: string;
 }
 
 // --- the built tree against its document -------------------------------------------------------
@@ -313,6 +338,13 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
         (want ?? []).map((w, i) => ({ type: got[i]?.type, value: w.type === "HUG" ? undefined : got[i]?.value })).map((x, i) => [x, want?.[i]]);
       for (const [got, want] of sizes(g.gridRowSizes, d.gridRowSizes)) eq(path, "gridRowSizes", got, { type: want?.type, value: want?.type === "HUG" ? undefined : want?.value });
       for (const [got, want] of sizes(g.gridColumnSizes, d.gridColumnSizes)) eq(path, "gridColumnSizes", got, { type: want?.type, value: want?.type === "HUG" ? undefined : want?.value });
+    }
+    // A node on a shared style is on the file's style of that name.
+    const styleName = (id: unknown) => (typeof id === "string" ? t.figma.getStyleById(id)?.name : undefined);
+    const docStyle = (id: string | undefined) => (doc.type === "FRAME" ? doc.styles ?? [] : []).find((st) => st.id === id)?.name;
+    if (d.fillStyleId !== undefined) eq(path, "fill style", styleName((node as { fillStyleId?: unknown }).fillStyleId), docStyle(d.fillStyleId));
+    if (d.type === "TEXT" && d.textStyleId !== undefined) {
+      eq(path, "text style", styleName((node as { textStyleId?: unknown }).textStyleId), docStyle(d.textStyleId));
     }
     if (d.gridRowAnchorIndex !== undefined) {
       const c = node as SceneNode & { gridRowAnchorIndex?: number; gridColumnAnchorIndex?: number };

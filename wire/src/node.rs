@@ -89,7 +89,8 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
         | "gridRowGap"
         | "gridColumnGap"
         | "gridRowSizes"
-        | "gridColumnSizes" => &[FRAME],
+        | "gridColumnSizes"
+        | "styles" => &[FRAME],
         "vectorPaths" => &[VECTOR],
         "characters"
         | "fontSize"
@@ -101,7 +102,8 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
         | "textDecoration"
         | "textCase"
         | "hyperlink"
-        | "segments" => &[TEXT],
+        | "segments"
+        | "textStyleId" => &[TEXT],
         "imageRef" => &[SVG],
         _ => return None,
     })
@@ -150,6 +152,9 @@ pub struct Node {
     /// Ignored on GROUP (a Figma group has no fills of its own).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fills: Option<Vec<Paint>>,
+    /// The `id` of the document's PAINT style (`styles`, on the root) that `fills` is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fill_style_id: Option<String>,
     /// Ignored on GROUP.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strokes: Option<Vec<Paint>>,
@@ -281,6 +286,14 @@ pub struct Node {
     /// when one style (the node's own members) covers the text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segments: Option<Vec<TextSegment>>,
+    /// The `id` of the document's TEXT style (`styles`, on the root) that the node's type is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_style_id: Option<String>,
+    /// On the root: the colours and type the document uses three times or more, as Figma's
+    /// local styles, named by role ("Text/Heading 1", "Color/Link"); nodes and segments refer
+    /// to them by `id`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub styles: Option<Vec<Style>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vector_paths: Option<Vec<VectorPath>>,
     /// A key of the result's images.
@@ -337,6 +350,48 @@ pub struct TextSegment {
     pub line_height: LineHeight,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hyperlink: Option<Hyperlink>,
+    /// The styles (the root's `styles`) these characters' fills and type are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fill_style_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_style_id: Option<String>,
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum StyleType {
+        PAINT = "PAINT",
+        TEXT = "TEXT",
+    }
+}
+
+/// A shared style of the document: a PAINT style (`paints`) or a TEXT style (the type members),
+/// as Figma's local styles; `id` is the document's own, for `fillStyleId` and `textStyleId`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Style {
+    #[schemars(length(min = 1, max = 64))]
+    pub id: String,
+    /// Slash-separated, as Figma groups styles: "Text/Body", "Color/Link".
+    #[schemars(length(min = 1, max = 255))]
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: StyleType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paints: Option<Vec<Paint>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub font_name: Option<FontName>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub font_size: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_height: Option<LineHeight>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub letter_spacing: Option<LetterSpacing>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_case: Option<TextCase>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration: Option<TextDecoration>,
 }
 
 /// A member that may be absent but not null.
@@ -758,6 +813,7 @@ pub const NODE_DEFINITIONS: &[&str] = &[
     "Hyperlink",
     "TextSegment",
     "GridTrack",
+    "Style",
 ];
 
 #[cfg(test)]
@@ -789,6 +845,7 @@ mod tests {
             "gridColumnGap",
             "gridRowSizes",
             "gridColumnSizes",
+            "styles",
             "vectorPaths",
             "characters",
             "fontSize",
@@ -801,6 +858,7 @@ mod tests {
             "textCase",
             "hyperlink",
             "segments",
+            "textStyleId",
             "imageRef",
         ];
         let listed: Vec<&str> = members.keys().map(String::as_str).filter(|k| owners(k).is_some()).collect();

@@ -34,6 +34,8 @@ export type NodeType = Schemas["NodeType"];
 export type Paint = Schemas["Paint"];
 export type TextSegment = Schemas["TextSegment"];
 export type Hyperlink = Schemas["Hyperlink"];
+export type Style = Schemas["Style"];
+export type GridTrack = Schemas["GridTrack"];
 export type TriggerRequest = Schemas["TriggerRequest"];
 export type ErrorBody = Schemas["Error"];
 /** The codes openapi.yaml lists, `quota_exceeded` (the 429 of trigger and retry) among them. */

@@ -414,6 +414,8 @@ export interface components {
             children?: components["schemas"]["Node"][];
             /** @description Shadows, the last painted on top (Figma's `effects`). Ignored on GROUP. */
             effects?: components["schemas"]["Effect"][];
+            /** @description The `id` of the document's PAINT style (`styles`, on the root) that `fills` is. */
+            fillStyleId?: string;
             /** @description Ignored on GROUP (a Figma group has no fills of its own). */
             fills?: components["schemas"]["Paint"][];
             /** Format: uint32 */
@@ -496,6 +498,12 @@ export interface components {
              * @enum {string}
              */
             primaryAxisAlignItems?: "MIN" | "CENTER" | "MAX" | "SPACE_BETWEEN";
+            /**
+             * @description On the root: the colours and type the document uses three times or more, as Figma's
+             *     local styles, named by role ("Text/Heading 1", "Color/Link"); nodes and segments refer
+             *     to them by `id`.
+             */
+            styles?: components["schemas"]["Style"][];
             /** @description Per-corner radii, each overriding `cornerRadius` at its corner. */
             topLeftRadius?: number;
             topRightRadius?: number;
@@ -600,6 +608,8 @@ export interface components {
             textCase?: "ORIGINAL" | "UPPER" | "LOWER" | "TITLE";
             /** @enum {string} */
             textDecoration?: "NONE" | "UNDERLINE" | "STRIKETHROUGH";
+            /** @description The `id` of the document's TEXT style (`styles`, on the root) that the node's type is. */
+            textStyleId?: string;
             /** @enum {string} */
             type: "TEXT";
         } & {
@@ -718,6 +728,8 @@ export interface components {
         TextSegment: {
             /** Format: uint32 */
             end: number;
+            /** @description The styles (the root's `styles`) these characters' fills and type are. */
+            fillStyleId?: string;
             fills: components["schemas"]["Paint"][];
             fontName: components["schemas"]["FontName"];
             fontSize: number;
@@ -730,6 +742,7 @@ export interface components {
             textCase: "ORIGINAL" | "UPPER" | "LOWER" | "TITLE";
             /** @enum {string} */
             textDecoration: "NONE" | "UNDERLINE" | "STRIKETHROUGH";
+            textStyleId?: string;
         };
         /**
          * @description Figma's `GridTrackSize`: a FIXED track of `value` px, a FLEX track taking `value` shares of
@@ -739,6 +752,26 @@ export interface components {
             /** @enum {string} */
             type: "FIXED" | "FLEX" | "HUG";
             value?: number;
+        };
+        /**
+         * @description A shared style of the document: a PAINT style (`paints`) or a TEXT style (the type members),
+         *     as Figma's local styles; `id` is the document's own, for `fillStyleId` and `textStyleId`.
+         */
+        Style: {
+            fontName?: components["schemas"]["FontName"];
+            fontSize?: number;
+            id: string;
+            letterSpacing?: components["schemas"]["LetterSpacing"];
+            lineHeight?: components["schemas"]["LineHeight"];
+            /** @description Slash-separated, as Figma groups styles: "Text/Body", "Color/Link". */
+            name: string;
+            paints?: components["schemas"]["Paint"][];
+            /** @enum {string} */
+            textCase?: "ORIGINAL" | "UPPER" | "LOWER" | "TITLE";
+            /** @enum {string} */
+            textDecoration?: "NONE" | "UNDERLINE" | "STRIKETHROUGH";
+            /** @enum {string} */
+            type: "PAINT" | "TEXT";
         };
         Result: {
             code2desId: components["schemas"]["Uuid"];

@@ -4,10 +4,26 @@
 use super::{px, round, Snapshot};
 use crate::doc::{CounterAlign, GridTrack, GridTrackType, LayoutMode, Node, PrimaryAlign};
 
+/// Auto layout for a flex container's frame, GRID for a grid container's, where exact.
+pub(super) fn lay_out(
+    s: &Snapshot<'_>,
+    n: usize,
+    l: usize,
+    (flex, grid): (bool, bool),
+    frame: &mut Node,
+    kids: &mut [Node],
+) {
+    if flex {
+        auto_layout(s, n, l, frame, kids);
+    } else if grid {
+        grid_layout(s, n, l, frame, kids);
+    }
+}
+
 /// Makes `frame` an auto layout frame when Figma would put every child exactly where it is:
 /// all children are the boxes of in-flow flex items, evenly spaced on the main axis, aligned
 /// alike on the cross axis. Otherwise nothing changes.
-pub(super) fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
+fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
     if kids.is_empty() || !kids.iter().all(|k| k.maker.flex_item) || !only_items(s, n, kids.len()) {
         return;
     }
@@ -136,7 +152,7 @@ fn cross_alignment(
 /// every child the box of an in-flow grid item, each filling the cells of the tracks it starts
 /// and ends on, no two in one cell. The tracks are Chromium's (px); columns all alike that fill
 /// the content box are FLEX, as `repeat(n, 1fr)` is. Otherwise nothing changes.
-pub(super) fn grid_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
+fn grid_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
     if kids.is_empty() || !kids.iter().all(|k| k.maker.flex_item) || !only_items(s, n, kids.len()) {
         return;
     }

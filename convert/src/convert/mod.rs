@@ -19,7 +19,8 @@
 //! - `text`: text runs, fonts, list markers;
 //! - `images`: images, inline SVG and the other replaced content;
 //! - `controls`: form controls' values, placeholders and themed parts;
-//! - `layout`: auto layout for flex containers;
+//! - `layout`: auto layout for flex containers, GRID for grid containers;
+//! - `styles`: colours and type used three times or more as the document's shared styles;
 //! - `warnings`: warnings, within the artifact's limits, and the nodes they name.
 
 mod controls;
@@ -29,6 +30,7 @@ mod layout;
 mod paint;
 mod paragraph;
 mod snapshot;
+mod styles;
 mod text;
 mod walk;
 mod warnings;
@@ -205,7 +207,7 @@ pub fn convert(
     let mut children: Vec<(Key, Node)> = root.nodes;
     children.extend(cx.take_moved(0));
     children.sort_by_key(|(p, _)| *p);
-    let document = Node {
+    let mut document = Node {
         kind: NodeType::FRAME,
         name: title.clone(),
         width: page[2],
@@ -215,6 +217,7 @@ pub fn convert(
         children: Some(children.into_iter().map(|(_, n)| n).collect()),
         ..Node::default()
     };
+    styles::share(&s, &mut document);
     locate(&document, &mut cx.warnings);
     let crops = std::mem::take(&mut cx.crops);
     let warnings = cx.warnings.into_iter().map(|w| w.wire).collect();

@@ -185,16 +185,8 @@ fn compose(s: &Snapshot<'_>, items: &[Item]) -> (String, Vec<Piece>, Vec<(usize,
             match part {
                 Part::Space => pending = pending.or(Some(text_index)),
                 Part::Text(chars) => {
-                    if let Some(from) = pending.take().filter(|_| out.last().is_some_and(|c| !is_space(*c))) {
-                        out.push(u16::from(b' '));
-                        match pieces.last_mut() {
-                            // The earlier node's space: its piece grows over it.
-                            Some(prev) if from < text_index && prev.2 + 1 == out.len() && start + 1 == out.len() => {
-                                prev.2 = out.len();
-                                start = out.len();
-                            }
-                            _ => {}
-                        }
+                    if let Some(from) = pending.take() {
+                        space_before(&mut out, &mut pieces, (from, text_index), &mut start);
                     }
                     out.extend(chars);
                 }
@@ -212,6 +204,22 @@ fn compose(s: &Snapshot<'_>, items: &[Item]) -> (String, Vec<Piece>, Vec<(usize,
     let pieces = pieces.into_iter().map(|(i, st, end)| (i, st.min(len), end.min(len))).collect();
     room.retain(|(i, _)| *i < len);
     (String::from_utf16_lossy(&out), pieces, room)
+}
+
+/// The collapsed space before a text, unless one is there already; drawn in the style of the
+/// text node it came from (`from`, of `(from, now)`): the earlier one's piece grows over it.
+fn space_before(out: &mut Vec<u16>, pieces: &mut [Piece], (from, now): (usize, usize), start: &mut usize) {
+    if !out.last().is_some_and(|c| !is_space(*c)) {
+        return;
+    }
+    out.push(u16::from(b' '));
+    match pieces.last_mut() {
+        Some(prev) if from < now && prev.2 + 1 == out.len() && *start + 1 == out.len() => {
+            prev.2 = out.len();
+            *start = out.len();
+        }
+        _ => {}
+    }
 }
 
 /// CSS's collapsible white space: space, tab, line feed, form feed, carriage return (not
@@ -415,6 +423,8 @@ fn segment(run: &RunStyle, hyperlink: Option<Hyperlink>, start: usize, end: usiz
         letter_spacing: LetterSpacing { unit: LetterSpacingUnit::PIXELS, value: round(run.letter) },
         line_height: run.line_height.clone(),
         hyperlink,
+        fill_style_id: None,
+        text_style_id: None,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::controls::input_text;
 use super::images::replaced;
-use super::layout::{auto_layout, grid_layout};
+use super::layout::lay_out;
 use super::paint::{
     apply_paint, box_paint, collapsed_border, inline_fragments, inline_lines, paints_something, BoxPaint,
 };
@@ -318,11 +318,7 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     let open =
         Open { owner: Some(n), id: cx.next_id, clips, faded, rect: b, ox: b[0], oy: b[1], depth: into.depth + 1 };
     let mut kids = fill(cx, n, l, open, flex || grid);
-    if flex {
-        auto_layout(s, n, l, &mut node, &mut kids);
-    } else if grid {
-        grid_layout(s, n, l, &mut node, &mut kids);
-    }
+    lay_out(s, n, l, (flex, grid), &mut node, &mut kids);
     if !kids.is_empty() {
         node.children = Some(kids);
     }

@@ -1,0 +1,222 @@
+//! Styles (issue 39, item 3): the colours and the type a document uses three times or more
+//! become its PAINT and TEXT styles, listed on the root (`styles`) and named by role, as a
+//! designer names them ("Text/Heading 1", "Text/Body", "Color/Link"); every node and segment
+//! drawn in one refers to it (`fillStyleId`, `textStyleId`), so a colour changed once changes
+//! everywhere.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::Snapshot;
+use crate::doc::{
+    FontName, LetterSpacing, LineHeight, Node, NodeType, Paint, Style, StyleType, TextCase, TextDecoration, TextSegment,
+};
+
+/// A colour or type used this many times or more is a style.
+const MIN_USES: usize = 3;
+
+/// A style in the making: the roles it is used in (how often each), and what it is.
+struct Candidate {
+    roles: BTreeMap<String, usize>,
+    style: Style,
+    uses: usize,
+}
+
+impl Candidate {
+    /// The role it is used in most (the first by name among equals).
+    fn role(&self) -> String {
+        let most = self.roles.values().max().copied().unwrap_or(0);
+        self.roles.iter().find(|(_, n)| **n == most).map(|(r, _)| r.clone()).unwrap_or_default()
+    }
+}
+
+/// The type of a text run, as a TEXT style holds it.
+type TextKey = (FontName, f64, LineHeight, LetterSpacing, TextCase, TextDecoration);
+
+/// Finds the shared colours and type of `root`'s tree and points the nodes at them.
+pub(super) fn share(s: &Snapshot<'_>, root: &mut Node) {
+    let mut found: BTreeMap<String, Candidate> = BTreeMap::new();
+    visit(root, &mut |n| collect(s, n, &mut found));
+    let ids = name(found);
+    if ids.is_empty() {
+        return;
+    }
+    visit(root, &mut |n| refer(n, &ids));
+    let mut styles: Vec<Style> = ids.into_values().collect();
+    // In the order they were named: the most used first.
+    styles.sort_by_key(|st| st.id.trim_start_matches("S:").parse::<usize>().unwrap_or(usize::MAX));
+    root.styles = Some(styles);
+}
+
+/// Every node, depth first.
+fn visit(n: &mut Node, f: &mut impl FnMut(&mut Node)) {
+    f(n);
+    for c in n.children.iter_mut().flatten() {
+        visit(c, f);
+    }
+}
+
+/// The one solid fill of a list, as a style's key.
+fn solid_key(fills: &[Paint]) -> Option<String> {
+    match fills {
+        [p @ Paint::Solid { .. }] => serde_json::to_string(p).ok(),
+        _ => None,
+    }
+}
+
+fn text_key(k: &TextKey) -> String {
+    serde_json::to_string(k).unwrap_or_default()
+}
+
+/// Counts one use of a colour or a type, under its role.
+fn count(found: &mut BTreeMap<String, Candidate>, key: String, role: String, style: impl FnOnce() -> Style) {
+    let c = found.entry(key).or_insert_with(|| Candidate { roles: BTreeMap::new(), style: style(), uses: 0 });
+    c.uses += 1;
+    *c.roles.entry(role).or_insert(0) += 1;
+}
+
+fn paint_style(fills: &[Paint]) -> Style {
+    Style { paints: Some(fills.to_vec()), ..blank(StyleType::PAINT) }
+}
+
+fn text_style(k: &TextKey) -> Style {
+    Style {
+        font_name: Some(k.0.clone()),
+        font_size: Some(k.1),
+        line_height: Some(k.2.clone()),
+        letter_spacing: Some(k.3.clone()),
+        text_case: Some(k.4),
+        text_decoration: Some(k.5),
+        ..blank(StyleType::TEXT)
+    }
+}
+
+fn blank(kind: StyleType) -> Style {
+    Style {
+        id: String::new(),
+        name: String::new(),
+        kind,
+        paints: None,
+        font_name: None,
+        font_size: None,
+        line_height: None,
+        letter_spacing: None,
+        text_case: None,
+        text_decoration: None,
+    }
+}
+
+/// The uses one node makes: its fill, and a TEXT node's type (of each segment, when it has
+/// them).
+fn collect(s: &Snapshot<'_>, n: &mut Node, found: &mut BTreeMap<String, Candidate>) {
+    if n.kind == NodeType::TEXT {
+        let role = text_role(s, n);
+        for (fills, key, link) in runs(n) {
+            let run_role = if link { "Link".to_owned() } else { run_role(&role, &key) };
+            if let Some(k) = solid_key(&fills) {
+                let color = if link { "Link" } else { "Text" };
+                count(found, format!("P{k}"), color.to_owned(), || paint_style(&fills));
+            }
+            count(found, format!("T{}", text_key(&key)), run_role, || text_style(&key));
+        }
+    } else if let Some(k) = n.fills.as_deref().and_then(solid_key) {
+        let fills = n.fills.clone().unwrap_or_default();
+        count(found, format!("P{k}"), "Background".to_owned(), || paint_style(&fills));
+    }
+}
+
+/// A segment of one character is the room an inline element's edge makes (its letter
+/// spacing is the layout's, not the type's): it takes no style, which would set the spacing.
+fn styled(g: &TextSegment) -> bool {
+    g.end > g.start + 1
+}
+
+/// A TEXT node's runs: (fills, type, is a link) of the node, or of each of its segments.
+fn runs(n: &Node) -> Vec<(Vec<Paint>, TextKey, bool)> {
+    if let Some(segs) = &n.segments {
+        let styled = segs.iter().filter(|g| styled(g));
+        return styled.map(|g| (g.fills.clone(), segment_key(g), g.hyperlink.is_some())).collect();
+    }
+    let key = node_key(n);
+    vec![(n.fills.clone().unwrap_or_default(), key, n.hyperlink.is_some())]
+}
+
+fn segment_key(g: &TextSegment) -> TextKey {
+    (g.font_name.clone(), g.font_size, g.line_height.clone(), g.letter_spacing.clone(), g.text_case, g.text_decoration)
+}
+
+fn node_key(n: &Node) -> TextKey {
+    (
+        n.font_name.clone().unwrap_or(FontName { family: "Inter".into(), style: "Regular".into() }),
+        n.font_size.unwrap_or(12.0),
+        n.line_height.clone().unwrap_or(LineHeight { unit: crate::doc::LineHeightUnit::AUTO, value: None }),
+        n.letter_spacing.clone().unwrap_or(LetterSpacing { unit: crate::doc::LetterSpacingUnit::PIXELS, value: 0.0 }),
+        n.text_case.unwrap_or(TextCase::ORIGINAL),
+        n.text_decoration.unwrap_or(TextDecoration::NONE),
+    )
+}
+
+/// What a TEXT node's element is to a designer: a heading, a label, code, a caption, body.
+fn text_role(s: &Snapshot<'_>, n: &Node) -> String {
+    let mut el = n.maker.dom;
+    // A text run's node is its text node: its element is its parent.
+    if let Some(d) = el.filter(|d| s.node_type[*d] == 3) {
+        el = usize::try_from(s.parent[d]).ok();
+    }
+    let Some(el) = el else { return "Body".into() };
+    let tag = s.tag(el);
+    match tag.as_str() {
+        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => format!("Heading {}", &tag[1..]),
+        "a" => "Link".into(),
+        "code" | "pre" | "kbd" | "samp" | "tt" => "Code".into(),
+        "button" | "label" | "legend" | "th" | "dt" => "Label".into(),
+        "figcaption" | "caption" | "small" => "Caption".into(),
+        "blockquote" | "q" => "Quote".into(),
+        _ => "Body".into(),
+    }
+}
+
+/// A run's role: monospace is code, whatever its element; body text in another weight or
+/// slope is named by it ("Body Bold", "Body Italic"); else its paragraph's.
+fn run_role(role: &str, key: &TextKey) -> String {
+    if key.0.family.to_ascii_lowercase().contains("mono") {
+        "Code".into()
+    } else if role == "Body" && key.0.style != "Regular" {
+        format!("Body {}", key.0.style)
+    } else {
+        role.to_owned()
+    }
+}
+
+/// The styles used often enough, named by role ("Text/Body", then "Text/Body 2" for the next
+/// most used of that role), by their key.
+fn name(found: BTreeMap<String, Candidate>) -> HashMap<String, Style> {
+    let mut kept: Vec<(String, Candidate)> = found.into_iter().filter(|(_, c)| c.uses >= MIN_USES).collect();
+    // Most used first, so a role's first name goes to its commonest.
+    kept.sort_by(|a, b| b.1.uses.cmp(&a.1.uses).then_with(|| a.0.cmp(&b.0)));
+    let mut taken: HashMap<String, usize> = HashMap::new();
+    let mut out = HashMap::new();
+    for (i, (key, c)) in kept.into_iter().enumerate() {
+        let group = if c.style.kind == StyleType::PAINT { "Color" } else { "Text" };
+        let base = format!("{group}/{}", c.role());
+        let k = taken.entry(base.clone()).or_insert(0);
+        *k += 1;
+        let name = if *k == 1 { base } else { format!("{base} {k}") };
+        out.insert(key, Style { id: format!("S:{}", i + 1), name, ..c.style });
+    }
+    out
+}
+
+/// Points a node and its segments at their styles.
+fn refer(n: &mut Node, ids: &HashMap<String, Style>) {
+    let id = |key: String| ids.get(&key).map(|st| st.id.clone());
+    if n.kind == NodeType::TEXT {
+        if let Some(segs) = n.segments.as_mut() {
+            for g in segs.iter_mut().filter(|g| styled(g)) {
+                g.fill_style_id = solid_key(&g.fills).and_then(|k| id(format!("P{k}")));
+                g.text_style_id = id(format!("T{}", text_key(&segment_key(g))));
+            }
+        }
+        n.text_style_id = id(format!("T{}", text_key(&node_key(n))));
+    }
+    n.fill_style_id = n.fills.as_deref().and_then(solid_key).and_then(|k| id(format!("P{k}")));
+}

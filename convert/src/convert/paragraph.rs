@@ -209,7 +209,7 @@ fn compose(s: &Snapshot<'_>, items: &[Item]) -> (String, Vec<Piece>, Vec<(usize,
 /// The collapsed space before a text, unless one is there already; drawn in the style of the
 /// text node it came from (`from`, of `(from, now)`): the earlier one's piece grows over it.
 fn space_before(out: &mut Vec<u16>, pieces: &mut [Piece], (from, now): (usize, usize), start: &mut usize) {
-    if !out.last().is_some_and(|c| !is_space(*c)) {
+    if out.last().is_none_or(|c| is_space(*c)) {
         return;
     }
     out.push(u16::from(b' '));

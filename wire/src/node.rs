@@ -889,7 +889,7 @@ mod tests {
         let text = serde_json::to_string(&n).unwrap();
         assert!(text.starts_with(r#"{"type":"TEXT","name":"Title","x":0.0,"y":0.0,"width":10.0"#), "{text}");
         assert_eq!(serde_json::from_str::<Node>(&text).unwrap(), n);
-        let newer: Node = serde_json::from_str(r#"{"type":"FRAME","segments":[1],"x":2}"#).unwrap();
+        let newer: Node = serde_json::from_str(r#"{"type":"FRAME","laterMember":[1],"x":2}"#).unwrap();
         assert_eq!((newer.kind, newer.x), (NodeType::FRAME, 2.0));
         let walked: Vec<(NodeType, usize)> = n.walk().map(|(n, d)| (n.kind, d)).collect();
         assert_eq!(walked, [(NodeType::TEXT, 1), (NodeType::SVG, 2)]);

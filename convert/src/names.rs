@@ -212,16 +212,25 @@ impl Index {
             Some(short(&words)).filter(|w| !w.is_empty())
         };
         // Utility classes (`md:flex`, `w-[200px]`, `w-1/2`) say how it looks, not what it is.
+        // A class that is a tag's name (Sphinx's `div.body`, `nav.nav`) reads as the tag.
         let class = || {
             s.attr(n, "class")?
                 .split_whitespace()
-                .find(|c| !c.contains([':', '[', '/', '(']))
+                .find(|c| !c.contains([':', '[', '/', '(']) && !is_tag_name(c))
                 .map(short)
                 .filter(|c| !c.is_empty())
         };
         let content = || {
             let replaced = matches!(tag.as_str(), "img" | "svg" | "canvas" | "video" | "iframe" | "object" | "embed");
             (!control && !replaced && self.inline_only[n]).then(|| self.text_of(n)).flatten()
+        };
+        // A box titled by a heading at its top (a card, a panel: the heading a child or a
+        // grandchild) is named by it; a wrapper further up is not named by the page's title.
+        let heading = || {
+            let h = self.first_heading[n].filter(|_| !control && !matches!(tag.as_str(), "html" | "body" | "main"))?;
+            let up = |e: usize| usize::try_from(s.parent[e]).ok();
+            let near = up(h) == Some(n) || up(h).and_then(up) == Some(n);
+            near.then(|| self.text_of(h)).flatten()
         };
         attr("aria-label")
             .or_else(labelledby)
@@ -234,6 +243,8 @@ impl Index {
             })
             .or_else(class)
             .or_else(content)
+            .or_else(heading)
+            .or_else(|| what_it_is(s, n, &tag).map(str::to_owned))
             .unwrap_or(tag)
     }
 
@@ -268,6 +279,236 @@ impl Index {
     fn text_of(&self, e: usize) -> Option<String> {
         Some(short(&self.text[e])).filter(|t| !t.is_empty())
     }
+}
+
+/// What element `n` is, as a designer names a layer nothing else names: by its ARIA role or its
+/// tag's purpose ("Navigation", "Page footer", "Divider", "Checkbox"), never the tag itself.
+fn what_it_is(s: &Snapshot<'_>, n: usize, tag: &str) -> Option<&'static str> {
+    let by_role = match role(s, n).as_str() {
+        "banner" => Some("Page header"),
+        "contentinfo" => Some("Page footer"),
+        "navigation" => Some("Navigation"),
+        "main" => Some("Main content"),
+        "complementary" => Some("Sidebar"),
+        "search" => Some("Search"),
+        "img" => Some("Image"),
+        "list" => Some("List"),
+        "listitem" => Some("List item"),
+        "table" | "grid" => Some("Data table"),
+        "row" => Some("Table row"),
+        "cell" | "gridcell" => Some("Table cell"),
+        "button" => Some("Icon button"),
+        "dialog" | "alertdialog" => Some("Dialog box"),
+        _ => None,
+    };
+    by_role.or_else(|| by_tag(s, n, tag))
+}
+
+fn by_tag(s: &Snapshot<'_>, n: usize, tag: &str) -> Option<&'static str> {
+    Some(match tag {
+        "html" | "body" => "Page",
+        "header" => "Page header",
+        "footer" => "Page footer",
+        "nav" => "Navigation",
+        "main" => "Main content",
+        "aside" => "Sidebar",
+        "section" => "Content section",
+        "article" => "Article content",
+        "form" => "Form fields",
+        "fieldset" => "Field group",
+        "div" => "Container",
+        "span" => "Inline box",
+        "p" => "Paragraph",
+        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => "Heading",
+        "ul" | "menu" => "Bulleted list",
+        "ol" => "Numbered list",
+        "li" => "List item",
+        "dl" => "Definition list",
+        "dt" => "Term",
+        "dd" => "Definition",
+        "table" => "Data table",
+        "thead" => "Table header",
+        "tbody" => "Table body",
+        "tfoot" => "Table footer",
+        "tr" => "Table row",
+        "td" => "Table cell",
+        "th" => "Header cell",
+        "img" | "picture" => "Image",
+        // An SVG the size of a glyph is an icon; a larger one an illustration.
+        "svg" => match s.layout_of[n].map(|l| s.l_bounds[l]) {
+            Some(b) if b[2] <= 48.0 && b[3] <= 48.0 => "Icon",
+            _ => "Illustration",
+        },
+        "hr" => "Divider",
+        "input" => input_kind(s, n),
+        "textarea" => "Text area",
+        "select" => "Dropdown",
+        "button" => "Icon button",
+        "label" => "Field label",
+        "pre" => "Code block",
+        "code" | "kbd" | "samp" => "Inline code",
+        "blockquote" | "q" => "Quote",
+        "figure" => "Illustration",
+        "figcaption" | "caption" => "Caption text",
+        "video" => "Video player",
+        "canvas" => "Drawing",
+        "iframe" | "object" | "embed" => "Embedded content",
+        "a" => "Link area",
+        "details" => "Disclosure",
+        "summary" => "Disclosure title",
+        "dialog" => "Dialog box",
+        _ => return None,
+    })
+}
+
+/// A form `<input>` by what it asks for.
+fn input_kind(s: &Snapshot<'_>, n: usize) -> &'static str {
+    match s.attr(n, "type").unwrap_or("text").trim().to_ascii_lowercase().as_str() {
+        "checkbox" => "Checkbox",
+        "radio" => "Radio button",
+        "submit" | "button" | "reset" | "image" => "Form button",
+        "range" => "Slider",
+        "search" => "Search field",
+        "email" => "Email field",
+        "password" => "Password field",
+        "number" => "Number field",
+        "date" | "datetime-local" | "month" | "week" | "time" => "Date field",
+        "color" => "Colour picker",
+        "file" => "File picker",
+        _ => "Text field",
+    }
+}
+
+/// HTML's element names (the WHATWG index, and obsolete ones still met): a name that is one
+/// reads as a tag.
+const TAG_NAMES: &[&str] = &[
+    "a",
+    "abbr",
+    "address",
+    "area",
+    "article",
+    "aside",
+    "audio",
+    "b",
+    "base",
+    "bdi",
+    "bdo",
+    "blockquote",
+    "body",
+    "br",
+    "button",
+    "canvas",
+    "caption",
+    "cite",
+    "code",
+    "col",
+    "colgroup",
+    "data",
+    "datalist",
+    "dd",
+    "del",
+    "details",
+    "dfn",
+    "dialog",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "embed",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "head",
+    "header",
+    "hgroup",
+    "hr",
+    "html",
+    "i",
+    "iframe",
+    "img",
+    "input",
+    "ins",
+    "kbd",
+    "label",
+    "legend",
+    "li",
+    "link",
+    "main",
+    "map",
+    "mark",
+    "menu",
+    "meta",
+    "meter",
+    "nav",
+    "noscript",
+    "object",
+    "ol",
+    "optgroup",
+    "option",
+    "output",
+    "p",
+    "param",
+    "picture",
+    "pre",
+    "progress",
+    "q",
+    "rp",
+    "rt",
+    "ruby",
+    "s",
+    "samp",
+    "script",
+    "search",
+    "section",
+    "select",
+    "slot",
+    "small",
+    "source",
+    "span",
+    "strong",
+    "style",
+    "sub",
+    "summary",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "template",
+    "textarea",
+    "tfoot",
+    "th",
+    "thead",
+    "time",
+    "title",
+    "tr",
+    "track",
+    "u",
+    "ul",
+    "var",
+    "video",
+    "wbr",
+    "svg",
+    "math",
+    "center",
+    "font",
+    "big",
+    "tt",
+    "strike",
+    "acronym",
+    "nobr",
+    "marquee",
+];
+
+fn is_tag_name(name: &str) -> bool {
+    TAG_NAMES.iter().any(|t| t.eq_ignore_ascii_case(name))
 }
 
 /// Element `n`'s first child element of tag `tag`.

@@ -107,7 +107,7 @@ fn a_section_is_named_by_its_heading_and_a_heading_by_its_words() {
 }
 
 #[test]
-fn then_the_id_then_the_class_then_the_words_of_a_box_of_text_then_the_tag() {
+fn then_the_id_then_the_class_then_the_words_of_a_box_of_text_then_what_it_is() {
     let out = run(&format!(
         r#"<!DOCTYPE html>{STYLE}<body>
         <div id="pricing-table" class="table"><p class="lead">x</p></div>
@@ -121,8 +121,8 @@ fn then_the_id_then_the_class_then_the_words_of_a_box_of_text_then_the_tag() {
     layer(&out, "lead");
     // A utility class says how it looks, not what it is.
     layer(&out, "card");
-    // Nothing names it: its tag.
-    assert_eq!(layer(&out, "div")["type"], "FRAME");
+    // Nothing names it: what it is, never its tag.
+    assert_eq!(layer(&out, "Container")["type"], "FRAME");
     // A box that holds nothing but text: its words.
     layer(&out, "42.0");
     layer(&out, "Plateaus: wide boxes");
@@ -218,4 +218,33 @@ fn warnings_name_the_layer_they_concern() {
         let path = w.path.as_deref().unwrap_or_default();
         assert!(path.ends_with("nav:nth-child(1)") || path.ends_with("div.card:nth-child(2)"), "{w:?}");
     }
+}
+
+#[test]
+fn a_layer_nothing_names_is_named_by_what_it_is_never_by_its_tag() {
+    let out = run(&format!(
+        r#"<!DOCTYPE html>{STYLE}<style>header,footer,main,hr,input,.nav{{background:rgb(250,250,250)}} hr{{height:2px;border:0}}</style><body>
+        <header><p>x</p><p>y</p></header>
+        <nav class="nav"><p>a</p><p>b</p></nav>
+        <main><div class="body"><p>c</p><p>d</p></div>
+          <div><h3>Fast setup</h3><p>Minutes, not days.</p></div>
+          <hr><input type="checkbox"><input type="email">
+        </main>
+        <footer><p>e</p><p>f</p></footer>
+        </body>"#
+    ));
+    layer(&out, "Page header");
+    // A class that is a tag's name reads as the tag: what the element is instead.
+    layer(&out, "Navigation");
+    layer(&out, "Main content");
+    layer(&out, "Container");
+    // A box titled by its heading is named by it.
+    layer(&out, "Fast setup");
+    layer(&out, "Divider");
+    layer(&out, "Checkbox");
+    layer(&out, "Email field");
+    layer(&out, "Page footer");
+    let tags = ["header", "nav", "main", "div", "body", "hr", "input", "footer"];
+    let bare: Vec<String> = names(&out).into_iter().filter(|n| tags.contains(&n.as_str())).collect();
+    assert!(bare.is_empty(), "bare tags: {bare:?}");
 }

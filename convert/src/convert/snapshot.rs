@@ -34,7 +34,7 @@ pub struct Snapshot<'a> {
     pub(super) input_value: HashMap<usize, &'a str>,
     pub(crate) pseudo: HashMap<usize, &'a str>,
     l_styles: Vec<Vec<i64>>,
-    pub(super) l_bounds: Vec<[f64; 4]>,
+    pub(crate) l_bounds: Vec<[f64; 4]>,
     pub(crate) l_text: Vec<Option<&'a str>>,
     pub(super) l_paint: Vec<i64>,
     pub(super) text_boxes: HashMap<usize, Vec<([f64; 4], usize, usize)>>,

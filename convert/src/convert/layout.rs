@@ -2,7 +2,7 @@
 //! grid container whose items each fill their cells as Figma's GRID.
 
 use super::{px, round, Snapshot};
-use crate::doc::{CounterAlign, GridTrack, GridTrackType, LayoutMode, Node, PrimaryAlign};
+use crate::doc::{CounterAlign, GridTrack, GridTrackType, LayoutMode, Node, NodeType, PrimaryAlign, TextAutoResize};
 
 /// Auto layout for a flex container's frame, GRID for a grid container's, where exact.
 pub(super) fn lay_out(
@@ -24,7 +24,7 @@ pub(super) fn lay_out(
 /// all children are the boxes of in-flow flex items, evenly spaced on the main axis, aligned
 /// alike on the cross axis. Otherwise nothing changes.
 fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
-    if kids.is_empty() || !kids.iter().all(|k| k.maker.flex_item) || !only_items(s, n, kids.len()) {
+    if kids.is_empty() || !items_and_loose_text(s, n, kids) {
         return;
     }
     let row = s.style(l, "flex-direction").starts_with("row");
@@ -74,24 +74,58 @@ fn cross_axis(k: &Node, row: bool) -> (f64, f64) {
     }
 }
 
-/// The `count` kids of flex container `n` are its items, one each.
-fn only_items(s: &Snapshot<'_>, n: usize, count: usize) -> bool {
-    // Every in-flow element child with a box made exactly one of the kids.
-    let items = s.children[n]
+/// The kids of flex container `n` are its items, one each: its element items' boxes, and for
+/// each run of text directly inside it (an anonymous flex item, `<span class=dot></span>Harbor`)
+/// one single-line TEXT node, which is that item's box.
+fn items_and_loose_text(s: &Snapshot<'_>, n: usize, kids: &[Node]) -> bool {
+    let runs = loose_text_runs(s, n);
+    let elements = kids.iter().filter(|k| k.maker.flex_item).count();
+    let mut texts = vec![0; runs.len()];
+    for k in kids.iter().filter(|k| !k.maker.flex_item) {
+        let single_line = k.kind == NodeType::TEXT
+            && k.text_auto_resize == Some(TextAutoResize::WIDTH_AND_HEIGHT)
+            && !k.characters.as_deref().unwrap_or_default().contains('\n');
+        let run = k.maker.dom.and_then(|d| runs.iter().position(|r| r.contains(&d)));
+        match run {
+            Some(r) if single_line => texts[r] += 1,
+            _ => return false,
+        }
+    }
+    texts.iter().all(|t| *t == 1) && element_items(s, n) == elements
+}
+
+/// The runs of visible text directly inside element `n`, each broken by an element child.
+fn loose_text_runs(s: &Snapshot<'_>, n: usize) -> Vec<Vec<usize>> {
+    let mut runs: Vec<Vec<usize>> = vec![vec![]];
+    for &c in &s.children[n] {
+        if s.node_type[c] == 1 && s.layout_of[c].is_some() {
+            runs.push(vec![]);
+        } else if s.node_type[c] == 3
+            && s.node_value[c].is_some_and(|v| !v.trim().is_empty())
+            && s.layout_of[c].is_some()
+        {
+            runs.last_mut().expect("one run at least").push(c);
+        }
+    }
+    runs.retain(|r| !r.is_empty());
+    runs
+}
+
+/// How many in-flow element children with a box flex container `n` has.
+fn element_items(s: &Snapshot<'_>, n: usize) -> usize {
+    s.children[n]
         .iter()
         .filter(|c| {
             s.node_type[**c] == 1
                 && s.layout_of[**c].is_some_and(|cl| !matches!(s.style(cl, "position"), "absolute" | "fixed"))
         })
-        .count();
-    if items != count {
-        return false;
-    }
-    // Text directly in the container is an anonymous flex item: not reproducible.
-    let loose_text = s.children[n].iter().any(|c| {
-        s.node_type[*c] == 3 && s.node_value[*c].is_some_and(|v| !v.trim().is_empty()) && s.layout_of[*c].is_some()
-    });
-    !loose_text
+        .count()
+}
+
+/// The `count` kids of grid container `n` are its items, one each, and no text lies loose in
+/// it (an anonymous grid item, which Figma's grid could not place as Chromium did).
+fn only_items(s: &Snapshot<'_>, n: usize, count: usize) -> bool {
+    element_items(s, n) == count && loose_text_runs(s, n).is_empty()
 }
 
 /// The one gap between the kids taken in main axis `order`, when they are evenly spaced and do

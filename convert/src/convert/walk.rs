@@ -272,7 +272,9 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     let (b, k, flex_item) = (s.l_bounds[l], key(s, n, l), node.maker.flex_item);
     let display = s.style(l, "display");
     let clips = s.style(l, "overflow-x") != "visible" || s.style(l, "overflow-y") != "visible";
-    let flex = matches!(display, "flex" | "inline-flex") && s.style(l, "flex-wrap") == "nowrap";
+    // A wrapping container too: auto layout is made only where its items lie on one line
+    // (`lay_out` checks every item is where Figma would put it).
+    let flex = matches!(display, "flex" | "inline-flex");
     let grid = matches!(display, "grid" | "inline-grid");
     let faded = node.opacity.is_some();
     let stacks = stack::negative_z(s, n, l).is_some() || cx.negative_hosts.contains(&Some(n));

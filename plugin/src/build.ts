@@ -6,6 +6,8 @@ import type { Node, Paint as DocPaint, Style as DocStyle, TextSegment } from "@c
 import { FALLBACK_FONT, substitute } from "./fonts.js";
 
 type Container = BaseNode & ChildrenMixin;
+/** A document node Figma builds as a frame: a FRAME, a COMPONENT, an INSTANCE. */
+type FrameDoc = Node & { type: "FRAME" | "COMPONENT" | "INSTANCE" };
 
 /** Images received from the UI, by imageRef: raster ones as Figma image hashes, SVG as text. */
 export class ImageStore {
@@ -39,7 +41,7 @@ export const indexKey = (indices: readonly number[]) => JSON.stringify(indices);
 
 /** What the Builder itself could not render as the document asked: the plugin's part of the fidelity report. */
 export interface BuildWarning {
-  code: "font_substituted" | "empty_group" | "paint_skipped" | "segment_skipped";
+  code: "font_substituted" | "empty_group" | "paint_skipped" | "segment_skipped" | "instance_unresolved";
   message: string;
   /** The document node's name, when it has one. */
   node?: string;
@@ -70,6 +72,8 @@ export class Builder {
   private count = 0;
   /** The document's styles (its root's `styles`) as this file's local styles, by the document's id. */
   private styles = new Map<string, string>();
+  /** The components built so far, by the document's `id`, with the document node each was built from. */
+  private components = new Map<string, { node: ComponentNode; doc: Node }>();
 
   constructor(
     private readonly figma: PluginAPI,
@@ -81,6 +85,7 @@ export class Builder {
     this.warnings = [];
     this.substituted.clear();
     this.count = 0;
+    this.components.clear();
     this.styles = await this.localStyles(doc.type === "FRAME" ? doc.styles ?? [] : []);
     const roots = await this.node(doc, parent, 0, 0, []);
     const root = roots[0];
@@ -101,8 +106,10 @@ export class Builder {
     switch (doc.type) {
       case "GROUP":
         return [await this.group(doc, parent, x, y, at)];
-      case "FRAME": {
-        const frame = this.figma.createFrame();
+      case "FRAME":
+      case "COMPONENT": {
+        // A component is a frame its instances copy: built as one, then known by its id.
+        const frame = doc.type === "COMPONENT" ? this.figma.createComponent() : this.figma.createFrame();
         parent.appendChild(frame);
         this.common(frame, doc, x, y, at);
         this.corners(frame, doc);
@@ -116,8 +123,11 @@ export class Builder {
           if (doc.layoutMode === "GRID" && made[0]) this.gridCell(made[0], child);
         }
         if (doc.layoutMode !== "GRID") this.autoLayout(frame, doc);
+        if (doc.type === "COMPONENT") this.components.set(doc.id, { node: frame as ComponentNode, doc });
         return [frame];
       }
+      case "INSTANCE":
+        return [await this.instance(doc, parent, ox, oy, at)];
       case "RECTANGLE": {
         const rect = this.figma.createRectangle();
         parent.appendChild(rect);
@@ -155,28 +165,7 @@ export class Builder {
       case "TEXT": {
         const text = this.figma.createText();
         parent.appendChild(text);
-        // Figma refuses text edits until the node's font is loaded.
-        const want = doc.fontName ?? FALLBACK_FONT;
-        const font = await this.font(want);
-        text.fontName = font;
-        if (font.family !== want.family || font.style !== want.style) this.fontSubstituted(want, font, doc, at);
-        text.characters = doc.characters ?? "";
-        if (doc.fontSize !== undefined) text.fontSize = doc.fontSize;
-        if (doc.textAlignHorizontal !== undefined) text.textAlignHorizontal = doc.textAlignHorizontal;
-        if (doc.lineHeight !== undefined) {
-          text.lineHeight =
-            doc.lineHeight.unit === "AUTO"
-              ? { unit: "AUTO" }
-              : { unit: doc.lineHeight.unit, value: doc.lineHeight.value ?? 0 };
-        }
-        if (doc.letterSpacing !== undefined) text.letterSpacing = { ...doc.letterSpacing };
-        if (doc.textDecoration !== undefined) text.textDecoration = doc.textDecoration;
-        if (doc.textCase !== undefined) text.textCase = doc.textCase;
-        if (doc.hyperlink !== undefined) text.hyperlink = { ...doc.hyperlink };
-        const textStyle = doc.textStyleId !== undefined ? this.styles.get(doc.textStyleId) : undefined;
-        if (textStyle !== undefined) await text.setTextStyleIdAsync(textStyle);
-        // A paragraph's differently styled runs, each over its range of the characters.
-        for (const seg of doc.segments ?? []) await this.segment(text, seg, doc, at);
+        await this.textContent(text, doc, at);
         this.common(text, doc, x, y, at);
         // After the resize: a box that follows its text (one line stays one line).
         if (doc.textAutoResize !== undefined) text.textAutoResize = doc.textAutoResize;
@@ -210,6 +199,102 @@ export class Builder {
     const out: SceneNode[] = [made];
     for (const [i, child] of (doc.children ?? []).entries()) out.push(...(await this.node(child, parent, x, y, [...at, i])));
     return out;
+  }
+
+  /**
+   * A TEXT node's text and type: its font (loaded first: Figma refuses text edits until it is),
+   * characters, the node's own style, then each styled run over its range.
+   */
+  private async textContent(text: TextNode, doc: Node & { type: "TEXT" }, at: number[]): Promise<void> {
+    const want = doc.fontName ?? FALLBACK_FONT;
+    const font = await this.font(want);
+    text.fontName = font;
+    if (font.family !== want.family || font.style !== want.style) this.fontSubstituted(want, font, doc, at);
+    text.characters = doc.characters ?? "";
+    if (doc.fontSize !== undefined) text.fontSize = doc.fontSize;
+    if (doc.textAlignHorizontal !== undefined) text.textAlignHorizontal = doc.textAlignHorizontal;
+    if (doc.lineHeight !== undefined) {
+      text.lineHeight =
+        doc.lineHeight.unit === "AUTO" ? { unit: "AUTO" } : { unit: doc.lineHeight.unit, value: doc.lineHeight.value ?? 0 };
+    }
+    if (doc.letterSpacing !== undefined) text.letterSpacing = { ...doc.letterSpacing };
+    if (doc.textDecoration !== undefined) text.textDecoration = doc.textDecoration;
+    if (doc.textCase !== undefined) text.textCase = doc.textCase;
+    if (doc.hyperlink !== undefined) text.hyperlink = { ...doc.hyperlink };
+    const textStyle = doc.textStyleId !== undefined ? this.styles.get(doc.textStyleId) : undefined;
+    if (textStyle !== undefined) await text.setTextStyleIdAsync(textStyle);
+    // A paragraph's differently styled runs, each over its range of the characters.
+    for (const seg of doc.segments ?? []) await this.segment(text, seg, doc, at);
+  }
+
+  /**
+   * An instance of a component built before it, placed and sized as the document says, then
+   * each of its layers given what the document shows otherwise than the component: text and
+   * its runs, fills (images), names, sizes and places. A component not built (a document the
+   * route would refuse) leaves a frame of the instance's own layers, and a warning.
+   */
+  private async instance(doc: Node & { type: "INSTANCE" }, parent: Container, ox: number, oy: number, at: number[]): Promise<SceneNode> {
+    const component = this.components.get(doc.componentId);
+    if (!component) {
+      this.warn("instance_unresolved", `component ${JSON.stringify(doc.componentId)} is not built before its instance: built as a frame`, doc, at);
+      const { componentId: _unused, ...rest } = doc;
+      const made = await this.node({ ...rest, type: "FRAME" }, parent, ox, oy, at);
+      return made[0] as SceneNode;
+    }
+    const inst = component.node.createInstance();
+    parent.appendChild(inst);
+    this.count++;
+    inst.setPluginData(INDICES_KEY, indexKey(at));
+    if (doc.name !== undefined) inst.name = doc.name;
+    if (doc.width !== undefined && doc.height !== undefined) inst.resize(Math.max(doc.width, 0.01), Math.max(doc.height, 0.01));
+    inst.x = ox + (doc.x ?? 0);
+    inst.y = oy + (doc.y ?? 0);
+    await this.overrides(inst.children, doc.children ?? [], component.doc.children ?? [], at);
+    return inst;
+  }
+
+  /**
+   * The layers of an instance (`made`, the component's copies in order) given what the
+   * document's `want` shows otherwise than the component's `was`, level by level.
+   */
+  private async overrides(made: readonly SceneNode[], want: Node[], was: Node[], at: number[]): Promise<void> {
+    const w = laidOutAs(want);
+    const c = laidOutAs(was);
+    for (const [i, node] of made.entries()) {
+      const d = w[i];
+      const o = c[i];
+      if (!d || !o) continue;
+      const here = [...at, d.index];
+      this.count++;
+      node.setPluginData(INDICES_KEY, indexKey(here));
+      if (d.node.name !== undefined && d.node.name !== o.node.name) node.name = d.node.name;
+      if (d.node.type === "TEXT" && o.node.type === "TEXT" && !sameText(d.node, o.node)) {
+        await this.textContent(node as TextNode, d.node, here);
+      }
+      if (d.node.fills !== undefined && !sameJson(d.node.fills, o.node.fills) && "fills" in node) {
+        (node as MinimalFillsMixin).fills = this.paints(d.node.fills, d.node, here);
+      }
+      this.place(node, d.x, d.y);
+      if ("children" in node) await this.overrides(node.children, d.node.children ?? [], o.node.children ?? [], here);
+    }
+  }
+
+  /**
+   * An instance's layer placed as the document says, where it differs from the component. The
+   * converter lets a layer inside an instance differ in place or size only where Figma computes
+   * them itself (a child in auto layout's flow, a text box following its text; Figma refuses to
+   * resize a layer inside an instance), so where Figma refuses to move one, what it computed
+   * stands.
+   */
+  private place(node: SceneNode, x: number, y: number): void {
+    try {
+      if (x !== node.x || y !== node.y) {
+        node.x = x;
+        node.y = y;
+      }
+    } catch {
+      // Figma's own layout of the instance stands (see above).
+    }
   }
 
   private async group(doc: Node & { type: "GROUP" }, parent: Container, x: number, y: number, at: number[]): Promise<SceneNode> {
@@ -258,7 +343,7 @@ export class Builder {
    * FIXED, set before the resize), and Figma places the children in list order.
    */
   /** Figma's GRID: the tracks (FIXED px, FLEX shares, HUG), gaps and padding, at the frame's size. */
-  private grid(frame: FrameNode, doc: Node & { type: "FRAME" }): void {
+  private grid(frame: FrameNode | ComponentNode, doc: FrameDoc): void {
     frame.layoutMode = "GRID";
     frame.gridRowCount = doc.gridRowCount ?? 1;
     frame.gridColumnCount = doc.gridColumnCount ?? 1;
@@ -290,7 +375,7 @@ export class Builder {
     if ((doc.gridColumnSpan ?? 1) > 1) child.gridColumnSpan = doc.gridColumnSpan ?? 1;
   }
 
-  private autoLayout(frame: FrameNode, doc: Node & { type: "FRAME" }): void {
+  private autoLayout(frame: FrameNode | ComponentNode, doc: FrameDoc): void {
     if (doc.layoutMode === undefined || doc.layoutMode === "NONE") return;
     frame.layoutMode = doc.layoutMode;
     frame.primaryAxisSizingMode = "FIXED";
@@ -333,7 +418,7 @@ export class Builder {
     if (doc.strokeAlign !== undefined) node.strokeAlign = doc.strokeAlign;
     // Per-side weights exist on frames and rectangles only.
     const sides = node as Partial<IndividualStrokesMixin>;
-    if (node.type === "FRAME" || node.type === "RECTANGLE") {
+    if (node.type === "FRAME" || node.type === "COMPONENT" || node.type === "RECTANGLE") {
       if (doc.strokeTopWeight !== undefined) sides.strokeTopWeight = doc.strokeTopWeight;
       if (doc.strokeRightWeight !== undefined) sides.strokeRightWeight = doc.strokeRightWeight;
       if (doc.strokeBottomWeight !== undefined) sides.strokeBottomWeight = doc.strokeBottomWeight;
@@ -536,6 +621,26 @@ function textStyleValue(
     textCase: (st.textCase ?? "ORIGINAL") as TextCase,
     textDecoration: (st.textDecoration ?? "NONE") as TextDecoration,
   };
+}
+
+/**
+ * A level's document nodes as the builder lays them out in Figma (a leaf's children follow it
+ * in its parent, placed from its top-left), each with its index among its document siblings
+ * and its position in the Figma parent.
+ */
+function laidOutAs(kids: Node[], ox = 0, oy = 0): { node: Node; index: number; x: number; y: number }[] {
+  const nests = (n: Node) => n.type === "FRAME" || n.type === "GROUP" || n.type === "COMPONENT" || n.type === "INSTANCE";
+  return kids.flatMap((node, index) => {
+    const x = ox + (node.x ?? 0);
+    const y = oy + (node.y ?? 0);
+    const after = nests(node) ? [] : laidOutAs(node.children ?? [], x, y).map((k) => ({ ...k, index }));
+    return [{ node, index, x, y }, ...after];
+  });
+}
+
+/** Two TEXT nodes show the same text in the same runs and link. */
+function sameText(a: Node & { type: "TEXT" }, b: Node & { type: "TEXT" }): boolean {
+  return a.characters === b.characters && sameJson(a.segments, b.segments) && sameJson(a.hyperlink, b.hyperlink);
 }
 
 /** Equal as JSON, object keys in any order. */

@@ -158,6 +158,7 @@ export const WARNING_LABEL: Record<WarningCode | BuildWarning["code"], string> =
   depth_limit: "Depth limit reached",
   empty_group: "Empty group",
   paint_skipped: "Paint skipped",
+  instance_unresolved: "Instance without its component",
   segment_skipped: "Text style skipped",
 };
 

@@ -428,3 +428,73 @@ test("the document's styles are local styles, used again by name and value at th
   await new Builder(t.figma, store).build(changed);
   assert.equal(t.figma.getLocalPaintStyles().length, 2);
 });
+
+test("a component is built once and its instances show their own text and images (issue 39)", async () => {
+  const images: Images = { raster: new Map([["a", png(4, 4)], ["b", png(5, 5)], ["c", png(6, 6)]]), svg: new Map() };
+  const text = (characters: string, height: number): Node => ({
+    type: "TEXT",
+    name: characters,
+    x: 10,
+    y: 50,
+    width: 180,
+    height,
+    characters,
+    fontSize: 16,
+    fontName: { family: "Inter", style: "Regular" },
+    textAutoResize: "HEIGHT",
+    segments:
+      characters.length > 4
+        ? [
+            { start: 0, end: 4, fontName: { family: "Inter", style: "Bold" }, fontSize: 16, fills: [], textDecoration: "NONE", textCase: "ORIGINAL", letterSpacing: { unit: "PIXELS", value: 0 }, lineHeight: { unit: "AUTO" } },
+            { start: 4, end: characters.length, fontName: { family: "Inter", style: "Regular" }, fontSize: 16, fills: [], textDecoration: "NONE", textCase: "ORIGINAL", letterSpacing: { unit: "PIXELS", value: 0 }, lineHeight: { unit: "AUTO" } },
+          ]
+        : undefined,
+  });
+  const card = (i: number, ref: string, words: string, height: number): Node => ({
+    ...(i === 0 ? { type: "COMPONENT", id: "component-1" } : { type: "INSTANCE", componentId: "component-1" }),
+    name: `Card ${i + 1}`,
+    x: 10 + i * 210,
+    y: 10,
+    width: 200,
+    height: 60 + height,
+    fills: [{ type: "SOLID", color: { r: 1, g: 1, b: 1 } }],
+    children: [{ type: "RECTANGLE", name: "Photo", x: 10, y: 10, width: 30, height: 30, fills: [{ type: "IMAGE", imageRef: ref }] }, text(words, height)],
+  }) as Node;
+  const doc: Node = {
+    type: "FRAME",
+    name: "Page",
+    width: 700,
+    height: 200,
+    children: [card(0, "a", "Fast setup", 20), card(1, "b", "Rollback in one click, kept for ever", 40), card(2, "c", "Logs", 20)],
+  };
+  const { t, built } = await build(doc, images);
+  const { diffs, compared } = compareTree(doc, built.root, t, images);
+  assert.deepEqual(diffs, []);
+  assert.equal(compared, countNodes(doc));
+  assert.equal(built.nodes, countNodes(doc));
+  const [component, second, third] = (built.root as FrameNode).children as [ComponentNode, InstanceNode, InstanceNode];
+  assert.equal(component.type, "COMPONENT");
+  assert.deepEqual([second.type, third.type], ["INSTANCE", "INSTANCE"]);
+  assert.equal(second.mainComponent, component);
+  assert.equal(third.mainComponent, component);
+  // The overrides: its own words, runs, image and height; the component keeps its own.
+  assert.equal((second.children[1] as TextNode).characters, "Rollback in one click, kept for ever");
+  assert.equal((third.children[1] as TextNode).characters, "Logs");
+  assert.equal((component.children[1] as TextNode).characters, "Fast setup");
+  // The instance's own size; the text inside it is Figma's to size (a layer inside an instance
+  // cannot be resized: the stub refuses it as Figma does).
+  assert.equal(second.height, 100);
+  assert.throws(() => (second.children[1] as TextNode).resize(10, 10), /inside item/);
+  assert.deepEqual(built.warnings, []);
+  // Every instance layer is found by its document indices (a warning names it so).
+  const layers = layersByIndex(built.root);
+  assert.equal(layers.get("[1,1]"), second.children[1]);
+
+  // A document whose instance names no component built before it: its layers as a frame, said.
+  const orphan: Node = { type: "FRAME", width: 300, height: 100, children: [card(1, "b", "Alone", 20)] };
+  const lone = await build(orphan, images);
+  const made = (lone.built.root as FrameNode).children[0] as FrameNode;
+  assert.equal(made.type, "FRAME");
+  assert.equal((made.children[1] as TextNode).characters, "Alone");
+  assert.deepEqual(lone.built.warnings.map((w) => [w.code, w.indices]), [["instance_unresolved", [0]]]);
+});

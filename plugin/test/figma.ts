@@ -147,6 +147,45 @@ export function testFigma(): TestFigma {
     (figma as unknown as Record<string, () => SceneNode>)[name] = () => gridded(create());
   }
 
+  // figma-api-stub's components are no frames (no grid, no styles) and their instances copy
+  // the component's layers with the stub's methods still bound to the originals: a component
+  // here is a frame of type COMPONENT, and an instance a fresh copy of its layers, each made by
+  // the same create* as the original, so overrides land on the copy. A layer inside an instance
+  // cannot be removed or given children, as in Figma.
+  const copyOf = (from: SceneNode): SceneNode => {
+    const kind = from.type === "COMPONENT" || from.type === "INSTANCE" ? "FRAME" : from.type;
+    const create: Record<string, () => SceneNode> = {
+      FRAME: () => figma.createFrame(),
+      TEXT: () => figma.createText(),
+      RECTANGLE: () => figma.createRectangle(),
+      ELLIPSE: () => figma.createEllipse(),
+      LINE: () => figma.createLine(),
+      VECTOR: () => figma.createVector(),
+    };
+    const make = create[kind];
+    if (!make) throw new Error(`Error: the stub cannot copy a ${from.type} into an instance`);
+    const to = make() as SceneNode & Record<string, unknown>;
+    for (const [k, v] of Object.entries(from)) {
+      if (k === "id" || k === "parent" || k === "children" || k === "config" || typeof v === "function") continue;
+      to[k] = k === "mainComponent" ? v : structuredClone(v);
+    }
+    const svg = svgSource.get(from);
+    if (svg !== undefined) svgSource.set(to, svg);
+    for (const c of (from as Partial<ChildrenMixin>).children ?? []) (to as unknown as ChildrenMixin).appendChild(copyOf(c));
+    return to;
+  };
+  figma.createComponent = () => {
+    const component = figma.createFrame() as unknown as ComponentNode & { type: string };
+    component.type = "COMPONENT";
+    component.createInstance = () => {
+      const instance = copyOf(component) as unknown as InstanceNode & { type: string; mainComponent: ComponentNode };
+      instance.type = "INSTANCE";
+      instance.mainComponent = component;
+      return instance;
+    };
+    return component;
+  };
+
   // With "documentAccess": "dynamic-page" Figma lists local styles asynchronously only.
   Object.assign(figma, {
     getLocalPaintStylesAsync: async () => figma.getLocalPaintStyles(),
@@ -256,6 +295,8 @@ const sameBytes = (a: Uint8Array | undefined, b: Uint8Array | undefined) =>
 export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Images) {
   const diffs: string[] = [];
   let compared = 0;
+  /** The built component of each document COMPONENT's id, as met (before its instances). */
+  const components = new Map<string, Built>();
   const eq = (path: string, what: string, got: unknown, want: unknown) => {
     if (canonical(got) !== canonical(want)) {
       diffs.push(`${path}: ${what} is ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
@@ -292,6 +333,11 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
       return;
     }
     compared++;
+    if (d.type === "COMPONENT") components.set(d.id, node);
+    if (d.type === "INSTANCE") {
+      const main = (node as Partial<InstanceNode>).mainComponent;
+      if (!main || main !== components.get(d.componentId)) diffs.push(`${path}: not an instance of component ${d.componentId}`);
+    }
     const isEmptyGroup = d.type === "GROUP" && (d.children ?? []).length === 0;
     const figmaType = d.type === "SVG" || isEmptyGroup ? "FRAME" : d.type;
     eq(path, "type", node.type, figmaType);
@@ -311,9 +357,14 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
           if (!fits || !touches) diffs.push(`${path}: SVG is ${node.width}x${node.height}, want it to fit ${d.width}x${d.height}`);
         }
       } else {
+        // Inside an instance, a text box that follows its text is sized by Figma's own line
+        // breaking (a layer there cannot be resized): the stub has none, so it is not compared.
+        const follows = d.type === "TEXT" && insideInstance(node) ? d.textAutoResize : undefined;
+        const freeWidth = follows === "WIDTH_AND_HEIGHT";
+        const freeHeight = follows === "HEIGHT" || follows === "WIDTH_AND_HEIGHT";
         // Figma's smallest side is 0.01 px (a converted page has empty boxes of height 0).
-        if (d.width !== undefined) close(path, "width", node.width, Math.max(d.width, 0.01));
-        if (d.height !== undefined) close(path, "height", node.height, Math.max(d.height, 0.01));
+        if (d.width !== undefined && !freeWidth) close(path, "width", node.width, Math.max(d.width, 0.01));
+        if (d.height !== undefined && !freeHeight) close(path, "height", node.height, Math.max(d.height, 0.01));
       }
     }
     const n = node as Built & Partial<MinimalFillsMixin & MinimalStrokesMixin & BlendMixin & CornerMixin & LayoutMixin>;
@@ -325,11 +376,11 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
       if (d.strokes !== undefined) paints(path, "strokes", n.strokes as readonly Paint[], d.strokes);
       if (d.strokeWeight !== undefined) eq(path, "strokeWeight", n.strokeWeight, d.strokeWeight);
     }
-    if ((d.type === "FRAME" || d.type === "RECTANGLE") && d.cornerRadius !== undefined) {
+    if ((frameLike(d) || d.type === "RECTANGLE") && d.cornerRadius !== undefined) {
       eq(path, "cornerRadius", n.cornerRadius, d.cornerRadius);
     }
-    if (d.type === "FRAME" && d.clipsContent !== undefined) eq(path, "clipsContent", (node as FrameNode).clipsContent, d.clipsContent);
-    if (d.type === "FRAME" && d.layoutMode === "GRID") {
+    if (frameLike(d) && d.clipsContent !== undefined) eq(path, "clipsContent", (node as FrameNode).clipsContent, d.clipsContent);
+    if (frameLike(d) && d.layoutMode === "GRID") {
       const g = node as FrameNode;
       eq(path, "layoutMode", g.layoutMode, "GRID");
       eq(path, "gridRowCount", g.gridRowCount, d.gridRowCount);
@@ -383,7 +434,7 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
     kids.forEach((d, i) => {
       const p = `${path}/${i}:${d.type}`;
       out.push({ d, ox, oy, path: p });
-      const nests = d.type === "FRAME" || d.type === "GROUP";
+      const nests = frameLike(d) || d.type === "GROUP";
       if (!nests) out.push(...level(d.children ?? [], ox + (d.x ?? 0), oy + (d.y ?? 0), p));
     });
     return out;
@@ -393,7 +444,7 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
     one(d, node, ox, oy, path);
     if (!node) return;
     const kids = d.children ?? [];
-    if (d.type === "FRAME") {
+    if (frameLike(d)) {
       match(level(kids, 0, 0, path), node.children ?? [], path);
     } else if (d.type === "GROUP" && kids.length > 0) {
       // The group's members keep the coordinates of the group's parent.
@@ -408,6 +459,17 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
 
   walk(doc, root as Built, 0, 0, `0:${doc.type}`);
   return { diffs, compared };
+}
+
+/** The node is a layer of an instance. */
+function insideInstance(node: BaseNode): boolean {
+  for (let p = node.parent; p; p = p.parent) if (p.type === "INSTANCE") return true;
+  return false;
+}
+
+/** A FRAME, or a COMPONENT or an INSTANCE: Figma builds each as a frame of its children. */
+function frameLike(d: Node): d is Node & { type: "FRAME" | "COMPONENT" | "INSTANCE" } {
+  return d.type === "FRAME" || d.type === "COMPONENT" || d.type === "INSTANCE";
 }
 
 /** JSON with object keys sorted: the API does not keep a document's key order. */

@@ -9,6 +9,9 @@
 
 import { metricsFor, parseStyle } from "./fonts.mjs";
 
+/** A frame, or a component or an instance, which Figma draws as the frame it is. */
+export const isFrame = (n) => n.type === "FRAME" || n.type === "COMPONENT" || n.type === "INSTANCE";
+
 const f = (v) => (Number.isFinite(v) ? Math.round(v * 1000) / 1000 : 0);
 
 function esc(s) {
@@ -211,6 +214,8 @@ export class SvgWriter {
     let content = "";
     switch (n.type) {
       case "FRAME":
+      case "COMPONENT":
+      case "INSTANCE":
         content = this.frame(n);
         break;
       case "RECTANGLE":
@@ -233,7 +238,7 @@ export class SvgWriter {
         this.warn(`node type ${n.type} not drawn`);
     }
     const out = [`<g transform="${t}"${op}>${content}</g>`];
-    if (n.type !== "FRAME") for (const c of n.children ?? []) out.push(...this.node(c, x, y));
+    if (!isFrame(n)) for (const c of n.children ?? []) out.push(...this.node(c, x, y));
     return out;
   }
 
@@ -315,7 +320,7 @@ export class SvgWriter {
   stroke(n, p) {
     const wt = n.strokeWeight ?? 1;
     const sides =
-      n.type === "FRAME" || n.type === "RECTANGLE"
+      isFrame(n) || n.type === "RECTANGLE"
         ? [n.strokeTopWeight ?? wt, n.strokeRightWeight ?? wt, n.strokeBottomWeight ?? wt, n.strokeLeftWeight ?? wt]
         : [wt, wt, wt, wt];
     if (sides.every((s) => s <= 0)) return "";
@@ -483,7 +488,7 @@ export function place(doc) {
     const y = oy + (n.y ?? 0);
     out.push({ node: n, x, y, w: n.width ?? 0, h: n.height ?? 0 });
     const kids = n.children ?? [];
-    if (n.type === "FRAME") {
+    if (isFrame(n)) {
       const placed = laidOut(n, kids);
       for (const c of placed) walk(c, x, y);
     } else {

@@ -637,7 +637,13 @@ fn document_ok(doc: &Value, known: &BTreeSet<&str>, limits: &Limits) -> bool {
         if depth > limits.max_depth {
             return false;
         }
-        if !obj.get("type").and_then(Value::as_str).is_some_and(|t| NODE_TYPES.contains(&t)) {
+        let Some(ty) = obj.get("type").and_then(Value::as_str).filter(|t| NODE_TYPES.contains(t)) else {
+            return false;
+        };
+        // A component needs its `id` and an instance its `componentId` (naming a component
+        // before it, of its structure: shared's unit tests hold those rules). The generator
+        // writes neither, so every COMPONENT and INSTANCE it makes is refused.
+        if matches!(ty, "COMPONENT" | "INSTANCE") {
             return false;
         }
         let own = obj.iter().filter(|(k, _)| k.as_str() != "children");

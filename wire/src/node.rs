@@ -18,6 +18,8 @@ use serde_json::{Map, Value};
 pub const MAX_NODES: usize = 20_000;
 /// The deepest a node may be nested, the root at depth 1.
 pub const MAX_DEPTH: usize = 40;
+/// The longest a component's `id` may be (in characters).
+pub const MAX_COMPONENT_ID: usize = 64;
 
 wire_enum! {
     /// The node types the reference plugin builds with the Figma plugin API.
@@ -33,6 +35,8 @@ wire_enum! {
         VECTOR = "VECTOR",
         TEXT = "TEXT",
         SVG = "SVG",
+        COMPONENT = "COMPONENT",
+        INSTANCE = "INSTANCE",
     }
 }
 
@@ -58,6 +62,14 @@ impl NodeType {
                 "TextNode",
                 "A text layer (`figma.createText`); the plugin loads the font first and falls back to Inter Regular when it is not available.",
             ),
+            Self::COMPONENT => (
+                "ComponentNode",
+                "A component (`figma.createComponent`): a frame, with everything a FRAME has, that its instances copy. The converter makes one of a structure repeated three times or more among siblings (cards, rows, list items), in place of the first of them; `id` names it for its instances.",
+            ),
+            Self::INSTANCE => (
+                "InstanceNode",
+                "An instance of a component (`component.createInstance()`): `componentId` names a COMPONENT that comes before it in the document (depth first). Its children are the component's, in the same order and of the same types, as this instance shows them: what differs is an override (text and its runs, fills and images, names, and the sizes and positions that follow from them). A reader that does not know components can draw it as a FRAME.",
+            ),
             Self::SVG => (
                 "SvgNode",
                 "An SVG image the plugin turns into vectors (`figma.createNodeFromSvg`, which makes a frame of vector layers): `imageRef` names an `image/svg+xml` image of the result, and `width` and `height`, when given, are the size it is scaled to.",
@@ -73,7 +85,7 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
     use NodeType::*;
     Some(match member {
         "cornerRadius" | "topLeftRadius" | "topRightRadius" | "bottomRightRadius" | "bottomLeftRadius" => {
-            &[FRAME, RECTANGLE]
+            &[FRAME, RECTANGLE, COMPONENT, INSTANCE]
         }
         "clipsContent"
         | "layoutMode"
@@ -89,8 +101,10 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
         | "gridRowGap"
         | "gridColumnGap"
         | "gridRowSizes"
-        | "gridColumnSizes"
-        | "styles" => &[FRAME],
+        | "gridColumnSizes" => &[FRAME, COMPONENT, INSTANCE],
+        "styles" => &[FRAME],
+        "id" => &[COMPONENT],
+        "componentId" => &[INSTANCE],
         "vectorPaths" => &[VECTOR],
         "characters"
         | "fontSize"
@@ -113,6 +127,8 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
 fn required_by(t: NodeType) -> &'static [&'static str] {
     match t {
         NodeType::SVG => &["imageRef"],
+        NodeType::COMPONENT => &["id"],
+        NodeType::INSTANCE => &["componentId"],
         _ => &[],
     }
 }
@@ -296,6 +312,14 @@ pub struct Node {
     pub styles: Option<Vec<Style>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vector_paths: Option<Vec<VectorPath>>,
+    /// A COMPONENT's name for its instances, unique in the document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_COMPONENT_ID))]
+    pub id: Option<String>,
+    /// An INSTANCE's component: the `id` of a COMPONENT before it in the document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_COMPONENT_ID))]
+    pub component_id: Option<String>,
     /// A key of the result's images.
     // Absent is none, but null is no key: refused, as an image paint's null `imageRef` is.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
@@ -730,9 +754,11 @@ pub struct NodeSchema;
 
 const NODE_DESCRIPTION: &str =
     "One node of a result's Figma node tree (SPEC section 4), told apart by `type`: one of the
-eight node types the reference plugin builds with the Figma plugin API. The result route
+ten node types the reference plugin builds with the Figma plugin API. The result route
 checks every node against this schema's types, every `imageRef` (each is in the artifact's
-images), the node count (at most 20 000) and the depth (at most 40), and passes the tree
+images), every component's `id` (unique, no component inside a component or an instance)
+and every instance's `componentId` (a COMPONENT before it whose layers have the instance's
+types and counts, in order), the node count (at most 20 000) and the depth (at most 40), and passes the tree
 through as the worker wrote it; a plugin ignores members it does not know.
 
 Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas
@@ -800,6 +826,8 @@ pub const NODE_DEFINITIONS: &[&str] = &[
     "VectorNode",
     "TextNode",
     "SvgNode",
+    "ComponentNode",
+    "InstanceNode",
     "Paint",
     "ColorStop",
     "Rgba",
@@ -860,6 +888,8 @@ mod tests {
             "segments",
             "textStyleId",
             "imageRef",
+            "id",
+            "componentId",
         ];
         let listed: Vec<&str> = members.keys().map(String::as_str).filter(|k| owners(k).is_some()).collect();
         let mut expected = owned.to_vec();

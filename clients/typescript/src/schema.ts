@@ -393,9 +393,11 @@ export interface components {
         };
         /**
          * @description One node of a result's Figma node tree (SPEC section 4), told apart by `type`: one of the
-         *     eight node types the reference plugin builds with the Figma plugin API. The result route
+         *     ten node types the reference plugin builds with the Figma plugin API. The result route
          *     checks every node against this schema's types, every `imageRef` (each is in the artifact's
-         *     images), the node count (at most 20 000) and the depth (at most 40), and passes the tree
+         *     images), every component's `id` (unique, no component inside a component or an instance)
+         *     and every instance's `componentId` (a COMPONENT before it whose layers have the instance's
+         *     types and counts, in order), the node count (at most 20 000) and the depth (at most 40), and passes the tree
          *     through as the worker wrote it; a plugin ignores members it does not know.
          *
          *     Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas
@@ -403,12 +405,12 @@ export interface components {
          *     Only FRAME and GROUP hold children in Figma; the reference plugin builds the children of
          *     any other node after it, in the same parent, positioned from that node's top-left.
          */
-        Node: components["schemas"]["FrameNode"] | components["schemas"]["GroupNode"] | components["schemas"]["RectangleNode"] | components["schemas"]["EllipseNode"] | components["schemas"]["LineNode"] | components["schemas"]["VectorNode"] | components["schemas"]["TextNode"] | components["schemas"]["SvgNode"];
+        Node: components["schemas"]["FrameNode"] | components["schemas"]["GroupNode"] | components["schemas"]["RectangleNode"] | components["schemas"]["EllipseNode"] | components["schemas"]["LineNode"] | components["schemas"]["VectorNode"] | components["schemas"]["TextNode"] | components["schemas"]["SvgNode"] | components["schemas"]["ComponentNode"] | components["schemas"]["InstanceNode"];
         /**
          * @description The node types the reference plugin builds with the Figma plugin API.
          * @enum {string}
          */
-        NodeType: "FRAME" | "GROUP" | "RECTANGLE" | "ELLIPSE" | "LINE" | "VECTOR" | "TEXT" | "SVG";
+        NodeType: "FRAME" | "GROUP" | "RECTANGLE" | "ELLIPSE" | "LINE" | "VECTOR" | "TEXT" | "SVG" | "COMPONENT" | "INSTANCE";
         NodeCommon: {
             /** @description In document order, the first at the back (as in Figma's layer list, read bottom up). */
             children?: components["schemas"]["Node"][];
@@ -631,6 +633,122 @@ export interface components {
              * @enum {string}
              */
             type: "SVG";
+        };
+        /** @description A component (`figma.createComponent`): a frame, with everything a FRAME has, that its instances copy. The converter makes one of a structure repeated three times or more among siblings (cards, rows, list items), in place of the first of them; `id` names it for its instances. */
+        ComponentNode: components["schemas"]["NodeCommon"] & {
+            bottomLeftRadius?: number;
+            bottomRightRadius?: number;
+            /** @description Whether children outside the frame are hidden (Figma's default for a new frame is true). */
+            clipsContent?: boolean;
+            cornerRadius?: number;
+            /**
+             * @description Auto layout: alignment across the axis (default MIN).
+             * @enum {string}
+             */
+            counterAxisAlignItems?: "MIN" | "CENTER" | "MAX";
+            /** Format: uint32 */
+            gridColumnCount?: number;
+            gridColumnGap?: number;
+            /** @description Left to right, `gridColumnCount` of them. */
+            gridColumnSizes?: components["schemas"]["GridTrack"][];
+            /**
+             * Format: uint32
+             * @description Grid (`layoutMode: GRID`, as Figma's): the number of rows and columns, the gaps between
+             *     them, and each track's size; the children are placed by their `grid…AnchorIndex` and
+             *     span, their `x` and `y` then ignored.
+             */
+            gridRowCount?: number;
+            gridRowGap?: number;
+            /** @description Top to bottom, `gridRowCount` of them. */
+            gridRowSizes?: components["schemas"]["GridTrack"][];
+            /** @description A COMPONENT's name for its instances, unique in the document. */
+            id: string;
+            /** @description Auto layout: the gap between children. */
+            itemSpacing?: number;
+            /**
+             * @description Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the
+             *     frame keeping its `width` and `height`; their `x` and `y` are then ignored.
+             * @enum {string}
+             */
+            layoutMode?: "NONE" | "HORIZONTAL" | "VERTICAL" | "GRID";
+            paddingBottom?: number;
+            paddingLeft?: number;
+            paddingRight?: number;
+            paddingTop?: number;
+            /**
+             * @description Auto layout: alignment along the axis (default MIN).
+             * @enum {string}
+             */
+            primaryAxisAlignItems?: "MIN" | "CENTER" | "MAX" | "SPACE_BETWEEN";
+            /** @description Per-corner radii, each overriding `cornerRadius` at its corner. */
+            topLeftRadius?: number;
+            topRightRadius?: number;
+            /** @enum {string} */
+            type: "COMPONENT";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "COMPONENT";
+        };
+        /** @description An instance of a component (`component.createInstance()`): `componentId` names a COMPONENT that comes before it in the document (depth first). Its children are the component's, in the same order and of the same types, as this instance shows them: what differs is an override (text and its runs, fills and images, names, and the sizes and positions that follow from them). A reader that does not know components can draw it as a FRAME. */
+        InstanceNode: components["schemas"]["NodeCommon"] & {
+            bottomLeftRadius?: number;
+            bottomRightRadius?: number;
+            /** @description Whether children outside the frame are hidden (Figma's default for a new frame is true). */
+            clipsContent?: boolean;
+            /** @description An INSTANCE's component: the `id` of a COMPONENT before it in the document. */
+            componentId: string;
+            cornerRadius?: number;
+            /**
+             * @description Auto layout: alignment across the axis (default MIN).
+             * @enum {string}
+             */
+            counterAxisAlignItems?: "MIN" | "CENTER" | "MAX";
+            /** Format: uint32 */
+            gridColumnCount?: number;
+            gridColumnGap?: number;
+            /** @description Left to right, `gridColumnCount` of them. */
+            gridColumnSizes?: components["schemas"]["GridTrack"][];
+            /**
+             * Format: uint32
+             * @description Grid (`layoutMode: GRID`, as Figma's): the number of rows and columns, the gaps between
+             *     them, and each track's size; the children are placed by their `grid…AnchorIndex` and
+             *     span, their `x` and `y` then ignored.
+             */
+            gridRowCount?: number;
+            gridRowGap?: number;
+            /** @description Top to bottom, `gridRowCount` of them. */
+            gridRowSizes?: components["schemas"]["GridTrack"][];
+            /** @description Auto layout: the gap between children. */
+            itemSpacing?: number;
+            /**
+             * @description Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the
+             *     frame keeping its `width` and `height`; their `x` and `y` are then ignored.
+             * @enum {string}
+             */
+            layoutMode?: "NONE" | "HORIZONTAL" | "VERTICAL" | "GRID";
+            paddingBottom?: number;
+            paddingLeft?: number;
+            paddingRight?: number;
+            paddingTop?: number;
+            /**
+             * @description Auto layout: alignment along the axis (default MIN).
+             * @enum {string}
+             */
+            primaryAxisAlignItems?: "MIN" | "CENTER" | "MAX" | "SPACE_BETWEEN";
+            /** @description Per-corner radii, each overriding `cornerRadius` at its corner. */
+            topLeftRadius?: number;
+            topRightRadius?: number;
+            /** @enum {string} */
+            type: "INSTANCE";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "INSTANCE";
         };
         /** @description A fill or stroke, told apart by `type`. */
         Paint: {

@@ -21,8 +21,10 @@
 //! - `controls`: form controls' values, placeholders and themed parts;
 //! - `layout`: auto layout for flex containers, GRID for grid containers;
 //! - `styles`: colours and type used three times or more as the document's shared styles;
+//! - `components`: repeated sibling structures as a component and its instances;
 //! - `warnings`: warnings, within the artifact's limits, and the nodes they name.
 
+mod components;
 mod controls;
 mod gradient;
 mod images;
@@ -146,6 +148,9 @@ struct Ctx<'s, 'a> {
     walk_depth: usize,
     /// Text nodes a paragraph's TEXT node draws: not drawn again line by line.
     in_paragraph: HashSet<usize>,
+    /// The members of repeated sibling groups, each with its group: each is made a frame, for
+    /// `components` to make a component and its instances of.
+    members: HashMap<usize, usize>,
 }
 
 impl<'s, 'a> Ctx<'s, 'a> {
@@ -169,6 +174,7 @@ impl<'s, 'a> Ctx<'s, 'a> {
             negative_hosts: stack::negative_hosts(s),
             walk_depth: 0,
             in_paragraph: HashSet::new(),
+            members: components::repeated(s),
         }
     }
 
@@ -218,6 +224,8 @@ pub fn convert(
         ..Node::default()
     };
     styles::share(&s, &mut document);
+    // After the styles: a member's look includes the styles it is on.
+    components::make(&mut document, &cx.members);
     locate(&document, &mut cx.warnings);
     let crops = std::mem::take(&mut cx.crops);
     let warnings = cx.warnings.into_iter().map(|w| w.wire).collect();

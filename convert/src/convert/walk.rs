@@ -279,7 +279,8 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     let faded = node.opacity.is_some();
     let stacks = stack::negative_z(s, n, l).is_some() || cx.negative_hosts.contains(&Some(n));
     let paints = paints_something(&paint);
-    let needs_frame = clips || faded || flex || grid || flex_item || stacks;
+    let member = cx.members.contains_key(&n);
+    let needs_frame = clips || faded || flex || grid || flex_item || stacks || member;
     if into.depth >= MAX_FRAME_DEPTH && needs_frame {
         let message =
             format!("nested over {MAX_FRAME_DEPTH} frames deep: drawn flat, without its clip, opacity or auto layout");

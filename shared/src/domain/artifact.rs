@@ -343,11 +343,13 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
     };
     let mut refs = Vec::new();
     let mut seen = HashSet::new();
+    let mut components = Components::default();
     // Each node's (parent's link, index among its parent's children): its path is rendered only
     // for a problem.
     let mut links: Vec<(usize, usize)> = Vec::new();
-    let mut stack: Vec<(&Node, usize, usize)> = vec![(&root, usize::MAX, 0)];
-    while let Some((n, parent, i)) = stack.pop() {
+    // With each node: whether it is inside a COMPONENT or an INSTANCE.
+    let mut stack: Vec<(&Node, usize, usize, bool)> = vec![(&root, usize::MAX, 0, false)];
+    while let Some((n, parent, i, inside)) = stack.pop() {
         links.push((parent, i));
         let me = links.len() - 1;
         for (at, name) in n.image_refs() {
@@ -355,10 +357,53 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
                 refs.push((name.to_owned(), format!("{}.{at}", render(&links, me))));
             }
         }
+        if let Some(problem) = components.check(n, inside) {
+            r.add(render(&links, me), problem)?;
+        }
+        let inside = inside || matches!(n.kind, NodeType::COMPONENT | NodeType::INSTANCE);
         // Reversed, so the walk (and thus image order) follows document order.
-        stack.extend(n.children.as_deref().unwrap_or_default().iter().enumerate().rev().map(|(i, c)| (c, me, i)));
+        let kids = n.children.as_deref().unwrap_or_default().iter().enumerate().rev();
+        stack.extend(kids.map(|(i, c)| (c, me, i, inside)));
     }
     Ok(refs)
+}
+
+/// The components met so far in a depth-first walk, by `id`, each with its structure: the
+/// type and child count of every node of its subtree, in order. An instance's children are
+/// the component's (the plugin applies each one's overrides to the layer of the same place),
+/// so an instance must have the same structure.
+#[derive(Default)]
+struct Components(HashMap<String, Vec<(NodeType, usize)>>);
+
+fn structure(n: &Node) -> Vec<(NodeType, usize)> {
+    n.walk().map(|(d, _)| (d.kind, d.children.as_deref().map_or(0, <[Node]>::len))).collect()
+}
+
+impl Components {
+    /// What is wrong with node `n` as a component or an instance, if anything.
+    fn check(&mut self, n: &Node, inside: bool) -> Option<String> {
+        match n.kind {
+            // Figma makes no component inside a component or an instance.
+            NodeType::COMPONENT if inside => Some("a COMPONENT inside a COMPONENT or an INSTANCE".into()),
+            NodeType::COMPONENT => match n.id.as_deref() {
+                None | Some("") => Some("a COMPONENT without an id".into()),
+                Some(id) if self.0.contains_key(id) => Some(format!("component id {id:?} is used twice")),
+                Some(id) => self.0.insert(id.to_owned(), structure(n)).and(None),
+            },
+            NodeType::INSTANCE => match n.component_id.as_deref().map(|id| (id, self.0.get(id))) {
+                None => Some("an INSTANCE without a componentId".into()),
+                Some((id, None)) => Some(format!("componentId {id:?} names no COMPONENT before it")),
+                Some((id, Some(shape))) => {
+                    // The roots' types differ (COMPONENT, INSTANCE): their child counts and all
+                    // below them must not.
+                    let mine = structure(n);
+                    (mine[0].1 != shape[0].1 || mine[1..] != shape[1..])
+                        .then(|| format!("its children are not component {id:?}'s (types and counts, in order)"))
+                }
+            },
+            _ => None,
+        }
+    }
 }
 
 /// The path of the node at `at` from `$.document`, through its parents' links.
@@ -475,6 +520,42 @@ mod tests {
     }
 
     #[test]
+    fn an_instance_names_a_component_before_it_of_the_same_structure() {
+        let n = nonce();
+        let l = Limits::default();
+        let card = |kind: &str, link: Value, text: &str| {
+            let mut c = json!({"type": kind, "width": 100, "height": 40, "children": [
+                {"type": "TEXT", "characters": text}, {"type": "RECTANGLE"}]});
+            c.as_object_mut().unwrap().extend(link.as_object().unwrap().clone());
+            c
+        };
+        let doc = |kids: Vec<Value>| art(json!({"type": "FRAME", "children": kids}), json!({}));
+        let component = card("COMPONENT", json!({"id": "c1"}), "One");
+        let good = doc(vec![
+            component.clone(),
+            card("INSTANCE", json!({"componentId": "c1"}), "Two, longer"),
+            card("INSTANCE", json!({"componentId": "c1"}), "Three"),
+        ]);
+        assert!(validate(&good, &expect(&n), &l).is_ok());
+        let reason = |d: Vec<u8>| validate(&d, &expect(&n), &l).unwrap_err();
+        let before = doc(vec![card("INSTANCE", json!({"componentId": "c1"}), "x"), component.clone()]);
+        assert!(reason(before).contains("names no COMPONENT before it"));
+        let twice = doc(vec![component.clone(), component.clone()]);
+        assert!(reason(twice).contains("used twice"));
+        assert!(reason(doc(vec![card("COMPONENT", json!({}), "x")])).contains("without an id"));
+        assert!(reason(doc(vec![card("INSTANCE", json!({}), "x")])).contains("without a componentId"));
+        let mut other = card("INSTANCE", json!({"componentId": "c1"}), "x");
+        other["children"][1]["type"] = json!("ELLIPSE");
+        assert!(reason(doc(vec![component.clone(), other])).contains("are not component"));
+        let mut fewer = card("INSTANCE", json!({"componentId": "c1"}), "x");
+        fewer["children"].as_array_mut().unwrap().pop();
+        assert!(reason(doc(vec![component.clone(), fewer])).contains("are not component"));
+        let mut nested = component.clone();
+        nested["children"].as_array_mut().unwrap().push(card("COMPONENT", json!({"id": "c2"}), "x"));
+        assert!(reason(doc(vec![nested])).contains("inside a COMPONENT"));
+    }
+
+    #[test]
     fn warnings_are_checked_and_counted() {
         let n = nonce();
         let l = Limits::default();
@@ -569,7 +650,7 @@ mod tests {
             r#"$.images[""]: an image ref is empty, too long or has control characters"#,
             r#"$.images.a.key: image "a" key is outside the job prefix"#,
             "$.document.children[0].type: unknown variant `WIDGET`, expected one of `FRAME`, `GROUP`, \
-             `RECTANGLE`, `ELLIPSE`, `LINE`, `VECTOR`, `TEXT`, `SVG`",
+             `RECTANGLE`, `ELLIPSE`, `LINE`, `VECTOR`, `TEXT`, `SVG`, `COMPONENT`, `INSTANCE`",
         ];
         assert_eq!(got, want);
         // Each of the others, in a document otherwise right.

@@ -1,0 +1,182 @@
+//! Components (issue 39, item 4): sibling structures repeated three times or more (cards, nav
+//! items, table rows, list items) become one COMPONENT, in place of the first, and INSTANCEs of
+//! it, each showing its own text and images as overrides.
+//!
+//! Two passes. Before the walk, [`repeated`] finds the groups in the DOM: three or more
+//! consecutive sibling elements of one tag and classes whose visible block children have, all
+//! the way down, the same tags and classes (the fidelity benchmark's definition). The walk makes
+//! each member a frame of its own, painted or not. After it, [`make`] turns the members'
+//! frames into a component and its instances where Figma would draw each instance as the page
+//! did: the same layers, of the same look, in the same places, differing only in what an
+//! instance can override (text and its runs, image fills, names) and in the sizes and positions
+//! that follow from that (a text's height, an auto layout's flow, the instance's own size).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use super::Snapshot;
+use crate::doc::{LayoutMode, Node, NodeType, Paint, TextAutoResize};
+
+/// Fewer alike siblings than this are not worth a component.
+const MIN_MEMBERS: usize = 3;
+/// How far apart two sizes or positions may be and still be the same, in px.
+const TOLERANCE: f64 = 0.5;
+
+/// Elements whose content is never a structure of its own (skipped with what they hold).
+const SKIPPED: &[&str] = &["script", "style", "head", "template", "noscript", "svg", "select", "textarea", "option"];
+
+/// Each member of a repeated group in the DOM, with its group's number.
+pub(super) fn repeated(s: &Snapshot<'_>) -> HashMap<usize, usize> {
+    let n = s.node_type.len();
+    let element = |i: usize| s.node_type[i] == 1 && !s.pseudo.contains_key(&i);
+    let shown = |i: usize| {
+        element(i)
+            && !s.is_tag(i, SKIPPED)
+            && s.layout_of[i].is_some_and(|l| s.style(l, "display") != "none" && s.style(l, "visibility") == "visible")
+    };
+    let block = |i: usize| shown(i) && s.layout_of[i].is_some_and(|l| s.style(l, "display") != "inline");
+    // Each element's structure as a hash, from the leaves up (a child's index is above its
+    // parent's): its tag, its classes sorted, and its visible block children's structures.
+    let mut sig = vec![0u64; n];
+    let mut structured = vec![false; n];
+    for i in (0..n).rev().filter(|i| element(*i)) {
+        let mut h = DefaultHasher::new();
+        s.tag(i).hash(&mut h);
+        let mut classes: Vec<&str> = s.attr(i, "class").unwrap_or_default().split_whitespace().collect();
+        classes.sort_unstable();
+        classes.hash(&mut h);
+        for &c in s.children[i].iter().filter(|c| block(**c)) {
+            sig[c].hash(&mut h);
+            structured[i] = true;
+        }
+        sig[i] = h.finish();
+    }
+    let mut member = HashMap::new();
+    let mut group = 0;
+    for p in (0..n).filter(|p| shown(*p)) {
+        let kids: Vec<usize> = s.children[p]
+            .iter()
+            .copied()
+            .filter(|c| shown(*c) && s.layout_of[*c].is_some_and(|l| s.l_bounds[l][2] > 0.0))
+            .collect();
+        for run in kids.chunk_by(|a, b| sig[*a] == sig[*b]).filter(|r| r.len() >= MIN_MEMBERS && structured[r[0]]) {
+            group += 1;
+            member.extend(run.iter().map(|m| (*m, group)));
+        }
+    }
+    member
+}
+
+/// Makes components of the repeated groups' frames under `root` (`groups`: each member
+/// element's group); answers how many components it made.
+pub(super) fn make(root: &mut Node, groups: &HashMap<usize, usize>) -> usize {
+    let mut made = 0;
+    visit(root, groups, &mut made);
+    made
+}
+
+fn visit(node: &mut Node, groups: &HashMap<usize, usize>, made: &mut usize) {
+    let Some(kids) = node.children.as_mut() else { return };
+    // The group of each child that is a member's frame, in order.
+    let mut by_group: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (i, k) in kids.iter().enumerate() {
+        let Some(g) = k.maker.dom.and_then(|d| groups.get(&d)).filter(|_| k.kind == NodeType::FRAME) else { continue };
+        match by_group.iter_mut().find(|(id, _)| id == g) {
+            Some((_, list)) => list.push(i),
+            None => by_group.push((*g, vec![i])),
+        }
+    }
+    for (_, mut members) in by_group {
+        while members.len() >= MIN_MEMBERS {
+            let first = members[0];
+            let (alike, rest): (Vec<usize>, Vec<usize>) =
+                members.iter().partition(|m| **m == first || alike(&kids[first], &kids[**m], Place::Root));
+            if alike.len() >= MIN_MEMBERS {
+                *made += 1;
+                let id = format!("component-{made}");
+                kids[first].kind = NodeType::COMPONENT;
+                kids[first].id = Some(id.clone());
+                for m in &alike[1..] {
+                    kids[*m].kind = NodeType::INSTANCE;
+                    kids[*m].component_id = Some(id.clone());
+                }
+            }
+            members = rest;
+        }
+    }
+    // Figma makes no component inside a component or an instance.
+    for k in kids.iter_mut().filter(|k| k.kind == NodeType::FRAME || k.kind == NodeType::GROUP) {
+        visit(k, groups, made);
+    }
+}
+
+/// Where a node sits in a member: its root, or a child of a frame laid out so.
+#[derive(Clone, Copy)]
+enum Place {
+    Root,
+    In(Option<LayoutMode>),
+}
+
+/// Whether `b` shows as an instance of `a` would: the same layers, of the same look, in the
+/// same places, but for what an instance overrides and what follows from it.
+fn alike(a: &Node, b: &Node, place: Place) -> bool {
+    let close = |x: f64, y: f64| (x - y).abs() <= TOLERANCE;
+    let text = a.kind == NodeType::TEXT;
+    let fits = |r: &[TextAutoResize]| text && a.text_auto_resize.is_some_and(|t| r.contains(&t));
+    let placed = match place {
+        // The instance is placed and sized as the member is.
+        Place::Root => true,
+        Place::In(flow) => {
+            // Auto layout moves a child along its axis as the text before it grows.
+            let x_free = flow == Some(LayoutMode::HORIZONTAL);
+            let y_free = flow == Some(LayoutMode::VERTICAL);
+            (x_free || close(a.x, b.x))
+                && (y_free || close(a.y, b.y))
+                && (fits(&[TextAutoResize::WIDTH_AND_HEIGHT]) || close(a.width, b.width))
+                && (fits(&[TextAutoResize::HEIGHT, TextAutoResize::WIDTH_AND_HEIGHT]) || close(a.height, b.height))
+        }
+    };
+    // A member's own cell in its parent's grid is the instance's place, not its look.
+    let cell = |n: &Node| (n.grid_row_anchor_index, n.grid_column_anchor_index, n.grid_row_span, n.grid_column_span);
+    let same_cell = matches!(place, Place::Root) || cell(a) == cell(b);
+    let (ka, kb) = (a.children.as_deref().unwrap_or_default(), b.children.as_deref().unwrap_or_default());
+    placed
+        && same_cell
+        && look(a) == look(b)
+        && ka.len() == kb.len()
+        && ka.iter().zip(kb).all(|(x, y)| alike(x, y, Place::In(a.layout_mode)))
+}
+
+/// A node without what an instance may show otherwise than its component: its name, place and
+/// size and grid cell, text and runs, the images of its fills, and its children (compared one
+/// by one).
+fn look(n: &Node) -> Node {
+    let blank = |paints: &Option<Vec<Paint>>| {
+        let mut paints = paints.clone();
+        for p in paints.iter_mut().flatten() {
+            if let Paint::Image { image_ref, .. } = p {
+                image_ref.clear();
+            }
+        }
+        paints
+    };
+    Node {
+        name: String::new(),
+        x: 0.0,
+        y: 0.0,
+        width: 0.0,
+        height: 0.0,
+        characters: None,
+        segments: None,
+        hyperlink: None,
+        fills: blank(&n.fills),
+        grid_row_anchor_index: None,
+        grid_column_anchor_index: None,
+        grid_row_span: None,
+        grid_column_span: None,
+        children: None,
+        maker: Default::default(),
+        ..n.clone()
+    }
+}

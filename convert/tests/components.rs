@@ -1,0 +1,91 @@
+//! Components (issue 39, item 4): three or more sibling elements of one structure become a
+//! COMPONENT, in place of the first, and INSTANCEs of it, where each instance would show as the
+//! page does with only what Figma lets an instance override (text, images, names, and the sizes
+//! and places that follow). Against real Chromium.
+
+mod common;
+
+use code2des_convert::doc::NodeType;
+use code2des_convert::{Node, Output};
+
+fn page(body: &str) -> Output {
+    common::run(&format!(
+        "<!DOCTYPE html><html><head><style>body {{ margin: 0; font: 16px/20px 'DejaVu Sans' }} \
+         .card {{ width: 200px; margin: 10px; padding: 12px; background: #f4f4f8; border-radius: 8px }} \
+         .card h3 {{ margin: 0 0 8px; font-size: 18px }} .card p {{ margin: 0 }}</style></head>\
+         <body>{body}</body></html>"
+    ))
+}
+
+fn all(out: &Output) -> Vec<&Node> {
+    out.document.walk().map(|(n, _)| n).collect()
+}
+
+fn of_kind(out: &Output, kind: NodeType) -> Vec<&Node> {
+    all(out).into_iter().filter(|n| n.kind == kind).collect()
+}
+
+const CARD: &str = "<div class=card><h3>{t}</h3><p>{p}</p></div>";
+
+fn card(title: &str, words: &str) -> String {
+    CARD.replace("{t}", title).replace("{p}", words)
+}
+
+#[test]
+fn three_cards_alike_are_a_component_and_two_instances_with_their_own_text() {
+    let out = page(
+        &[
+            card("Fast setup", "Minutes."),
+            card("Rollback", "Every deploy is kept, and you go back to any of them in seconds."),
+            card("Logs", "Side by side."),
+        ]
+        .concat(),
+    );
+    let components = of_kind(&out, NodeType::COMPONENT);
+    assert_eq!(components.len(), 1, "one component");
+    let c = components[0];
+    assert_eq!(c.name, "card");
+    let id = c.id.clone().expect("a component has an id");
+    let instances = of_kind(&out, NodeType::INSTANCE);
+    assert_eq!(instances.len(), 2);
+    for i in &instances {
+        assert_eq!(i.component_id.as_deref(), Some(id.as_str()));
+        // The same layers, showing its own words.
+        let kinds = |n: &Node| n.children.iter().flatten().map(|k| k.kind).collect::<Vec<_>>();
+        assert_eq!(kinds(i), kinds(c));
+    }
+    let texts: Vec<&str> = instances.iter().filter_map(|i| i.children.as_ref()?[1].characters.as_deref()).collect();
+    assert_eq!(texts, ["Every deploy is kept, and you go back to any of them in seconds.", "Side by side."]);
+    // The wrapped paragraph makes its card taller: the instance's own size.
+    assert!(instances[0].height > c.height + 10.0, "{} vs {}", instances[0].height, c.height);
+}
+
+#[test]
+fn a_member_that_looks_otherwise_is_left_a_frame_and_two_alike_are_no_component() {
+    let other = "<div class=card style=\"background:#fee\"><h3>Odd</h3><p>Red.</p></div>";
+    let out = page(&[card("One", "a"), other.to_owned(), card("Two", "b")].concat());
+    assert!(of_kind(&out, NodeType::COMPONENT).is_empty(), "only two alike");
+    assert!(of_kind(&out, NodeType::INSTANCE).is_empty());
+    let four = page(&[card("One", "a"), other.to_owned(), card("Two", "b"), card("Three", "c")].concat());
+    assert_eq!(of_kind(&four, NodeType::COMPONENT).len(), 1);
+    assert_eq!(of_kind(&four, NodeType::INSTANCE).len(), 2);
+    let shows = |n: &Node, words: &str| n.children.iter().flatten().any(|k| k.characters.as_deref() == Some(words));
+    let odd = all(&four).into_iter().find(|n| shows(n, "Odd")).expect("the odd card");
+    assert_eq!(odd.kind, NodeType::FRAME);
+}
+
+#[test]
+fn table_rows_alike_are_instances_of_one_row_and_no_component_nests_in_another() {
+    let rows: String = (1..=4).map(|i| format!("<tr><td>Item {i}</td><td>{}</td></tr>", i * 10)).collect();
+    let out = page(&format!("<table>{rows}</table>"));
+    assert_eq!(of_kind(&out, NodeType::COMPONENT).len(), 1);
+    assert_eq!(of_kind(&out, NodeType::INSTANCE).len(), 3);
+    // Cards of three alike lists each: the cards are the component, their lists are not.
+    let list = |t: &str| {
+        format!("<div class=card><h3>{t}</h3><ul><li><p>a</p></li><li><p>b</p></li><li><p>c</p></li></ul></div>")
+    };
+    let out = page(&[list("A"), list("B"), list("C")].concat());
+    assert_eq!(of_kind(&out, NodeType::COMPONENT).len(), 1);
+    let component = of_kind(&out, NodeType::COMPONENT)[0];
+    assert!(component.walk().skip(1).all(|(n, _)| n.kind != NodeType::COMPONENT && n.kind != NodeType::INSTANCE));
+}

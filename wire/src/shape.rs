@@ -41,6 +41,31 @@ pub fn check(json: &str, max_nodes: usize, max_depth: usize) -> Result<(), Shape
     }
 }
 
+/// A visitor's methods for every scalar, each accepting it: what is not the expected shape is
+/// the typed reading's to name, never this check's.
+macro_rules! scalars_pass {
+    () => {
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+    };
+}
+
 #[derive(Clone, Copy)]
 struct NodeSeed<'a> {
     depth: usize,
@@ -89,24 +114,7 @@ impl<'de> Visitor<'de> for NodeVisitor<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
         IgnoredAny.visit_seq(seq).map(drop)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+    scalars_pass!();
 }
 
 /// A node's `children`: each a node one level deeper.
@@ -136,24 +144,7 @@ impl<'de> Visitor<'de> for Children<'_> {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
         IgnoredAny.visit_map(map).map(drop)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+    scalars_pass!();
 }
 
 #[cfg(test)]

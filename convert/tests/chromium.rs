@@ -1,21 +1,14 @@
 //! The conversion against real Chromium (Debian's `chromium`, or `$CHROMIUM_PATH`): one
 //! renderer for every test of this file, as a worker process has.
 
-use std::sync::OnceLock;
+mod common;
+
+use common::{renderer, runtime};
+
 use std::time::{Duration, Instant};
 
 use code2des_convert::{convert, CaptureError, ConvertError, Options, Output, RenderError, Renderer};
 use serde_json::Value;
-
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime"))
-}
-
-fn renderer() -> &'static Renderer {
-    static R: OnceLock<Renderer> = OnceLock::new();
-    R.get_or_init(|| runtime().block_on(Renderer::start(Options::default())).expect("Chromium starts"))
-}
 
 fn run(html: &str) -> Output {
     runtime().block_on(convert(renderer(), html.as_bytes(), false)).expect("the page converts")

@@ -2,20 +2,12 @@
 //! item's cell and span; only where every item fills its cells, as Figma's grid would draw it.
 //! Against real Chromium.
 
-use std::sync::OnceLock;
+mod common;
+
+use common::{renderer, runtime};
 
 use code2des_convert::doc::{GridTrack, GridTrackType, LayoutMode};
-use code2des_convert::{convert, Node, Options, Output, Renderer};
-
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime"))
-}
-
-fn renderer() -> &'static Renderer {
-    static R: OnceLock<Renderer> = OnceLock::new();
-    R.get_or_init(|| runtime().block_on(Renderer::start(Options::default())).expect("Chromium starts"))
-}
+use code2des_convert::{convert, Node, Output};
 
 fn run(body: &str) -> Output {
     let html = format!(

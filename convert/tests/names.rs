@@ -3,20 +3,12 @@
 //! never what a form control holds. Against real Chromium, one renderer for the file, as
 //! convert/tests/chromium.rs.
 
-use std::sync::OnceLock;
+mod common;
 
-use code2des_convert::{convert, Options, Output, Renderer};
+use common::{renderer, runtime};
+
+use code2des_convert::{convert, Output};
 use serde_json::Value;
-
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| tokio::runtime::Runtime::new().expect("a runtime"))
-}
-
-fn renderer() -> &'static Renderer {
-    static R: OnceLock<Renderer> = OnceLock::new();
-    R.get_or_init(|| runtime().block_on(Renderer::start(Options::default())).expect("Chromium starts"))
-}
 
 fn run(html: &str) -> Output {
     runtime().block_on(convert(renderer(), html.as_bytes(), false)).expect("the page converts")

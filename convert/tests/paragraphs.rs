@@ -3,20 +3,12 @@
 //! lays it out; and where that would not be exact, the text is drawn line by line as before.
 //! Against real Chromium.
 
-use std::sync::OnceLock;
+mod common;
+
+use common::{renderer, runtime};
 
 use code2des_convert::doc::{HyperlinkType, NodeType, Paint, TextAutoResize, TextDecoration};
-use code2des_convert::{convert, Node, Options, Output, Renderer};
-
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime"))
-}
-
-fn renderer() -> &'static Renderer {
-    static R: OnceLock<Renderer> = OnceLock::new();
-    R.get_or_init(|| runtime().block_on(Renderer::start(Options::default())).expect("Chromium starts"))
-}
+use code2des_convert::{convert, Node, Output};
 
 fn run(body: &str) -> Output {
     let html = format!(

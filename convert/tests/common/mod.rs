@@ -1,4 +1,6 @@
 //! What the converter's tests against real Chromium share: one runtime and one renderer for a
+//! (Each test file uses what it needs of it.)
+#![allow(dead_code)]
 //! test file, and the conversion of a page.
 
 use std::sync::OnceLock;

@@ -44,7 +44,8 @@ async fn start(receiver: &Receiver, protocol: &str) -> Stack {
         .stderr(Stdio::null())
         .spawn()
         .expect("the code2des-local binary runs");
-    let stack = Stack { _child: KillOnDrop(child), base: format!("http://127.0.0.1:{port}"), db: DropDatabase(db), dir };
+    let stack =
+        Stack { _child: KillOnDrop(child), base: format!("http://127.0.0.1:{port}"), db: DropDatabase(db), dir };
     wait_for_port(port, Duration::from_secs(60), "code2des-local").await;
     stack
 }
@@ -88,7 +89,8 @@ async fn one_job(protocol: &str, traceparent: Option<&str>) -> (String, Value, S
     let token = code2des_local::identity::local_token("dev-user");
     let http = reqwest::Client::new();
     let base = format!("{}/organizations/{org}/projects/{proj}/code2des", stack.base);
-    let mut trigger = http.post(&base).bearer_auth(&token).json(&json!({"pageImportId": pi, "figmaFileKey": "F", "screenId": "s"}));
+    let mut trigger =
+        http.post(&base).bearer_auth(&token).json(&json!({"pageImportId": pi, "figmaFileKey": "F", "screenId": "s"}));
     if let Some(tp) = traceparent {
         trigger = trigger.header("traceparent", tp);
     }
@@ -111,7 +113,12 @@ async fn one_job(protocol: &str, traceparent: Option<&str>) -> (String, Value, S
         call(&http, http.post(format!("{base}/{id}/placement")).bearer_auth(&token).json(&json!({"nodeId": "1:2"})))
             .await;
     assert_eq!(s, 200);
-    let manifest = stack.dir.path().join("data").join(code2des_local::stack::DEFAULT_BUCKET).join(format!("code2des/{id}/1/manifest.json"));
+    let manifest = stack
+        .dir
+        .path()
+        .join("data")
+        .join(code2des_local::stack::DEFAULT_BUCKET)
+        .join(format!("code2des/{id}/1/manifest.json"));
     let manifest: Value = serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
     let spans = receiver
         .wait_for(Duration::from_secs(30), |spans| {
@@ -137,7 +144,10 @@ fn one_trace(id: &str, manifest: &Value, token: &str, spans: &[Span], content_ty
     assert_eq!(manifest["traceparent"], format!("00-{trace}-{}-01", trigger.span_id));
     let worker = named(spans, "worker");
     assert_eq!(worker.len(), 1);
-    assert_eq!((worker[0].trace_id.as_str(), worker[0].parent_span_id.as_str()), (trace.as_str(), trigger.span_id.as_str()));
+    assert_eq!(
+        (worker[0].trace_id.as_str(), worker[0].parent_span_id.as_str()),
+        (trace.as_str(), trigger.span_id.as_str())
+    );
     assert_eq!(worker[0].attribute("code2des.id"), Some(id));
     for stage in ["load", "layout", "snapshot", "convert", "upload"] {
         for s in named(spans, stage) {
@@ -147,7 +157,10 @@ fn one_trace(id: &str, manifest: &Value, token: &str, spans: &[Span], content_ty
     let webhooks: Vec<_> = spans.iter().filter(|s| s.attribute("http.route") == Some("/code2des/webhook")).collect();
     for w in &webhooks {
         assert_eq!(w.trace_id, trace, "the webhook continues the job's trace: {w:?}");
-        assert!(spans.iter().any(|p| p.span_id == w.parent_span_id && p.trace_id == trace), "its parent is the worker's");
+        assert!(
+            spans.iter().any(|p| p.span_id == w.parent_span_id && p.trace_id == trace),
+            "its parent is the worker's"
+        );
         assert_eq!(w.attribute("code2des.id"), Some(id));
     }
     for (method, route) in [("GET", "/result"), ("POST", "/placement")] {

@@ -105,8 +105,7 @@ async fn receive(kept: Arc<Mutex<Vec<Span>>>, req: Request<hyper::body::Incoming
     if req.method() != hyper::Method::POST || req.uri().path() != "/v1/traces" {
         return Ok(answer(StatusCode::NOT_FOUND, "only POST /v1/traces"));
     }
-    let content_type =
-        req.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let content_type = req.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let body = req.into_body().collect().await?.to_bytes();
     let decoded = match content_type.as_str() {
         "application/x-protobuf" => ExportTraceServiceRequest::decode(body).map_err(|e| e.to_string()),

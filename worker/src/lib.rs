@@ -24,15 +24,15 @@ use code2des_wire::protocol::{
     Attempt, CompletedReport, EchoedNonce, ErrorMessage, FailedReport, JobId, Percent, ProcessingReport,
     ProgressReport, ResultUrl, Stage, WarningCount, WebhookReport, PROTOCOL_VERSION,
 };
-use code2des_wire::Obj;
 use code2des_wire::trace::Traceparent;
+use code2des_wire::Obj;
 use serde::Serialize;
-use tracing::Instrument;
 use shared::domain::artifact::{self, Expect, Kind, Limits};
 use shared::domain::ids::Code2desId;
 use shared::domain::job::Nonce;
 use shared::domain::protocol::Manifest;
 use shared::domain::standard_webhooks as sw;
+use tracing::Instrument;
 
 pub mod lambda;
 pub mod validate;
@@ -479,7 +479,9 @@ impl Worker {
         error_message: Option<&str>,
     ) -> Result<Reply, WorkerError> {
         let key = format!("{}result.json", Self::prefix(m));
-        self.put(&key, raw, "application/json").instrument(tracing::info_span!("upload", code2des.artifact = ?kind)).await?;
+        self.put(&key, raw, "application/json")
+            .instrument(tracing::info_span!("upload", code2des.artifact = ?kind))
+            .await?;
         let (code2des_id, attempt, nonce) = Self::echo(m)?;
         let url = S3Pointer::parse("result_url", &format!("s3://{}/{key}", self.bucket))
             .map_err(|e| WorkerError::Webhook(e.to_string()))?;

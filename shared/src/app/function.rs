@@ -21,8 +21,7 @@ pub trait Function: Sized + Sync {
 pub async fn run<F: Function>() -> Result<(), lambda_http::Error> {
     crate::obs::telemetry::init_lambda();
     let deps = F::new(&Resources::from_env()?).await?;
-    let service =
-        lambda_http::service_fn(|req| async { Ok::<_, std::convert::Infallible>(deps.handle(req).await) });
+    let service = lambda_http::service_fn(|req| async { Ok::<_, std::convert::Infallible>(deps.handle(req).await) });
     if !crate::obs::trace::enabled() {
         return lambda_http::run(service).await;
     }

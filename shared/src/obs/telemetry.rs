@@ -45,7 +45,8 @@ pub fn init_local() {
         return;
     }
     let lines = tracing_subscriber::fmt::layer().with_target(false);
-    let lines: Boxed = if crate::config::json_logs() { lines.json().flatten_event(true).boxed() } else { lines.boxed() };
+    let lines: Boxed =
+        if crate::config::json_logs() { lines.json().flatten_event(true).boxed() } else { lines.boxed() };
     // The program's name (code2des-local, code2des-worker) names the service.
     let program = std::env::args().next().unwrap_or_default();
     let service = std::path::Path::new(&program).file_name().and_then(|n| n.to_str()).unwrap_or("code2des");

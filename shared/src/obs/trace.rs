@@ -80,8 +80,7 @@ where
     }
     // The batch processor exports from a thread of its own with a blocking client, so a flush
     // from the single-threaded runtime (the Lambda's) waits on that thread, never on itself.
-    let provider =
-        SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build();
+    let provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build();
     let tracer = provider.tracer("code2des");
     if PROVIDER.set(provider).is_err() {
         // A second set-up in one process (a test harness): the first provider stays.

@@ -73,7 +73,7 @@ pub async fn convert(renderer: &Renderer, bytes: &[u8], screenshot: bool) -> Res
     let (rendered, converted) = renderer
         .render(&capture.html, capture.width, screenshot, |snap, height, fonts| {
             let t = Instant::now();
-            let out = convert::convert(snap, capture.width, height, fonts);
+            let out = tracing::info_span!("convert").in_scope(|| convert::convert(snap, capture.width, height, fonts));
             convert_time = t.elapsed();
             match out {
                 Ok((c, crops)) => {

@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
+use tracing::Instrument;
 
 use crate::cdp::{Cdp, CdpError, Events, Tasks};
 
@@ -464,7 +465,8 @@ impl Browser {
         let (session, mut events) = self.open_page(context, width, viewport_height).await?;
         let s = Some(session.as_str());
         let blocked = Arc::new(AtomicUsize::new(0));
-        load(cdp, &session, &mut events, html, &blocked).await?;
+        // The stages are spans (children of the caller's, a worker's job): load, layout, snapshot.
+        load(cdp, &session, &mut events, html, &blocked).instrument(tracing::info_span!("load")).await?;
         // Requests after the load (lazy images, fonts first used late) are answered too, until
         // the page ends: the task is aborted when this future ends or is dropped.
         let _handler = {
@@ -477,16 +479,9 @@ impl Browser {
                 }
             }))
         };
-        let metrics = cdp.call(s, "Page.getLayoutMetrics", json!({})).await?;
+        let metrics = cdp.call(s, "Page.getLayoutMetrics", json!({})).instrument(tracing::info_span!("layout")).await?;
         let height = metrics["cssContentSize"]["height"].as_f64().unwrap_or(0.0);
-        let snapshot = cdp
-            .call(
-                s,
-                "DOMSnapshot.captureSnapshot",
-                json!({"computedStyles": STYLES, "includePaintOrder": true, "includeDOMRects": true}),
-            )
-            .await?;
-        let platform_fonts = self.platform_fonts(s, &snapshot).await?;
+        let (snapshot, platform_fonts) = self.snapshot(s).instrument(tracing::info_span!("snapshot")).await?;
         let (planned, rects) = plan(&snapshot, height, &platform_fonts);
         let mut crops = Vec::new();
         for rect in rects {
@@ -505,6 +500,20 @@ impl Browser {
             },
             planned,
         ))
+    }
+
+    /// The page's DOM snapshot, and the platform fonts its text was drawn with.
+    async fn snapshot(&self, s: Option<&str>) -> Result<(Value, Vec<(String, String)>), CdpError> {
+        let snapshot = self
+            .cdp
+            .call(
+                s,
+                "DOMSnapshot.captureSnapshot",
+                json!({"computedStyles": STYLES, "includePaintOrder": true, "includeDOMRects": true}),
+            )
+            .await?;
+        let platform_fonts = self.platform_fonts(s, &snapshot).await?;
+        Ok((snapshot, platform_fonts))
     }
 
     /// A new page in `context`, scripts off, every request paused, its viewport `width` ×

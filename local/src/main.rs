@@ -217,6 +217,8 @@ async fn main() -> std::process::ExitCode {
             code2des_local::demo::run(cfg).await
         }
     };
+    // Spans still in the batch go out before the process ends.
+    shared::obs::trace::flush();
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -67,6 +67,10 @@ EXCEPTIONS = {
     "LOG_FORMAT": {"only": set()},
 }
 
+# Variables the template sets for a Lambda layer rather than for our code: the ADOT collector's
+# configuration when TracesExport is cloudwatch (docs/OPERATIONS.md, "Traces").
+READ_BY_LAYERS = {"OPENTELEMETRY_COLLECTOR_CONFIG_URI", "CODE2DES_COLLECTOR_CONFIG"}
+
 # Each call's first argument is the variable's name.
 READ_CALL = re.compile(r'\b(?:var|required|positive|flag)(?:::<\w+>)?\(\s*"([A-Z][A-Z0-9_]*)"')
 
@@ -161,7 +165,7 @@ def check(template, read, known_in_code):
     for name, res in template["Resources"].items():
         if res.get("Type") == "AWS::Serverless::Function":
             declared |= set((((res.get("Properties") or {}).get("Environment") or {}).get("Variables") or {}))
-    for var in sorted(declared - known_in_code):
+    for var in sorted(declared - known_in_code - READ_BY_LAYERS):
         errors.append(f"{var} is set in template.yaml but no Rust source under {', '.join(SOURCES)} reads it")
     return errors, functions
 

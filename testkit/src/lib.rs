@@ -10,6 +10,7 @@
 //! | `events` | requests from the committed `events/*.json` |
 //! | `worker` | PNGs, artifacts, signed worker reports |
 //! | `process` | a child process killed on drop, waiting for a port |
+//! | `otlp` | an OTLP/HTTP trace receiver on loopback (feature `otlp`) |
 //!
 //! Everything but [`cluster`] needs the `stack` feature: it builds on the shared crate and
 //! code2des-local, which the shared crate's own tests must not depend on.
@@ -21,6 +22,8 @@ pub mod cluster;
 pub mod db;
 #[cfg(feature = "stack")]
 pub mod events;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 #[cfg(feature = "stack")]
 pub mod process;
 #[cfg(feature = "stack")]

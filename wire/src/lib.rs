@@ -54,6 +54,7 @@ pub mod node;
 pub mod protocol;
 mod schema;
 pub mod shape;
+pub mod trace;
 
 pub use node::NODE_DEFINITIONS;
 pub use schema::{openapi_components, schemas};

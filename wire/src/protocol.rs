@@ -86,11 +86,22 @@ pub struct Manifest {
     pub callback_url: String,
     /// `s3://{bucket}/code2des/{code2des_id}/{attempt}/`: everything the worker writes goes under it.
     pub result_prefix: String,
+    /// The job's trace, a W3C Trace Context `traceparent` (`00-{trace id}-{span id}-{flags}`):
+    /// the worker's spans continue it, and its webhook requests send it back in the
+    /// `traceparent` header. Optional: a worker that ignores it works the same, and one that
+    /// is not a valid `traceparent` is ignored (a new trace starts), never refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 impl Manifest {
     pub fn key(id: &str, attempt: i32) -> String {
         format!("code2des/{id}/{attempt}/manifest.json")
+    }
+
+    /// The trace to continue: [`Manifest::traceparent`] when it is a valid one.
+    pub fn trace(&self) -> Option<crate::trace::Traceparent> {
+        self.traceparent.as_deref().and_then(crate::trace::Traceparent::parse)
     }
 
     /// A manifest as a worker reads it: its shape, and the one version there is.

@@ -24,6 +24,7 @@ use code2des_wire::protocol::{
     Attempt, CompletedReport, EchoedNonce, ErrorMessage, FailedReport, JobId, Percent, ProcessingReport,
     ProgressReport, ResultUrl, Stage, WarningCount, WebhookReport, PROTOCOL_VERSION,
 };
+use code2des_wire::trace::Traceparent;
 use code2des_wire::Obj;
 use serde::Serialize;
 use shared::domain::artifact::{self, Expect, Kind, Limits};
@@ -31,6 +32,7 @@ use shared::domain::ids::Code2desId;
 use shared::domain::job::Nonce;
 use shared::domain::protocol::Manifest;
 use shared::domain::standard_webhooks as sw;
+use tracing::Instrument;
 
 pub mod lambda;
 pub mod validate;
@@ -236,7 +238,7 @@ impl Worker {
             progress: Obj(progress),
             result_url: None,
         });
-        self.send_webhook(&m.callback_url, &body).await
+        self.send_report(m, &body).await
     }
 
     /// Reports each of [`STAGES`]; `Some(reply)` when the backend said to stop (409: another
@@ -256,7 +258,21 @@ impl Worker {
     /// early, answering the refusal, when a progress report is refused with 409 or 410.
     /// Without a capture, or without a conversion, the job fails: a canned page reported as the
     /// user's would be a success that converted nothing.
+    ///
+    /// The work is one span, `worker`, which continues the manifest's trace (its `traceparent`,
+    /// when valid) when spans are exported; its children are the conversion's stages.
     pub async fn complete(&self, m: &Manifest) -> Result<Reply, WorkerError> {
+        let span = tracing::info_span!(
+            "worker",
+            otel.kind = "consumer",
+            code2des.id = %m.code2des_id,
+            code2des.attempt = m.attempt,
+        );
+        shared::obs::trace::continue_trace(&span, m.trace());
+        self.work(m).instrument(span).await
+    }
+
+    async fn work(&self, m: &Manifest) -> Result<Reply, WorkerError> {
         if self.sample {
             return self.sample(m).await;
         }
@@ -313,7 +329,7 @@ impl Worker {
         if let Some(stop) = self.report_stages(m, &STAGES[..1]).await? {
             return Ok(stop);
         }
-        let bytes = match self.read_capture(url).await {
+        let bytes = match self.read_capture(url).instrument(tracing::info_span!("capture")).await {
             Ok(b) => b,
             Err(e) => return self.fail(m, &format!("the capture could not be read: {e}")).await,
         };
@@ -345,7 +361,8 @@ impl Worker {
         if let Some(stop) = self.report_stages(m, &STAGES[2..]).await? {
             return Ok(stop);
         }
-        let images = self.put_images(&Self::prefix(m), &out.images).await?;
+        let upload = tracing::info_span!("upload", code2des.images = out.images.len());
+        let images = self.put_images(&Self::prefix(m), &out.images).instrument(upload).await?;
         let count = i32::try_from(out.warnings.len()).unwrap_or(i32::MAX);
         // `finish` checks the whole artifact as the route will, and fails the job if it would
         // not be served (too large, too many warnings, an image the route refuses).
@@ -462,7 +479,9 @@ impl Worker {
         error_message: Option<&str>,
     ) -> Result<Reply, WorkerError> {
         let key = format!("{}result.json", Self::prefix(m));
-        self.put(&key, raw, "application/json").await?;
+        self.put(&key, raw, "application/json")
+            .instrument(tracing::info_span!("upload", code2des.artifact = ?kind))
+            .await?;
         let (code2des_id, attempt, nonce) = Self::echo(m)?;
         let url = S3Pointer::parse("result_url", &format!("s3://{}/{key}", self.bucket))
             .map_err(|e| WorkerError::Webhook(e.to_string()))?;
@@ -485,7 +504,7 @@ impl Worker {
                 error_message: error_message.map(|m| ErrorMessage(m.to_owned())),
             }),
         };
-        self.send_webhook(&m.callback_url, &body).await
+        self.send_report(m, &body).await
     }
 
     /// The result route's checks on a `result` artifact, run by the worker before it reports
@@ -569,6 +588,15 @@ impl Worker {
         self.send_webhook_as(url, body, &format!("msg_{}", uuid::Uuid::new_v4().simple())).await
     }
 
+    /// A report about `m`'s job, sent with the job's trace: the current span when spans are
+    /// exported, else the manifest's `traceparent` as it came (so the backend's span still
+    /// joins the job's trace).
+    async fn send_report(&self, m: &Manifest, body: &impl Serialize) -> Result<Reply, WorkerError> {
+        let trace = shared::obs::trace::traceparent_of(&tracing::Span::current()).or_else(|| m.trace());
+        let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+        self.post_webhook(&m.callback_url, body, &id, trace).await
+    }
+
     /// [`Self::send_webhook`] under a given `webhook-id` (a redelivery of an earlier message).
     pub async fn send_webhook_as(
         &self,
@@ -576,6 +604,19 @@ impl Worker {
         body: &impl Serialize,
         webhook_id: &str,
     ) -> Result<Reply, WorkerError> {
+        let trace = shared::obs::trace::traceparent_of(&tracing::Span::current());
+        self.post_webhook(url, body, webhook_id, trace).await
+    }
+
+    /// Signs and POSTs, with `traceparent` when there is a trace to continue.
+    async fn post_webhook(
+        &self,
+        url: &str,
+        body: &impl Serialize,
+        webhook_id: &str,
+        trace: Option<Traceparent>,
+    ) -> Result<Reply, WorkerError> {
+        let traceparent = trace.map(|t| t.to_string());
         let raw = serde_json::to_vec(body).map_err(|e| WorkerError::Webhook(e.to_string()))?;
         let mut delay = Duration::from_millis(200);
         let mut last = String::new();
@@ -586,6 +627,9 @@ impl Worker {
                 .unwrap_or(0);
             // Signed afresh on each try: the timestamp must be within 5 minutes of the backend's.
             let mut req = self.http.post(url).header("content-type", "application/json");
+            if let Some(tp) = &traceparent {
+                req = req.header(shared::obs::trace::TRACEPARENT, tp);
+            }
             for (name, value) in self.signature_headers(webhook_id, now, &raw) {
                 req = req.header(name, value);
             }

@@ -158,7 +158,10 @@ async fn main() -> std::process::ExitCode {
     if let Command::Validate { artifact, images, manifest } = cli.command {
         return validate(artifact, images, manifest);
     }
-    match run(cli).await {
+    let outcome = run(cli).await;
+    // Spans still in the batch go out before the process ends.
+    shared::obs::trace::flush();
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("code2des-worker: {e}");
@@ -213,12 +216,23 @@ async fn run(mut cli: Cli) -> Result<(), Error> {
         }
         Command::Lambda => {
             let worker = &worker;
-            return lambda_runtime::run(lambda_runtime::service_fn(
+            let service = lambda_runtime::service_fn(
                 |event: lambda_runtime::LambdaEvent<aws_lambda_events::event::sqs::SqsEvent>| async move {
                     Ok::<_, Error>(code2des_worker::lambda::handle(worker, event.payload).await)
                 },
-            ))
-            .await;
+            );
+            if !shared::obs::trace::enabled() {
+                return lambda_runtime::run(service).await;
+            }
+            // As the API functions do: the spans are flushed after each batch's response.
+            use lambda_runtime::layers::{OpenTelemetryFaasTrigger, OpenTelemetryLayer, TracingLayer};
+            return lambda_runtime::Runtime::new(service)
+                .layer(TracingLayer::new())
+                .layer(
+                    OpenTelemetryLayer::new(shared::obs::trace::flush).with_trigger(OpenTelemetryFaasTrigger::PubSub),
+                )
+                .run()
+                .await;
         }
         Command::Fail { manifest_key, message } => {
             let m = worker.read_manifest(&manifest_key).await?;

@@ -124,6 +124,8 @@ fn answer(
     quota: Option<&QuotaState>,
     request_id: &str,
 ) -> Response<Body> {
+    // The trigger learns the id only now (a new job's, or the one an Idempotency-Key names).
+    tracing::Span::current().record("code2des.id", tracing::field::display(job.id));
     let mut resp = ok_json(status, &view::job_view(job, &deps.policy), request_id);
     set_header(&mut resp, lambda_http::http::header::LOCATION, &scope.job_path(job.id));
     if let Some(q) = quota {
@@ -195,7 +197,7 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
     match ended {
         Ended::Committed(client, Inserted::Created { job, capture_url, quota }) => {
             deps.dispatcher
-                .dispatch(&client, &job, &nonce, capture_url, Undispatched::NewJob)
+                .dispatch(&client, &job, &nonce, capture_url, request::traceparent(req), Undispatched::NewJob)
                 .await
                 .map_err(undispatched)?;
             metrics::job_triggered();
@@ -205,7 +207,7 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
         Ended::Uncertain(Inserted::Created { job, capture_url, .. }, e) => {
             // The row may exist: dispatch it anyway and answer 503; a retry with the same
             // Idempotency-Key finds this job.
-            deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url).await;
+            deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url, request::traceparent(req)).await;
             Err(e.into())
         }
         Ended::RolledBack(Inserted::NotFound) => Err(ApiError::NotFound("page import not found")),
@@ -314,7 +316,7 @@ async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<
     let job = match ended {
         Ended::Committed(client, Retried::Created { job, capture_url, quota }) => {
             deps.dispatcher
-                .dispatch(&client, &job, &nonce, capture_url, Undispatched::Retry)
+                .dispatch(&client, &job, &nonce, capture_url, request::traceparent(req), Undispatched::Retry)
                 .await
                 .map_err(undispatched)?;
             metrics::job_retried();
@@ -322,7 +324,7 @@ async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<
             return Ok(answer(StatusCode::ACCEPTED, deps, scope, &job, Some(&quota), request_id));
         }
         Ended::Uncertain(Retried::Created { job, capture_url, .. }, e) => {
-            deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url).await;
+            deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url, request::traceparent(req)).await;
             return Err(e.into());
         }
         Ended::RolledBack(Retried::NotFound) => return Err(ApiError::NotFound("job not found")),

@@ -156,6 +156,10 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         }
     };
     let body = WebhookBody::parse(&json_object(bytes)?, &deps.bucket)?;
+    // The job and attempt this report is about, on the request's span (never its nonce).
+    let span = tracing::Span::current();
+    span.record("code2des.id", tracing::field::display(body.code2des_id));
+    span.record("code2des.attempt", body.attempt);
     let client = conn(&deps.pool).await?;
     let refused = match decide(deps, &client, &body, webhook_id.as_deref()).await? {
         Decision::Answer(status, text) => return stored(status, text),

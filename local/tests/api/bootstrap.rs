@@ -68,6 +68,11 @@ struct Function {
 
 impl Function {
     fn start(app: &TestApp, name: &str) -> Self {
+        Self::start_with(app, name, &[])
+    }
+
+    /// [`Function::start`] with more variables.
+    fn start_with(app: &TestApp, name: &str, env: &[(&str, &str)]) -> Self {
         let api = RuntimeApi::start().unwrap();
         let bin = binary(name);
         let s3 = app.store.endpoint().expect("S3 running");
@@ -86,6 +91,7 @@ impl Function {
             .env("ARTIFACT_BUCKET", BUCKET)
             .env("WEBHOOK_SECRET", SECRET)
             .env("CALLBACK_URL", CALLBACK)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             // The function's log lines (stdout, as on Lambda) appear with a failing test's output.
             .stdout(Stdio::inherit())
@@ -204,4 +210,38 @@ async fn the_five_binaries_take_a_job_through_its_lifecycle_from_the_event_files
 fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// With `OTEL_EXPORTER_OTLP_ENDPOINT` set, a function binary exports its spans and flushes them
+/// after each invocation (the runtime's OpenTelemetry layer): the batch's own timer is set to 10
+/// minutes here, so the spans are at the receiver only if the invocation flushed them, by the
+/// time the process asks for its next event. The request continues the caller's `traceparent`,
+/// and the manifest carries the trigger's span on to the worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_binary_exports_its_spans_before_its_next_event() {
+    let receiver = code2des_testkit::otlp::Receiver::start().await;
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "600000"),
+    ];
+    let mut f = Function::start_with(&app, "trigger", &env);
+    let mut ev = trigger_event(&t, Some(&t.sub), default_body(&t), None);
+    let caller = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    ev["headers"]["traceparent"] = json!(format!("00-{}-{}-01", caller.0, caller.1));
+    let (status, _, body) = f.invoke(&ev);
+    assert_eq!(status, 202, "{body}");
+    let id = body["code2desId"].as_str().unwrap().to_owned();
+    // `invoke` returned once the process asked for its next event: no waiting for a timer.
+    let spans = receiver.spans();
+    let route = spans.iter().find(|s| s.attribute("http.route").is_some_and(|r| r.ends_with("/code2des")));
+    let route = route.unwrap_or_else(|| panic!("the trigger's span was flushed: {spans:?}"));
+    assert_eq!((route.trace_id.as_str(), route.parent_span_id.as_str()), caller);
+    assert_eq!(route.attribute("code2des.id"), Some(id.as_str()));
+    assert_eq!(route.service, "trigger", "the function's name names the service");
+    assert!(spans.iter().any(|s| s.attribute("faas.coldstart").is_some()), "the runtime's invocation span");
+    let m = app.manifest(&id).await;
+    assert_eq!(m.traceparent, Some(format!("00-{}-{}-01", caller.0, route.span_id)));
 }

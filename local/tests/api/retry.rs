@@ -326,3 +326,28 @@ async fn racing_retries_without_an_attempt_create_one_and_refuse_the_rest() {
     let created: &Value = &answers.iter().find(|a| a.status == 202).unwrap().json;
     assert_eq!(app.get(&t, Some(&t.sub), &id).await.json, *created);
 }
+
+/// Without span export (these handlers run with no exporter), the manifest still carries the
+/// job's trace to the worker: the caller's `traceparent` on the retry as it came, a new one on a
+/// trigger without any, and a malformed header is ignored (a new trace), never refused.
+#[tokio::test]
+async fn the_manifest_carries_the_callers_traceparent_or_a_new_one() {
+    let app = TestApp::new().await;
+    let t = app.tenant().await;
+    let (id, _) = failed_job(&app, &t).await;
+    let first = app.manifest(&id).await.trace().expect("a trigger without traceparent starts a trace");
+    assert!(first.sampled());
+    let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let mut ev = user_event("retry.json", &t, Some(&t.sub), Some(&id), Some(r#"{"attempt":1}"#.into()));
+    ev["headers"]["traceparent"] = json!(caller);
+    assert_eq!(app.dispatch(&ev).await.status, 202);
+    assert_eq!(app.manifest_at(&id, 2).await.traceparent.as_deref(), Some(caller));
+
+    let (bad, _) = failed_job(&app, &t).await;
+    let mut ev = user_event("retry.json", &t, Some(&t.sub), Some(&bad), Some("{}".into()));
+    ev["headers"]["traceparent"] = json!("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01");
+    assert_eq!(app.dispatch(&ev).await.status, 202, "a bad traceparent is no reason to refuse");
+    let fresh = app.manifest_at(&bad, 2).await.trace().expect("a new, valid traceparent");
+    assert_ne!(fresh.to_string(), caller.to_lowercase());
+    assert_ne!(fresh.trace_id, first.trace_id);
+}

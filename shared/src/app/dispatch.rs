@@ -25,6 +25,7 @@ use crate::db::trigger::{fail_undispatched, Undispatched};
 use crate::domain::job::{Job, Nonce};
 use crate::domain::keys::job_prefix;
 use crate::domain::protocol::{Manifest, PROTOCOL_VERSION};
+use crate::domain::trace::Traceparent;
 
 /// What the statement decided: keep its writes, or undo them.
 pub enum Tx<T> {
@@ -122,8 +123,16 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// The manifest of `job`'s current attempt (SPEC section 4).
-    pub fn manifest(&self, job: &Job, nonce: &Nonce, capture_url: Option<String>) -> Manifest {
+    /// The manifest of `job`'s current attempt (SPEC section 4). `caller` is the request's
+    /// `traceparent`: the manifest names the request's span (or, without span export, the
+    /// caller's, else a new trace) as the worker's parent.
+    pub fn manifest(
+        &self,
+        job: &Job,
+        nonce: &Nonce,
+        capture_url: Option<String>,
+        caller: Option<Traceparent>,
+    ) -> Manifest {
         Manifest {
             version: PROTOCOL_VERSION,
             code2des_id: job.id.to_string(),
@@ -138,6 +147,7 @@ impl Dispatcher {
             placement_target: job.placement_target.clone(),
             callback_url: self.callback_url.clone(),
             result_prefix: format!("s3://{}/{}", self.bucket.name(), job_prefix(job.id, job.attempt)),
+            traceparent: Some(crate::obs::trace::outgoing(caller).to_string()),
         }
     }
 
@@ -161,9 +171,10 @@ impl Dispatcher {
         job: &Job,
         nonce: &Nonce,
         capture_url: Option<String>,
+        caller: Option<Traceparent>,
         what: Undispatched,
     ) -> Result<(), DispatchError> {
-        let manifest = self.manifest(job, nonce, capture_url);
+        let manifest = self.manifest(job, nonce, capture_url, caller);
         if let Err(e) = self.put(&manifest).await {
             tracing::error!(code2des_id = %job.id, attempt = job.attempt, "manifest write failed; failing the attempt");
             let message = "the job could not be dispatched to the worker";
@@ -185,8 +196,14 @@ impl Dispatcher {
 
     /// After an uncertain COMMIT: dispatch anyway, so that an attempt that did commit is worked
     /// on (a manifest whose row did not commit is refused by the webhook's fence).
-    pub async fn dispatch_uncertain(&self, job: &Job, nonce: &Nonce, capture_url: Option<String>) {
-        let manifest = self.manifest(job, nonce, capture_url);
+    pub async fn dispatch_uncertain(
+        &self,
+        job: &Job,
+        nonce: &Nonce,
+        capture_url: Option<String>,
+        caller: Option<Traceparent>,
+    ) {
+        let manifest = self.manifest(job, nonce, capture_url, caller);
         if crate::budget::compensate(self.put(&manifest)).await.is_err() {
             tracing::error!(code2des_id = %job.id, "manifest write after an uncertain commit failed");
         }

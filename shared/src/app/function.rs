@@ -21,6 +21,17 @@ pub trait Function: Sized + Sync {
 pub async fn run<F: Function>() -> Result<(), lambda_http::Error> {
     crate::obs::telemetry::init_lambda();
     let deps = F::new(&Resources::from_env()?).await?;
-    lambda_http::run(lambda_http::service_fn(|req| async { Ok::<_, std::convert::Infallible>(deps.handle(req).await) }))
+    let service = lambda_http::service_fn(|req| async { Ok::<_, std::convert::Infallible>(deps.handle(req).await) });
+    if !crate::obs::trace::enabled() {
+        return lambda_http::run(service).await;
+    }
+    // The runtime's OpenTelemetry layer flushes the spans after each invocation has posted its
+    // response (so the export adds nothing to the client's wait) and before the runtime asks
+    // for the next event, after which the instance may be frozen with spans still unsent.
+    use lambda_runtime::layers::{OpenTelemetryFaasTrigger, OpenTelemetryLayer, TracingLayer};
+    lambda_runtime::Runtime::new(lambda_http::Adapter::from(service))
+        .layer(TracingLayer::new())
+        .layer(OpenTelemetryLayer::new(crate::obs::trace::flush).with_trigger(OpenTelemetryFaasTrigger::Http))
+        .run()
         .await
 }

@@ -16,4 +16,4 @@ pub mod standard_webhooks;
 // The wire (`code2des-wire`): the types every participant reads and writes, and the ids and
 // keys they carry, under the names the rest of the crate has always used.
 pub use code2des_wire as wire;
-pub use code2des_wire::{field_error, ids, keys, protocol};
+pub use code2des_wire::{field_error, ids, keys, protocol, trace};

@@ -88,3 +88,39 @@ pub fn header_str<'a>(req: &'a Request, name: &'static str, field: &'static str)
     }
     first.to_str().map(Some).map_err(|_| ApiError::invalid(field, "must be visible ASCII"))
 }
+
+/// The request's W3C `traceparent` header, when it is a valid one (an invalid one is ignored,
+/// as the specification says: the request starts a trace of its own).
+pub fn traceparent(req: &Request) -> Option<crate::domain::trace::Traceparent> {
+    let value = req.headers().get(crate::obs::trace::TRACEPARENT)?.to_str().ok()?;
+    crate::domain::trace::Traceparent::parse(value)
+}
+
+/// The request's span, when spans are exported (else none, at no cost): named by its route
+/// (`POST /organizations/{organizationId}/…`), a child of the caller's span when the request
+/// carries a `traceparent`, with the job's `code2des.id` when the path names one (a handler that
+/// learns it later records it: the trigger and the webhook). Nothing of the request's headers
+/// or body: no token, nonce or signature can reach an attribute.
+pub fn span(req: &Request) -> tracing::Span {
+    if !crate::obs::trace::enabled() {
+        return tracing::Span::none();
+    }
+    let route = route(req);
+    let span = tracing::info_span!(
+        "request",
+        otel.name = %route.map_or_else(|| req.method().to_string(), |r| r.key()),
+        otel.kind = "server",
+        http.request.method = %req.method(),
+        http.route = route.map_or("", |r| r.path),
+        code2des.id = tracing::field::Empty,
+        code2des.attempt = tracing::field::Empty,
+        code2des.request_id = %request_id(req),
+    );
+    // Only an id that is one: a path parameter is the caller's text.
+    let id = req.path_parameters_ref().and_then(|p| p.first("code2desId"));
+    if let Some(id) = id.and_then(|id| uuid::Uuid::parse_str(id).ok()) {
+        span.record("code2des.id", tracing::field::display(id));
+    }
+    crate::obs::trace::continue_trace(&span, traceparent(req));
+    span
+}

@@ -145,7 +145,11 @@ where
     F: Future<Output = Result<Response<Body>, ApiError>> + 'a,
 {
     let handler = Box::pin(handler);
-    budget_of(req).run(handler, || Err(ApiError::DependencyTimeout("a dependency")))
+    // The request's span (none when spans are not exported) covers the handler and its backstop.
+    tracing::Instrument::instrument(
+        budget_of(req).run(handler, || Err(ApiError::DependencyTimeout("a dependency"))),
+        crate::http::request::span(req),
+    )
 }
 
 /// Turns a handler's outcome into its response, and logs one line per request.

@@ -1153,6 +1153,16 @@ export interface components {
          *     organization and project, same body). Visible ASCII, 1 to 255 characters.
          */
         IdempotencyKey: string;
+        /**
+         * @description A W3C Trace Context `traceparent` (`00-{32 hex trace id}-{16 hex span id}-{2 hex flags}`).
+         *     When the deployment exports traces (docs/OPERATIONS.md, "Traces"), the call's span
+         *     continues this trace, as the caller's child, and the attempt's manifest carries it on to
+         *     the worker, whose webhooks send it back: one trace for the job. Without it the call starts
+         *     a trace. One that is not a valid `traceparent` is ignored (a new trace starts), never
+         *     refused.
+         * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+         */
+        Traceparent: string;
         /** @description The `ETag` of a result this client already holds; the same result is then 304 with no body. */
         IfNoneMatch: string;
     };
@@ -1230,6 +1240,16 @@ export interface operations {
                  *     organization and project, same body). Visible ASCII, 1 to 255 characters.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description A W3C Trace Context `traceparent` (`00-{32 hex trace id}-{16 hex span id}-{2 hex flags}`).
+                 *     When the deployment exports traces (docs/OPERATIONS.md, "Traces"), the call's span
+                 *     continues this trace, as the caller's child, and the attempt's manifest carries it on to
+                 *     the worker, whose webhooks send it back: one trace for the job. Without it the call starts
+                 *     a trace. One that is not a valid `traceparent` is ignored (a new trace starts), never
+                 *     refused.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["Traceparent"];
             };
             path: {
                 /** @example 1 */
@@ -1347,7 +1367,18 @@ export interface operations {
     retryJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description A W3C Trace Context `traceparent` (`00-{32 hex trace id}-{16 hex span id}-{2 hex flags}`).
+                 *     When the deployment exports traces (docs/OPERATIONS.md, "Traces"), the call's span
+                 *     continues this trace, as the caller's child, and the attempt's manifest carries it on to
+                 *     the worker, whose webhooks send it back: one trace for the job. Without it the call starts
+                 *     a trace. One that is not a valid `traceparent` is ignored (a new trace starts), never
+                 *     refused.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["Traceparent"];
+            };
             path: {
                 /** @example 1 */
                 organizationId: components["parameters"]["OrganizationId"];
@@ -1541,6 +1572,16 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description A W3C Trace Context `traceparent` (`00-{32 hex trace id}-{16 hex span id}-{2 hex flags}`).
+                 *     When the deployment exports traces (docs/OPERATIONS.md, "Traces"), the call's span
+                 *     continues this trace, as the caller's child, and the attempt's manifest carries it on to
+                 *     the worker, whose webhooks send it back: one trace for the job. Without it the call starts
+                 *     a trace. One that is not a valid `traceparent` is ignored (a new trace starts), never
+                 *     refused.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["Traceparent"];
                 /**
                  * @description Standard Webhooks: the message's id, the same on every retry of it (the idempotency
                  *     key). 1 to 255 visible ASCII characters, no `.`.

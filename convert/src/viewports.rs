@@ -18,10 +18,12 @@ pub const TABLET_MAX: u32 = 1023;
 
 /// A frame's name: its range, then its width ("Desktop · 1440", "Mobile · 390").
 pub fn frame_name(width: u32) -> String {
-    let range = match width {
-        0..=MOBILE_MAX => "Mobile",
-        ..=TABLET_MAX => "Tablet",
-        _ => "Desktop",
+    let range = if width <= MOBILE_MAX {
+        "Mobile"
+    } else if width <= TABLET_MAX {
+        "Tablet"
+    } else {
+        "Desktop"
     };
     format!("{range} · {width}")
 }

@@ -25,10 +25,12 @@ fn alone(bytes: &[u8], width: u32) -> Output {
     runtime().block_on(convert_at(renderer(), bytes, Some(width), false)).expect("the page converts")
 }
 
-/// Every node under `n` (itself included) with its position from `n`'s top-left:
-/// `(type, name, x, y, width, height, characters)`, depth first.
-fn geometry(n: &Node) -> Vec<(String, String, f64, f64, f64, f64, Option<String>)> {
-    fn walk(n: &Node, ox: f64, oy: f64, out: &mut Vec<(String, String, f64, f64, f64, f64, Option<String>)>) {
+/// One node as placed: `(type, name, x, y, width, height, characters)`.
+type Placed = (String, String, f64, f64, f64, f64, Option<String>);
+
+/// Every node under `n` (itself included) with its position from `n`'s top-left, depth first.
+fn geometry(n: &Node) -> Vec<Placed> {
+    fn walk(n: &Node, ox: f64, oy: f64, out: &mut Vec<Placed>) {
         out.push((n.kind.as_str().into(), n.name.clone(), ox, oy, n.width, n.height, n.characters.clone()));
         for c in n.children.iter().flatten() {
             walk(c, ox + c.x, oy + c.y, out);

@@ -137,10 +137,10 @@ pub struct Manifest {
     pub screen_id: String,
     /// Where the user wants the result placed in Figma, if they said.
     pub placement_target: Option<String>,
-    /// The widths to lay the capture out at, in the caller's order: 1 to
-    /// [`MAX_VIEWPORTS`] of [`MIN_VIEWPORT`]–[`MAX_VIEWPORT`] px, no two equal. Absent: one
-    /// layout at the capture's own width, as before. With two or more, the document's root
-    /// holds one frame per width, side by side (docs/WORKER.md, "Viewports").
+    /// The widths to lay the capture out at, in the caller's order: 1 to 4 widths of 320 to
+    /// 2 560 px, no two equal. Absent: one layout at the capture's own width, as before. With
+    /// two or more, the document's root holds one frame per width, side by side
+    /// (docs/WORKER.md, "Viewports").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = MAX_VIEWPORTS), inner(range(min = MIN_VIEWPORT, max = MAX_VIEWPORT)))]
     pub viewports: Option<Vec<u32>>,

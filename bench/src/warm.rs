@@ -246,6 +246,7 @@ async fn insert_raw(raw: Raw, t: Tenant, w: usize) -> Option<Code2desId> {
         placement_target: None,
         nonce: &nonce,
         idempotency: None,
+        viewports: None,
     };
     match insert_job(&raw[w], &new, &Quota::default(), DEADLINE).await {
         Ok(Inserted::Created { job, .. }) => Some(job.id),

@@ -4,6 +4,9 @@
 //!                                                warnings, title, size, timings), its images
 //!                                                under images/, and with --screenshot
 //!                                                Chromium's own picture as chromium.png
+//!   --viewports 1440,390                         lays each capture out at each width, the frames
+//!                                                side by side in one root, as a job that names
+//!                                                `viewports` gets it (docs/WORKER.md, "Viewports")
 //! REPEAT=n converts each capture n times on the one renderer (the steady state of a worker).
 
 use std::path::{Path, PathBuf};
@@ -12,12 +15,17 @@ use std::path::{Path, PathBuf};
 async fn main() {
     let mut out_dir: Option<PathBuf> = None;
     let mut screenshot = false;
+    let mut viewports: Vec<u32> = Vec::new();
     let mut inputs: Vec<PathBuf> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--out" => out_dir = args.next().map(PathBuf::from),
             "--screenshot" => screenshot = true,
+            "--viewports" => {
+                let list = args.next().unwrap_or_default();
+                viewports = list.split(',').map(|w| w.trim().parse().expect("--viewports 1440,390")).collect();
+            }
             _ => inputs.push(PathBuf::from(a)),
         }
     }
@@ -32,9 +40,9 @@ async fn main() {
     let mut failed = false;
     for path in &inputs {
         let bytes = std::fs::read(path).expect("the capture");
-        let mut out = code2des_convert::convert(&renderer, &bytes, screenshot).await;
+        let mut out = code2des_convert::convert_viewports(&renderer, &bytes, &viewports, screenshot).await;
         for _ in 1..repeat {
-            out = code2des_convert::convert(&renderer, &bytes, screenshot).await;
+            out = code2des_convert::convert_viewports(&renderer, &bytes, &viewports, screenshot).await;
         }
         match out {
             Ok(o) => match &out_dir {

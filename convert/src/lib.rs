@@ -14,6 +14,7 @@ pub mod doc;
 mod names;
 pub mod render;
 mod stack;
+pub mod viewports;
 mod warn;
 
 use std::time::{Duration, Instant};
@@ -22,6 +23,7 @@ pub use capture::{Capture, CaptureError};
 pub use convert::MalformedSnapshot;
 pub use doc::{ArtifactWarning, Image, Node, WarningCode, MAX_WARNINGS, WARNING_CODES};
 pub use render::{Options, RenderError, Renderer};
+pub use viewports::{convert_viewports, frame_name, VIEWPORT_GAP};
 
 /// Why a capture could not be converted; the message is for the user.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,10 +65,24 @@ pub struct Output {
     pub timings: Timings,
 }
 
-/// Converts one capture with a running renderer.
+/// Converts one capture with a running renderer, laid out at the capture's own width (its
+/// `<meta name="viewport" content="width=N">`, else 1440).
 pub async fn convert(renderer: &Renderer, bytes: &[u8], screenshot: bool) -> Result<Output, ConvertError> {
+    convert_at(renderer, bytes, None, screenshot).await
+}
+
+/// Converts one capture laid out at `width` (`None`: the capture's own width).
+pub async fn convert_at(
+    renderer: &Renderer,
+    bytes: &[u8],
+    width: Option<u32>,
+    screenshot: bool,
+) -> Result<Output, ConvertError> {
     let t0 = Instant::now();
-    let capture = capture::load(bytes)?;
+    let mut capture = capture::load(bytes)?;
+    if let Some(w) = width {
+        capture.width = w;
+    }
     let load = t0.elapsed();
     let t1 = Instant::now();
     let mut convert_time = Duration::ZERO;

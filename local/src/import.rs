@@ -25,10 +25,6 @@ pub const MAX_CAPTURE_BYTES: u64 = code2des_convert::capture::MAX_CAPTURE_BYTES 
 const EXTENSIONS: [(&str, Format); 4] =
     [("html", Format::Html), ("htm", Format::Html), ("mhtml", Format::Mhtml), ("mht", Format::Mhtml)];
 
-/// The bounds issue 40 item 3 sets on the trigger's `viewports`.
-const MAX_VIEWPORTS: usize = 4;
-const VIEWPORT_WIDTHS: std::ops::RangeInclusive<u32> = 320..=2560;
-
 /// The wait when `--wait` is not given: Chromium's first start (the demo worker starts it at
 /// its first job) takes up to a minute on a busy 2-core machine, and a large real page a few
 /// seconds more.
@@ -95,20 +91,7 @@ pub fn plan(o: Options) -> Result<Plan, String> {
     if o.wait.is_zero() {
         return Err("--wait must be at least 1 second".into());
     }
-    let viewports = match o.viewports.as_deref() {
-        None => None,
-        Some(v) => {
-            let widths = parse_viewports(v)?;
-            if !trigger_takes("viewports")? {
-                return Err(format!(
-                    "--viewports {v}: viewports are not yet supported: this stack's trigger takes no `viewports` \
-                     (openapi.yaml's TriggerRequest has none; issue 40 item 3). Leave the flag out: the page is \
-                     laid out at its own width (its <meta name=\"viewport\">, else 1440)"
-                ));
-            }
-            Some(widths)
-        }
-    };
+    let viewports = o.viewports.as_deref().map(parse_viewports).transpose()?;
     let (bytes, format) = read_capture(&o.page)?;
     Ok(Plan {
         screen_id: screen_id(&o.page),
@@ -128,37 +111,21 @@ fn text_ok(s: &str) -> bool {
     (1..=255).contains(&s.chars().count()) && !s.chars().any(char::is_control)
 }
 
-/// `1440,390`: 1 to 4 widths, each 320 to 2560 px.
+/// `1440,390`: 1 to 4 widths, each 320 to 2560 px, no two equal, in the order given (the
+/// frames' order, left to right): the trigger's own rule
+/// (`shared::domain::protocol::viewports_fault`), checked here so that a bad flag touches nothing.
 pub fn parse_viewports(text: &str) -> Result<Vec<u32>, String> {
     let widths = text
         .split(',')
         .map(|w| {
             let w = w.trim();
-            match w.parse::<u32>() {
-                Ok(n) if VIEWPORT_WIDTHS.contains(&n) => Ok(n),
-                Ok(n) => {
-                    Err(format!("--viewports: {n} is outside {}-{} px", VIEWPORT_WIDTHS.start(), VIEWPORT_WIDTHS.end()))
-                }
-                Err(_) => Err(format!("--viewports: {w:?} is not a width in pixels (say 1440,390)")),
-            }
+            w.parse::<u32>().map_err(|_| format!("--viewports: {w:?} is not a width in pixels (say 1440,390)"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if widths.len() > MAX_VIEWPORTS {
-        return Err(format!("--viewports: {} widths, at most {MAX_VIEWPORTS}", widths.len()));
+    match shared::domain::protocol::viewports_fault(&widths) {
+        Some(fault) => Err(format!("--viewports: {fault}")),
+        None => Ok(widths),
     }
-    Ok(widths)
-}
-
-/// Whether the trigger's request body has member `name`, by this build's openapi.yaml: the stack
-/// at `--addr` is code2des-local built from the same tree, so its contract is this one.
-pub fn trigger_takes(name: &str) -> Result<bool, String> {
-    let spec: serde_norway::Value = serde_norway::from_str(include_str!("../../openapi.yaml"))
-        .map_err(|e| format!("openapi.yaml does not read: {e}"))?;
-    let properties = &spec["components"]["schemas"]["TriggerRequest"]["properties"];
-    if !properties.is_mapping() {
-        return Err("openapi.yaml has no components.schemas.TriggerRequest.properties".into());
-    }
-    Ok(properties.get(name).is_some())
 }
 
 /// The page's bytes and kind, refused with a message naming the file when it is not one
@@ -584,17 +551,11 @@ mod tests {
             ("319", "outside 320-2560"),
             ("2561", "outside 320-2560"),
             ("400,400,400,400,400", "at most 4"),
+            ("1440,390,1440", "1440 is given twice"),
         ] {
             let e = parse_viewports(bad).unwrap_err();
             assert!(e.starts_with("--viewports") && e.contains(says), "{bad:?}: {e}");
         }
-    }
-
-    #[test]
-    fn the_trigger_members_are_read_from_openapi() {
-        assert!(trigger_takes("pageImportId").unwrap());
-        assert!(trigger_takes("placementTarget").unwrap());
-        assert!(!trigger_takes("noSuchMember").unwrap());
     }
 
     #[test]

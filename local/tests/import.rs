@@ -163,7 +163,17 @@ async fn import_converts_a_real_page_and_the_plugin_lists_it_for_the_member() {
 async fn a_new_member_gets_a_tenant_and_the_text_output_names_everything() {
     let stack = Stack::start(true).await;
     let page = real_page();
-    let out = stack.run(&["import", page.to_str().unwrap(), "--sub", "newcomer", "--figma-file-key", "MyFileKey"]);
+    // With two viewports (issue 40 item 3): passed to the trigger, a frame per width in the result.
+    let out = stack.run(&[
+        "import",
+        page.to_str().unwrap(),
+        "--sub",
+        "newcomer",
+        "--figma-file-key",
+        "MyFileKey",
+        "--viewports",
+        "1440,390",
+    ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     let line = |name: &str| {
@@ -179,6 +189,14 @@ async fn a_new_member_gets_a_tenant_and_the_text_output_names_everything() {
     assert!(line("resultCurl").ends_with(&format!("/{id}/result'")), "{stdout}");
     let result = line("result");
     assert!(Path::new(&result).is_file(), "{result}");
+    let written: Value = serde_json::from_slice(&std::fs::read(&result).unwrap()).unwrap();
+    let frames: Vec<(&str, f64)> = written["document"]["children"]
+        .as_array()
+        .expect("the root's frames")
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap(), f["width"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(frames, [("Desktop · 1440", 1440.0), ("Mobile · 390", 390.0)]);
     assert!(stdout.contains("MyFileKey"), "the file key the plugin lists it by: {stdout}");
     // The plugin settings for the fresh tenant, as seed --json gives them.
     let settings: Value =
@@ -267,13 +285,6 @@ async fn bad_files_and_flags_are_refused_before_anything_is_created() {
     let huge = huge.to_str().unwrap().to_owned();
     let missing = files.path().join("missing.html").to_str().unwrap().to_owned();
     let page = real_page().to_str().unwrap().to_owned();
-    let viewports_refusal = if code2des_local::import::trigger_takes("viewports").unwrap() {
-        // Issue 40 item 3 landed: the flag is passed on, and only bad widths are refused here.
-        "--viewports: 100 is outside 320-2560 px"
-    } else {
-        "viewports are not yet supported"
-    };
-    let viewports = if viewports_refusal.contains("100") { "1440,100" } else { "1440,390" };
 
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec![&json_file], "not a saved page: import takes an .html file"),
@@ -281,7 +292,9 @@ async fn bad_files_and_flags_are_refused_before_anything_is_created() {
         (vec![&empty], "the capture is empty"),
         (vec![&huge], "over the 50 MB a capture may be"),
         (vec![&missing], "cannot read"),
-        (vec![&page, "--viewports", viewports], viewports_refusal),
+        // The flag is passed on to the trigger (issue 40 item 3); bad widths are refused here.
+        (vec![&page, "--viewports", "1440,100"], "--viewports: 100 is outside 320-2560 px"),
+        (vec![&page, "--viewports", "390,390"], "--viewports: 390 is given twice"),
         (vec![&page, "--viewports", "1440,390,768,1024,320"], "--viewports: 5 widths, at most 4"),
         (vec![&page, "--sub", ""], "--sub must be 1-50 characters"),
         (vec![&page, "--wait", "0"], "--wait must be at least 1 second"),

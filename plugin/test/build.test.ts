@@ -498,3 +498,69 @@ test("a component is built once and its instances show their own text and images
   assert.equal((made.children[1] as TextNode).characters, "Alone");
   assert.deepEqual(lone.built.warnings.map((w) => [w.code, w.indices]), [["instance_unresolved", [0]]]);
 });
+
+test("a document of several viewports (issue 40 item 3) is placed as it is: one root, a frame per width side by side", async () => {
+  const page = (name: string, x: number, width: number, textY: number) => ({
+    type: "FRAME",
+    name,
+    x,
+    width,
+    height: 300,
+    fills: [{ type: "SOLID", color: { r: 1, g: 1, b: 1 } }],
+    clipsContent: true,
+    children: [
+      {
+        type: "TEXT",
+        name: "h1",
+        y: textY,
+        width: Math.min(width, 400),
+        height: 24,
+        characters: "Welcome",
+        fontName: { family: "Inter", style: "Regular" },
+        fontSize: 16,
+        fills: [{ type: "SOLID", color: { r: 0.1, g: 0.1, b: 0.1 } }],
+        textStyleId: "S:1",
+      },
+    ],
+  });
+  const doc = {
+    type: "FRAME",
+    name: "Landing",
+    width: 1440 + 80 + 390,
+    height: 300,
+    fills: [],
+    clipsContent: false,
+    styles: [
+      {
+        id: "S:1",
+        name: "Text/Body",
+        type: "TEXT",
+        fontName: { family: "Inter", style: "Regular" },
+        fontSize: 16,
+        lineHeight: { unit: "PIXELS", value: 24 },
+        letterSpacing: { unit: "PIXELS", value: 0 },
+        textCase: "ORIGINAL",
+        textDecoration: "NONE",
+      },
+    ],
+    children: [page("Desktop · 1440", 0, 1440, 40), page("Mobile · 390", 1520, 390, 24)],
+  } as Node;
+  const { t, built } = await build(doc, { raster: new Map(), svg: new Map() });
+  const { diffs, compared } = compareTree(doc, built.root, t, { raster: new Map(), svg: new Map() });
+  assert.deepEqual(diffs, []);
+  assert.equal(compared, 5);
+  assert.equal(t.figma.currentPage.children.length, 1, "one root on the page");
+  const root = built.root as FrameNode;
+  assert.deepEqual(root.fills, [], "the root has no fill of its own");
+  assert.equal(root.clipsContent, false);
+  assert.deepEqual(
+    root.children.map((f) => [f.type, f.name, f.x, f.y, f.width]),
+    [
+      ["FRAME", "Desktop · 1440", 0, 0, 1440],
+      ["FRAME", "Mobile · 390", 1520, 0, 390],
+    ],
+  );
+  const texts = root.children.map((f) => (f as FrameNode).children[0] as TextNode & { textStyleId: string });
+  assert.equal(t.figma.getLocalTextStyles().length, 1, "the frames share the document's one style");
+  assert.equal(texts[0]?.textStyleId, texts[1]?.textStyleId);
+});

@@ -3,7 +3,7 @@
 // its converted document drawn by resvg (document → SVG → PNG), as SSIM; and the page's text
 // runs, images and background boxes, read from the page in Chromium, found in the document.
 //
-//   node fidelity.mjs --converted DIR [--out DIR] [--write-docs DIR] [--check] capture.html...
+//   node fidelity.mjs --converted DIR [--out DIR] [--write-docs DIR] [--check] [--viewports W,W] capture.html...
 //
 // DIR/<stem>/document.json and DIR/<stem>/images/ are what `convert --out DIR` writes.
 // --out keeps every picture (reference, document, SVG, difference) and the report there;
@@ -11,6 +11,8 @@
 // when a page is below its floor (FLOORS). A second table gives the editability figures of
 // issue 39 (editability.mjs) beside their goals, which --check does not enforce yet;
 // --outline PAGE prints that page's layer list (types and names, the first 40 lines).
+// --viewports 1440,390 measures documents converted with the same --viewports (issue 40 item 3):
+// each frame of the root against Chromium's page at that frame's width, as page "stem@width".
 
 import { readFileSync, writeFileSync, mkdirSync, existsSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
@@ -57,6 +59,7 @@ function args(argv) {
     else if (a === "--write-docs") o.docs = argv[++i];
     else if (a === "--check") o.check = true;
     else if (a === "--outline") o.outline = argv[++i];
+    else if (a === "--viewports") o.viewports = argv[++i].split(",").map(Number);
     else o.captures.push(a);
   }
   if (!o.converted || o.captures.length === 0) {
@@ -79,6 +82,23 @@ function viewportWidth(html) {
     return DEFAULT_WIDTH;
   }
   return DEFAULT_WIDTH;
+}
+
+/**
+ * What to measure of one converted capture: the page at its own width; or, with --viewports,
+ * each frame of the root (the document itself for one width) at its width, from its own origin.
+ */
+function views(converted, html, stem, viewports) {
+  if (!viewports) return [{ name: stem, width: viewportWidth(html), converted }];
+  const frames = viewports.length > 1 ? (converted.document.children ?? []) : [converted.document];
+  if (frames.length !== viewports.length) {
+    throw new Error(`${stem}: ${frames.length} frames for ${viewports.length} viewports`);
+  }
+  return viewports.map((width, i) => {
+    const frame = frames[i];
+    const document = { ...frame, x: 0, y: 0 };
+    return { name: `${stem}@${width}`, width, converted: { ...converted, document, width: frame.width, height: frame.height } };
+  });
 }
 
 const MIME = { png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif", svg: "image/svg+xml" };
@@ -200,62 +220,63 @@ async function main() {
   let outlined = null;
   try {
     for (const capture of o.captures) {
-      const t0 = Date.now();
-      const stem = basename(capture).replace(/\.[^.]*$/, "");
+      const file = basename(capture).replace(/\.[^.]*$/, "");
       const html = readFileSync(capture, "utf8");
-      const width = viewportWidth(html);
-      const converted = loadConverted(join(o.converted, stem));
-      const { truth, editable, png, blocked } = await reference(browser, html, width);
-      const ref = decode(png);
-      const notes = [];
-      if (converted.width !== width) notes.push(`document width ${converted.width}, capture width ${width}`);
-      if (Math.abs(converted.height - ref.height) > 1) notes.push(`document height ${converted.height}, page ${ref.height}`);
-      const lines = await wrapped(browser, converted.document);
-      const writer = new SvgWriter(converted.imageMap, (w) => notes.push(w), lines);
-      const svg = writer.write(converted.document, ref.width, ref.height);
-      const drawn = render(svg, ref.width, ref.height);
-      const s = ssim(ref, drawn);
-      // The converter's own screenshot (--screenshot) should be this very picture.
-      let agreement = null;
-      const own = join(o.converted, stem, "chromium.png");
-      if (existsSync(own)) {
-        const theirs = fit(decode(readFileSync(own)), ref.width, ref.height);
-        agreement = ssim(ref, theirs).mean;
+      for (const view of views(loadConverted(join(o.converted, file)), html, file, o.viewports)) {
+        const t0 = Date.now();
+        const { name: stem, width, converted } = view;
+        const { truth, editable, png, blocked } = await reference(browser, html, width);
+        const ref = decode(png);
+        const notes = [];
+        if (converted.width !== width) notes.push(`document width ${converted.width}, capture width ${width}`);
+        if (Math.abs(converted.height - ref.height) > 1) notes.push(`document height ${converted.height}, page ${ref.height}`);
+        const lines = await wrapped(browser, converted.document);
+        const writer = new SvgWriter(converted.imageMap, (w) => notes.push(w), lines);
+        const svg = writer.write(converted.document, ref.width, ref.height);
+        const drawn = render(svg, ref.width, ref.height);
+        const s = ssim(ref, drawn);
+        // The converter's own screenshot (--screenshot) should be this very picture.
+        let agreement = null;
+        const own = join(o.converted, file, "chromium.png");
+        if (existsSync(own)) {
+          const theirs = fit(decode(readFileSync(own)), ref.width, ref.height);
+          agreement = ssim(ref, theirs).mean;
+        }
+        const m = matchAll(truth, converted.document);
+        const editability = measureEditability(editable, converted.document, lines);
+        if (o.outline === stem) outlined = outline(converted.document);
+        const result = {
+          page: stem,
+          width: ref.width,
+          height: ref.height,
+          ssim: s.mean,
+          pixelsOff: offShare(ref, drawn),
+          texts: m.texts,
+          images: m.images,
+          boxes: m.boxes,
+          editability,
+          referenceAgreement: agreement,
+          blockedRequests: blocked,
+          notes: [...new Set(notes)],
+          seconds: (Date.now() - t0) / 1000,
+        };
+        pages.push(result);
+        const side = encode(sideBySide(ref, drawn));
+        if (o.out) {
+          const dir = join(o.out, stem);
+          mkdirSync(dir, { recursive: true });
+          writeFileSync(join(dir, "reference.png"), png);
+          writeFileSync(join(dir, "document.png"), encode(drawn));
+          writeFileSync(join(dir, "document.svg"), svg);
+          writeFileSync(join(dir, "diff.png"), encode(diffPicture(ref, drawn)));
+          writeFileSync(join(dir, "side-by-side.png"), side);
+        }
+        if (o.docs) {
+          mkdirSync(o.docs, { recursive: true });
+          writeFileSync(join(o.docs, `${stem}.png`), side);
+        }
+        console.error(`${stem}: SSIM ${s.mean.toFixed(4)}, ${result.seconds.toFixed(1)} s`);
       }
-      const m = matchAll(truth, converted.document);
-      const editability = measureEditability(editable, converted.document, lines);
-      if (o.outline === stem) outlined = outline(converted.document);
-      const result = {
-        page: stem,
-        width: ref.width,
-        height: ref.height,
-        ssim: s.mean,
-        pixelsOff: offShare(ref, drawn),
-        texts: m.texts,
-        images: m.images,
-        boxes: m.boxes,
-        editability,
-        referenceAgreement: agreement,
-        blockedRequests: blocked,
-        notes: [...new Set(notes)],
-        seconds: (Date.now() - t0) / 1000,
-      };
-      pages.push(result);
-      const side = encode(sideBySide(ref, drawn));
-      if (o.out) {
-        const dir = join(o.out, stem);
-        mkdirSync(dir, { recursive: true });
-        writeFileSync(join(dir, "reference.png"), png);
-        writeFileSync(join(dir, "document.png"), encode(drawn));
-        writeFileSync(join(dir, "document.svg"), svg);
-        writeFileSync(join(dir, "diff.png"), encode(diffPicture(ref, drawn)));
-        writeFileSync(join(dir, "side-by-side.png"), side);
-      }
-      if (o.docs) {
-        mkdirSync(o.docs, { recursive: true });
-        writeFileSync(join(o.docs, `${stem}.png`), side);
-      }
-      console.error(`${stem}: SSIM ${s.mean.toFixed(4)}, ${result.seconds.toFixed(1)} s`);
     }
   } finally {
     await browser.close();
@@ -296,7 +317,8 @@ async function main() {
   if (o.check) {
     const failed = [];
     for (const p of pages) {
-      const floor = p.page in FLOORS ? FLOORS[p.page] : DEFAULT_FLOOR;
+      const page = p.page.replace(/@\d+$/, "");
+      const floor = page in FLOORS ? FLOORS[page] : DEFAULT_FLOOR;
       if (!floor) continue; // a page measured without a floor
       const got = { ssim: p.ssim, texts: share(p.texts) ?? 1, images: share(p.images) ?? 1, boxes: share(p.boxes) ?? 1 };
       for (const k of Object.keys(floor)) if (got[k] < floor[k]) failed.push(`${p.page} ${k} ${got[k].toFixed(3)} < ${floor[k]}`);

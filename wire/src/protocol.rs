@@ -24,6 +24,26 @@ pub const MAX_NONCE: usize = 255;
 /// A progress report's `percent`, from this to [`MAX_PERCENT`].
 pub const MIN_PERCENT: i16 = 0;
 pub const MAX_PERCENT: i16 = 100;
+/// A trigger's `viewports`: at most this many widths (issue 40 item 3).
+pub const MAX_VIEWPORTS: usize = 4;
+/// The narrowest and widest viewport, in CSS pixels.
+pub const MIN_VIEWPORT: u32 = 320;
+pub const MAX_VIEWPORT: u32 = 2560;
+
+/// Why a list of viewports is refused, for the field's 400 (`None`: it is a good one).
+pub fn viewports_fault(widths: &[u32]) -> Option<String> {
+    if widths.is_empty() {
+        return Some(format!("no width; give 1 to {MAX_VIEWPORTS}"));
+    }
+    if widths.len() > MAX_VIEWPORTS {
+        return Some(format!("{} widths, at most {MAX_VIEWPORTS}", widths.len()));
+    }
+    if let Some(w) = widths.iter().find(|w| !(MIN_VIEWPORT..=MAX_VIEWPORT).contains(*w)) {
+        return Some(format!("{w} is outside {MIN_VIEWPORT}-{MAX_VIEWPORT} px"));
+    }
+    let repeated = widths.iter().enumerate().find(|(i, w)| widths[..*i].contains(w));
+    repeated.map(|(_, w)| format!("{w} is given twice"))
+}
 
 wire_enum! {
     /// A job's status (SPEC section 3), as the API, the webhook and the list filter name it:
@@ -44,6 +64,41 @@ impl Status {
     /// A status named by a client (the list's `status` filter).
     pub fn parse_api(field: &'static str, raw: &str) -> Result<Self, FieldError> {
         Self::from_name(raw).ok_or_else(|| FieldError::new(field, format!("must be one of {}", Self::ALL.join(", "))))
+    }
+}
+
+/// A trigger's `viewports` as a client sends it: a JSON array of 1 to [`MAX_VIEWPORTS`] whole
+/// numbers of [`MIN_VIEWPORT`]–[`MAX_VIEWPORT`], no two equal, kept in the caller's order (the
+/// order of the frames, left to right).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Viewports(Vec<u32>);
+
+impl Viewports {
+    pub fn widths(&self) -> &[u32] {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Viewports {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let Value::Array(items) = Value::deserialize(d)? else {
+            return Err(D::Error::custom("must be an array of widths in pixels, such as [1440, 390]"));
+        };
+        let mut widths = Vec::with_capacity(items.len());
+        for item in &items {
+            match item.as_u64() {
+                Some(n) if n > u64::from(MAX_VIEWPORT) => {
+                    return Err(D::Error::custom(format!("{n} is outside {MIN_VIEWPORT}-{MAX_VIEWPORT} px")))
+                }
+                Some(n) => widths.push(n as u32),
+                None => return Err(D::Error::custom(format!("{item} is not a whole number of pixels"))),
+            }
+        }
+        match viewports_fault(&widths) {
+            Some(fault) => Err(D::Error::custom(fault)),
+            None => Ok(Self(widths)),
+        }
     }
 }
 
@@ -82,6 +137,13 @@ pub struct Manifest {
     pub screen_id: String,
     /// Where the user wants the result placed in Figma, if they said.
     pub placement_target: Option<String>,
+    /// The widths to lay the capture out at, in the caller's order: 1 to 4 widths of 320 to
+    /// 2 560 px, no two equal. Absent: one layout at the capture's own width, as before. With
+    /// two or more, the document's root holds one frame per width, side by side
+    /// (docs/WORKER.md, "Viewports").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_VIEWPORTS), inner(range(min = MIN_VIEWPORT, max = MAX_VIEWPORT)))]
+    pub viewports: Option<Vec<u32>>,
     /// Where to POST the signed webhook.
     pub callback_url: String,
     /// `s3://{bucket}/code2des/{code2des_id}/{attempt}/`: everything the worker writes goes under it.
@@ -109,6 +171,9 @@ impl Manifest {
         let m: Self = read_slice(bytes).map_err(|f| f.to_string())?;
         if m.version != PROTOCOL_VERSION {
             return Err(format!("$.version: unknown manifest version {}", m.version));
+        }
+        if let Some(fault) = m.viewports.as_deref().and_then(viewports_fault) {
+            return Err(format!("$.viewports: {fault}"));
         }
         Ok(m)
     }

@@ -340,7 +340,9 @@ impl Worker {
             Ok(r) => r,
             Err(e) => return self.fail(m, &e.to_string()).await,
         };
-        let out = match code2des_convert::convert(&renderer, &bytes, false).await {
+        // One layout per width the manifest names (none: the capture's own width).
+        let viewports = m.viewports.as_deref().unwrap_or_default();
+        let out = match code2des_convert::convert_viewports(&renderer, &bytes, viewports, false).await {
             Ok(out) => out,
             Err(e) => {
                 if matches!(

@@ -323,3 +323,33 @@ async fn a_job_without_a_capture_fails_and_only_sample_mode_answers_the_sample()
     let art = s.served().await.expect("the sample result is served");
     assert_eq!(art.used.len(), 2);
 }
+
+/// Issue 40 item 3: a manifest naming two viewports gets one document whose root holds a frame
+/// per width, in the manifest's order, converted by Chromium at each, and the result route
+/// serves it (its node, image and warning checks run on the bytes written).
+#[tokio::test]
+async fn a_manifest_with_two_viewports_completes_with_a_frame_per_width() {
+    let mut s = setup(None).await;
+    let page = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../samples/landing.html")).expect("the sample");
+    s.put("captures/pi-7.html", &page).await;
+    s.m.capture_url = Some(format!("s3://{BUCKET}/captures/pi-7.html"));
+    s.m.viewports = Some(vec![390, 1440]);
+    let worker = s.worker.clone().with_conversion(Default::default());
+    worker.complete(&s.m).await.unwrap();
+    assert_eq!(s.last()["status"], "completed", "{}", s.last());
+    let art = s.served().await.expect("the result is served");
+    let document: Value = serde_json::from_str(art.document.expect("a document").get()).unwrap();
+    let frames = document["children"].as_array().expect("the root's frames");
+    let placed: Vec<(&str, f64, f64)> = frames
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap(), f["x"].as_f64().unwrap(), f["width"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(placed, [("Mobile · 390", 0.0, 390.0), ("Desktop · 1440", 470.0, 1440.0)]);
+    assert_eq!(document["width"], 390.0 + 80.0 + 1440.0);
+
+    // A manifest whose viewports no trigger would write is refused as it is read.
+    let mut bad = serde_json::to_value(&s.m).unwrap();
+    bad["viewports"] = json!([390, 390]);
+    let err = Manifest::from_slice(bad.to_string().as_bytes()).unwrap_err();
+    assert_eq!(err, "$.viewports: 390 is given twice");
+}

@@ -32,6 +32,12 @@ export interface paths {
          *     job has been deleted since, the same request with the same key is answered 410 `gone`:
          *     the key is not released by the delete (a late retry of the first request must not create
          *     a second job), so trigger again with a new key.
+         *
+         *     With `viewports`, the page is laid out at each width and the result's root holds one
+         *     frame per width, side by side; the job weighs one per width in both quotas (429
+         *     `quota_exceeded` when they do not fit). Bad `viewports` (none, more than 4, a width
+         *     outside 320-2 560 or not a whole number, a width given twice) are 400 `invalid_request`
+         *     naming `viewports`, and no job is created.
          */
         post: operations["triggerJob"];
         delete?: never;
@@ -306,6 +312,17 @@ export interface components {
             screenId: components["schemas"]["Text"];
             /** @description Optional; absent or null mean none. */
             placementTarget?: components["schemas"]["Text"] | null;
+            /**
+             * @description Optional; absent or null mean one layout at the capture's own width (its
+             *     `<meta name="viewport" content="width=N">`, else 1440 px), as before. Otherwise 1 to
+             *     4 layout widths in CSS pixels, no two equal, kept in the order given: the page is laid
+             *     out by Chromium at each, and the result's root holds one frame per width, left to
+             *     right 80 px apart, named by range then width (`Mobile` up to 479, `Tablet` up to
+             *     1023, else `Desktop`: "Desktop · 1440", "Mobile · 390"). One width is one page at
+             *     that width, with no wrapper. Retries keep them. The job weighs one per width in
+             *     both quotas.
+             */
+            viewports?: number[] | null;
         };
         /** @description `{}`, or the attempt being retried (`{"attempt": n}`, which makes racing retries of attempt n create n + 1 once). */
         RetryRequest: {
@@ -1261,13 +1278,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "pageImportId": "pi-example",
-                 *       "figmaFileKey": "FILEkey123",
-                 *       "screenId": "screen-1"
-                 *     }
-                 */
                 "application/json": components["schemas"]["TriggerRequest"];
             };
         };

@@ -10,7 +10,7 @@ use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
-use shared::app::dispatch::{self, DispatchError, Dispatcher, Ended, Tx};
+use shared::app::dispatch::{self, DispatchError, Dispatcher, Ended, Source, Tx};
 use shared::app::resources::Resources;
 use shared::config::SetupError;
 use shared::db::connect::conn;
@@ -21,6 +21,7 @@ use shared::domain::field_error::FieldError;
 use shared::domain::fields::{json_object, members};
 use shared::domain::ids::{Code2desId, FigmaFileKey, IdempotencyKey, PageImportId, PlacementTarget, ScreenId};
 use shared::domain::job::{Job, Nonce, Policy, Status};
+use shared::domain::protocol::Viewports;
 use shared::domain::quota::{Quota, QuotaState};
 use shared::domain::scope::Scope;
 use shared::error::{bug, ErrorCode};
@@ -84,6 +85,8 @@ struct Input {
     figma_file_key: FigmaFileKey,
     screen_id: ScreenId,
     placement_target: Option<PlacementTarget>,
+    /// 1 to 4 widths to lay the capture out at, in the caller's order (issue 40 item 3).
+    viewports: Option<Viewports>,
 }
 
 impl Input {
@@ -91,16 +94,27 @@ impl Input {
         Ok(members(&json_object(bytes)?)?)
     }
 
+    fn widths(&self) -> Option<&[u32]> {
+        self.viewports.as_ref().map(Viewports::widths)
+    }
+
     /// The request's meaning, independent of JSON spelling (key order, whitespace), so a
-    /// retried request with the same Idempotency-Key is recognised as the same request.
+    /// retried request with the same Idempotency-Key is recognised as the same request. A
+    /// request without `viewports` hashes as it always did, so keys claimed before them still
+    /// recognise their requests.
     fn fingerprint(&self) -> String {
         let mut h = Sha256::new();
-        for part in [
+        let widths = self.widths().map(|w| w.iter().map(u32::to_string).collect::<Vec<_>>().join(","));
+        let mut parts = vec![
             Some(self.page_import_id.as_str()),
             Some(self.figma_file_key.as_str()),
             Some(self.screen_id.as_str()),
             self.placement_target.as_ref().map(PlacementTarget::as_str),
-        ] {
+        ];
+        if let Some(w) = widths.as_deref() {
+            parts.push(Some(w));
+        }
+        for part in parts {
             match part {
                 Some(s) => {
                     h.update([1]);
@@ -179,7 +193,9 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
         placement_target: input.placement_target.as_ref(),
         nonce: &nonce,
         idempotency: key.as_ref().map(|k| (k.as_str(), fingerprint.as_str())),
+        viewports: input.widths(),
     };
+    let source = |capture_url| Source { capture_url, viewports: input.widths().map(<[u32]>::to_vec) };
     let client = conn(&deps.pool).await?;
     let ended = dispatch::transaction(client, async |c| {
         // Both queued before either is sent: one flight with BEGIN (`dispatch::transaction`).
@@ -197,7 +213,7 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
     match ended {
         Ended::Committed(client, Inserted::Created { job, capture_url, quota }) => {
             deps.dispatcher
-                .dispatch(&client, &job, &nonce, capture_url, request::traceparent(req), Undispatched::NewJob)
+                .dispatch(&client, &job, &nonce, source(capture_url), request::traceparent(req), Undispatched::NewJob)
                 .await
                 .map_err(undispatched)?;
             metrics::job_triggered();
@@ -207,7 +223,7 @@ async fn trigger(deps: &Deps, req: &Request, request_id: &str) -> Result<Respons
         Ended::Uncertain(Inserted::Created { job, capture_url, .. }, e) => {
             // The row may exist: dispatch it anyway and answer 503; a retry with the same
             // Idempotency-Key finds this job.
-            deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url, request::traceparent(req)).await;
+            deps.dispatcher.dispatch_uncertain(&job, &nonce, source(capture_url), request::traceparent(req)).await;
             Err(e.into())
         }
         Ended::RolledBack(Inserted::NotFound) => Err(ApiError::NotFound("page import not found")),
@@ -314,17 +330,25 @@ async fn retry(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<
     })
     .await?;
     let job = match ended {
-        Ended::Committed(client, Retried::Created { job, capture_url, quota }) => {
+        Ended::Committed(client, Retried::Created { job, capture_url, viewports, quota }) => {
             deps.dispatcher
-                .dispatch(&client, &job, &nonce, capture_url, request::traceparent(req), Undispatched::Retry)
+                .dispatch(
+                    &client,
+                    &job,
+                    &nonce,
+                    Source { capture_url, viewports },
+                    request::traceparent(req),
+                    Undispatched::Retry,
+                )
                 .await
                 .map_err(undispatched)?;
             metrics::job_retried();
             tracing::info!(code2des_id = %job.id, attempt = job.attempt, "job retried");
             return Ok(answer(StatusCode::ACCEPTED, deps, scope, &job, Some(&quota), request_id));
         }
-        Ended::Uncertain(Retried::Created { job, capture_url, .. }, e) => {
-            deps.dispatcher.dispatch_uncertain(&job, &nonce, capture_url, request::traceparent(req)).await;
+        Ended::Uncertain(Retried::Created { job, capture_url, viewports, .. }, e) => {
+            let source = Source { capture_url, viewports };
+            deps.dispatcher.dispatch_uncertain(&job, &nonce, source, request::traceparent(req)).await;
             return Err(e.into());
         }
         Ended::RolledBack(Retried::NotFound) => return Err(ApiError::NotFound("job not found")),

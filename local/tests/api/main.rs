@@ -27,4 +27,5 @@ mod scale;
 mod standard_webhooks;
 mod sweep;
 mod trigger;
+mod viewports;
 mod webhook;

@@ -351,7 +351,7 @@ async fn a_refusal_is_the_spec_error_body_with_its_limit() {
     assert_eq!(header(&a, "content-type"), "application/json");
     let body: Value = a.json.clone();
     assert_eq!(body["error"]["code"], "quota_exceeded");
-    assert!(body["error"]["message"].as_str().unwrap().contains("1 jobs processing"), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("its limit of 1 "), "{body}");
     assert_eq!(
         header(&a, "ratelimit"),
         r#""active";r=0, "burst";r=999;t=60"#.replace(";t=60", &format!(";t={}", burst_t(header(&a, "ratelimit"))))

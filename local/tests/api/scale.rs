@@ -396,6 +396,7 @@ async fn the_quota_count_reads_the_organizations_processing_jobs_not_its_history
         placement_target: None,
         nonce: &nonce,
         idempotency: None,
+        viewports: None,
     };
     let deadline = Policy::default().deadline;
     // Let through at the default, then refused at a limit of what is running now: the same reads.

@@ -114,6 +114,14 @@ pub enum DispatchError {
     Bug,
 }
 
+/// What an attempt converts: its page import's capture (when it has one) and the widths to lay
+/// it out at (`None`: the capture's own width), as the manifest names them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Source {
+    pub capture_url: Option<String>,
+    pub viewports: Option<Vec<u32>>,
+}
+
 /// Writes manifests into the artifact bucket.
 #[derive(Clone, Debug)]
 pub struct Dispatcher {
@@ -126,13 +134,7 @@ impl Dispatcher {
     /// The manifest of `job`'s current attempt (SPEC section 4). `caller` is the request's
     /// `traceparent`: the manifest names the request's span (or, without span export, the
     /// caller's, else a new trace) as the worker's parent.
-    pub fn manifest(
-        &self,
-        job: &Job,
-        nonce: &Nonce,
-        capture_url: Option<String>,
-        caller: Option<Traceparent>,
-    ) -> Manifest {
+    pub fn manifest(&self, job: &Job, nonce: &Nonce, source: Source, caller: Option<Traceparent>) -> Manifest {
         Manifest {
             version: PROTOCOL_VERSION,
             code2des_id: job.id.to_string(),
@@ -141,10 +143,11 @@ impl Dispatcher {
             organization_id: job.organization_id.get(),
             project_id: job.project_id.get(),
             page_import_id: job.page_import_id.clone(),
-            capture_url,
+            capture_url: source.capture_url,
             figma_file_key: job.figma_file_key.clone(),
             screen_id: job.screen_id.clone(),
             placement_target: job.placement_target.clone(),
+            viewports: source.viewports,
             callback_url: self.callback_url.clone(),
             result_prefix: format!("s3://{}/{}", self.bucket.name(), job_prefix(job.id, job.attempt)),
             traceparent: Some(crate::obs::trace::outgoing(caller).to_string()),
@@ -170,11 +173,11 @@ impl Dispatcher {
         client: &Object,
         job: &Job,
         nonce: &Nonce,
-        capture_url: Option<String>,
+        source: Source,
         caller: Option<Traceparent>,
         what: Undispatched,
     ) -> Result<(), DispatchError> {
-        let manifest = self.manifest(job, nonce, capture_url, caller);
+        let manifest = self.manifest(job, nonce, source, caller);
         if let Err(e) = self.put(&manifest).await {
             tracing::error!(code2des_id = %job.id, attempt = job.attempt, "manifest write failed; failing the attempt");
             let message = "the job could not be dispatched to the worker";
@@ -196,14 +199,8 @@ impl Dispatcher {
 
     /// After an uncertain COMMIT: dispatch anyway, so that an attempt that did commit is worked
     /// on (a manifest whose row did not commit is refused by the webhook's fence).
-    pub async fn dispatch_uncertain(
-        &self,
-        job: &Job,
-        nonce: &Nonce,
-        capture_url: Option<String>,
-        caller: Option<Traceparent>,
-    ) {
-        let manifest = self.manifest(job, nonce, capture_url, caller);
+    pub async fn dispatch_uncertain(&self, job: &Job, nonce: &Nonce, source: Source, caller: Option<Traceparent>) {
+        let manifest = self.manifest(job, nonce, source, caller);
         if crate::budget::compensate(self.put(&manifest)).await.is_err() {
             tracing::error!(code2des_id = %job.id, "manifest write after an uncertain commit failed");
         }

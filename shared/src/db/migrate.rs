@@ -212,6 +212,7 @@ mod tests {
         (11, "trigger_window_per_organization", 15_059_579_405_312_878_062),
         (12, "prune_trigger_windows", 3_054_903_474_671_515_884),
         (13, "failed_list_reads_the_overdue_range", 3_031_224_614_711_212_879),
+        (14, "viewports", 4_918_593_250_469_964_037),
     ];
 
     #[test]

@@ -36,10 +36,12 @@ pub async fn lock_organization(client: &impl GenericClient, organization: &Organ
 
 /// CTEs `limits` (the organization's quotas: its `code2des_quota` row over the defaults `$max`
 /// and `$per`) and `active` (its processing jobs as every reader sees them: stored processing,
-/// not deleted, not past the deadline `$d`; counted up to the limit, which is all the check
-/// needs, so a count never reads more than the limit's worth of running jobs and the few
-/// overdue ones the sweep has not reached). `attempt > 0` (always true) is what lets the count,
-/// and only the count, use `code2des_org_processing_idx` (migrations/online/N8).
+/// not deleted, not past the deadline `$d`; each weighing its viewports, 1 when it named none
+/// (issue 40 item 3: each is a conversion's worth of work); read up to the limit's count of
+/// jobs, which is all the check needs, as each weighs at least 1, so a count never reads more
+/// than the limit's worth of running jobs and the few overdue ones the sweep has not reached).
+/// `attempt > 0` (always true) is what lets the count, and only the count, use
+/// `code2des_org_processing_idx` (migrations/online/N8).
 macro_rules! quota_ctes {
     ($org:literal, $max:literal, $per:literal, $d:literal) => {
         concat!(
@@ -49,7 +51,8 @@ macro_rules! quota_ctes {
             $per,
             ") AS per_window FROM (VALUES (1)) v LEFT JOIN code2des_quota q ON q.organization_id = ",
             $org,
-            "), active AS (SELECT count(*) AS n FROM (SELECT 1 FROM code2des c ",
+            "), active AS (SELECT COALESCE(sum(x.w), 0)::int8 AS n FROM (SELECT ",
+            "COALESCE(cardinality(a.viewports), 1) AS w FROM code2des c ",
             $crate::db::sql::attempt_of_each!(),
             " WHERE c.organization_id = ",
             $org,
@@ -62,8 +65,8 @@ macro_rules! quota_ctes {
     };
 }
 
-/// CTEs `burst` (the subject `$sub`'s window in the organization `$org`, counted: one more
-/// call in the running window, or a new window of `$w` seconds when it ended; for each row of
+/// CTEs `burst` (the subject `$sub`'s window in the organization `$org`, counted: the call's
+/// weight more in the running window, or a new window of `$w` seconds when it ended; for each row of
 /// `$from`, a FROM clause that yields one row exactly when the call would create an attempt)
 /// and `win` (that window as counted, or as stored when nothing was counted; `tried` tells
 /// which). A caller has one window per organization (V11).
@@ -76,7 +79,9 @@ macro_rules! burst_ctes {
             $org,
             ", ",
             $sub,
-            ", now(), 1 ",
+            ", now(), ",
+            $crate::db::quota::burst_weight!(),
+            " ",
             $($from)+,
             " ON CONFLICT ON CONSTRAINT code2des_org_trigger_window_pkey DO UPDATE SET ",
             "window_start = CASE WHEN w.window_start > now() - make_interval(secs => ",
@@ -84,7 +89,7 @@ macro_rules! burst_ctes {
             ") THEN w.window_start ELSE now() END, ",
             "hits = CASE WHEN w.window_start > now() - make_interval(secs => ",
             $w,
-            ") THEN w.hits + 1 ELSE 1 END RETURNING w.hits, w.window_start), ",
+            ") THEN w.hits + EXCLUDED.hits ELSE EXCLUDED.hits END RETURNING w.hits, w.window_start), ",
             "win AS (SELECT b.hits, b.window_start, true AS tried FROM burst b UNION ALL ",
             "SELECT w.hits, w.window_start, false FROM code2des_org_trigger_window w WHERE w.organization_id = ",
             $org,
@@ -97,11 +102,27 @@ macro_rules! burst_ctes {
     };
 }
 
-/// Both limits let the call through (needs `limits`, `active`, `burst`).
+/// A call's weight against each limit (needs `weight`, a CTE of one row whose `k` is the job's
+/// viewports, 1 when it named none): `k`, but never more than the limit itself, so that a job
+/// larger than an organization's whole quota still runs, alone.
+macro_rules! active_weight {
+    () => {
+        "LEAST((SELECT k FROM weight), (SELECT max_active FROM limits))"
+    };
+}
+macro_rules! burst_weight {
+    () => {
+        "LEAST((SELECT k FROM weight), (SELECT per_window FROM limits))"
+    };
+}
+
+/// Both limits let the call through (needs `limits`, `active`, `burst`, `weight`).
 macro_rules! quota_ok {
     () => {
         concat!(
-            "(SELECT n FROM active) < (SELECT max_active FROM limits) ",
+            "(SELECT n FROM active) + ",
+            $crate::db::quota::active_weight!(),
+            " <= (SELECT max_active FROM limits) ",
             "AND EXISTS (SELECT 1 FROM burst, limits WHERE burst.hits <= limits.per_window)"
         )
     };
@@ -119,12 +140,16 @@ macro_rules! quota_columns {
             $w,
             ") - now()))::int4 FROM win) AS quota_window_resets_in, ",
             $($checked)+,
-            " AS quota_checked"
+            " AS quota_checked, ",
+            $crate::db::quota::active_weight!(),
+            " AS quota_active_weight, ",
+            $crate::db::quota::burst_weight!(),
+            " AS quota_burst_weight"
         )
     };
 }
 
-pub(crate) use {burst_ctes, quota_columns, quota_ctes, quota_ok};
+pub(crate) use {active_weight, burst_ctes, burst_weight, quota_columns, quota_ctes, quota_ok};
 
 /// The quotas as the statement saw them; `created` when it created the attempt (whose job then
 /// counts among the active ones, and whose call among the window's).
@@ -136,15 +161,17 @@ pub(crate) fn state(row: &Row, created: bool) -> Result<QuotaState, DbError> {
     let tried = col::<Option<bool>>(row, "quota_window_tried")?.unwrap_or(false);
     let resets_in: Option<i32> = col(row, "quota_window_resets_in")?;
     let checked = col::<Option<bool>>(row, "quota_checked")?.unwrap_or(false) && !created;
+    let active_weight = i64::from(col::<i32>(row, "quota_active_weight")?);
+    let burst_weight = i64::from(col::<i32>(row, "quota_burst_weight")?);
     let window = BURST_WINDOW.as_secs() as i32;
     Ok(QuotaState {
         max_active,
-        active: before + i64::from(created),
+        active: before + if created { active_weight } else { 0 },
         per_window,
         // A counted call that created nothing is rolled back: it is not in the window.
-        window_used: if tried && !created { hits - 1 } else { hits },
+        window_used: if tried && !created { hits - burst_weight } else { hits },
         window_resets_in: resets_in.map(|s| s.clamp(1, window) as u32),
-        refused_active: checked && before >= i64::from(max_active),
+        refused_active: checked && before + active_weight > i64::from(max_active),
         refused_burst: checked && tried && hits > i64::from(per_window),
     })
 }

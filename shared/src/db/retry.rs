@@ -19,6 +19,8 @@ pub enum Retried {
     Created {
         job: Box<Job>,
         capture_url: Option<String>,
+        /// The widths the trigger named (issue 40 item 3), for the new attempt's manifest.
+        viewports: Option<Vec<u32>>,
         quota: QuotaState,
     },
     /// Nothing changed; the job as it is now (the caller decides between 200 and 409).
@@ -36,7 +38,8 @@ const RETRY: &str = concat!(
     ", ",
     overdue!("$5"),
     " AS overdue, c.status::text AS raw_status, ",
-    "(SELECT pi.capture_url FROM page_import pi WHERE pi.id = c.page_import_id) AS capture_url ",
+    "(SELECT pi.capture_url FROM page_import pi WHERE pi.id = c.page_import_id) AS capture_url, ",
+    "a.viewports AS viewports ",
     "FROM code2des c LEFT JOIN code2des_attempt a ON a.code2des_id = c.id ",
     "WHERE ",
     the_job!(),
@@ -50,6 +53,8 @@ const RETRY: &str = concat!(
     crate::db::sql::status_failed!(),
     " OR t.overdue) AND t.attempt < $7 ",
     "AND ($8::int4 IS NULL OR t.attempt = $8)), ",
+    // The job's weight in the quotas: its viewports, 1 when it named none (`db::quota`).
+    "weight AS (SELECT COALESCE((SELECT cardinality(t.viewports) FROM target t), 1) AS k), ",
     quota_ctes!("$2", "$9", "$10", "$5"),
     ", ",
     burst_ctes!("$2", "$4", "$11", "FROM would"),
@@ -66,7 +71,7 @@ const RETRY: &str = concat!(
     quota_ok!(),
     " RETURNING ",
     job_columns!("c"),
-    ", t.capture_url), ",
+    ", t.capture_url, t.viewports), ",
     "started AS (INSERT INTO code2des_attempt AS a (code2des_id, attempt, started_at) ",
     "SELECT id, attempt, updated_at FROM retried ON CONFLICT (code2des_id) DO UPDATE SET ",
     "attempt = EXCLUDED.attempt, started_at = EXCLUDED.started_at, progress_percent = NULL, ",
@@ -82,7 +87,7 @@ const RETRY: &str = concat!(
     "UNION ALL SELECT t.id, t.organization_id, t.project_id, t.page_import_id, t.figma_file_key, t.screen_id, ",
     "t.placement_target, t.status, t.attempt, t.nonce, t.result_url, t.warning_count, t.error_message, ",
     "t.materialized_at, t.materialized_node_id, t.created_at, t.updated_at, t.created_by, t.updated_by, ",
-    "t.capture_url, f.progress_percent, f.progress_stage, f.progress_updated_at, ",
+    "t.capture_url, t.viewports, f.progress_percent, f.progress_stage, f.progress_updated_at, ",
     "COALESCE(f.started_at, t.attempt_started_at), f.cancelled_at, false, ",
     quota_columns!("$11", "EXISTS (SELECT 1 FROM would)"),
     " FROM target t LEFT JOIN fresh f ON true WHERE NOT EXISTS (SELECT 1 FROM retried)"
@@ -116,7 +121,14 @@ pub async fn retry(
     };
     let j = Box::new(job(row)?);
     if col::<bool>(row, "created")? {
-        return Ok(Retried::Created { job: j, capture_url: col(row, "capture_url")?, quota: quota::state(row, true)? });
+        let viewports: Option<Vec<i32>> = col(row, "viewports")?;
+        return Ok(Retried::Created {
+            job: j,
+            capture_url: col(row, "capture_url")?,
+            // The table's check keeps each within 320..=2560.
+            viewports: viewports.map(|v| v.into_iter().map(|w| w.max(0) as u32).collect()),
+            quota: quota::state(row, true)?,
+        });
     }
     let state = quota::state(row, false)?;
     Ok(if state.refused().is_some() { Retried::QuotaExceeded(state) } else { Retried::Unchanged(j) })

@@ -101,7 +101,7 @@ macro_rules! overdue {
 macro_rules! attempt_of_each {
     () => {
         concat!(
-            "LEFT JOIN LATERAL (SELECT a.attempt, a.started_at FROM code2des_attempt a ",
+            "LEFT JOIN LATERAL (SELECT a.attempt, a.started_at, a.viewports FROM code2des_attempt a ",
             "WHERE a.code2des_id = c.id LIMIT 1) a ON true"
         )
     };

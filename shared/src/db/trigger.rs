@@ -26,6 +26,10 @@ pub struct NewJob<'a> {
     pub nonce: &'a Nonce,
     /// `(key, sha256 of the normalised body)` when the caller sent `Idempotency-Key`.
     pub idempotency: Option<(&'a str, &'a str)>,
+    /// The widths to lay the capture out at (checked: `code2des_wire::protocol::viewports_fault`);
+    /// `None`, one layout at the capture's own width. Kept on the attempt row for the retries,
+    /// and the job's weight in the quotas.
+    pub viewports: Option<&'a [u32]>,
 }
 
 #[derive(Debug)]
@@ -51,7 +55,9 @@ pub enum Inserted {
 }
 
 const INSERT_JOB: &str = concat!(
-    "WITH scope AS (",
+    // The job's weight in the quotas: its viewports, 1 when it names none (`db::quota`).
+    "WITH weight AS (SELECT COALESCE(cardinality($17::int4[]), 1) AS k), ",
+    "scope AS (",
     "SELECT pi.id, pi.status::text AS page_status, pi.capture_url FROM page_import pi ",
     "JOIN project p ON p.id = pi.project_id AND p.organization_id = $2 AND p.deleted_at IS NULL ",
     "JOIN organization o ON o.id = p.organization_id AND o.deleted_at IS NULL ",
@@ -85,8 +91,8 @@ const INSERT_JOB: &str = concat!(
     "SELECT $1, $2, $3, $5, $6, $7, $8, $9, $4, $4 FROM scope, ok ",
     "WHERE ($10::text IS NULL OR EXISTS (SELECT 1 FROM claim)) ",
     "RETURNING ", job_columns!("c"), "), ",
-    "att AS (INSERT INTO code2des_attempt (code2des_id, attempt, started_at) ",
-    "SELECT id, attempt, created_at FROM ins RETURNING started_at) ",
+    "att AS (INSERT INTO code2des_attempt (code2des_id, attempt, started_at, viewports) ",
+    "SELECT id, attempt, created_at, $17 FROM ins RETURNING started_at) ",
     "SELECT s.page_status, s.capture_url, i.*, (SELECT started_at FROM att) AS attempt_started_at, ",
     "EXISTS (SELECT 1 FROM taken) AS key_taken, ",
     quota_columns!("$15", "(s.page_status = ", crate::db::sql::page_import_completed!(), " AND NOT EXISTS (SELECT 1 FROM taken))"),
@@ -108,6 +114,8 @@ pub async fn insert_job(
         None => (None, None),
     };
     let placement_target = new.placement_target.map(PlacementTarget::as_str);
+    // Widths are at most 2 560 (checked before): each is an int4.
+    let viewports: Option<Vec<i32>> = new.viewports.map(|v| v.iter().map(|w| *w as i32).collect());
     let rows = Binds::job(&new.id, new.scope)
         .and(&new.page_import_id.as_str(), Type::VARCHAR)
         .and(&new.figma_file_key.as_str(), Type::VARCHAR)
@@ -121,6 +129,7 @@ pub async fn insert_job(
         .and(&limits.triggers_per_minute, Type::INT4)
         .and(&BURST_WINDOW.as_secs_f64(), Type::FLOAT8)
         .and(&deadline.as_secs_f64(), Type::FLOAT8)
+        .and(&viewports, Type::INT4_ARRAY)
         .query(client, INSERT_JOB)
         .await?;
     let Some(row) = rows.first() else {
@@ -246,7 +255,7 @@ mod tests {
 
     #[test]
     fn statements_use_the_placeholders_they_bind() {
-        for (sql, n) in [(INSERT_JOB, 16), (FIND_BY_KEY, 6), (FAIL_UNDISPATCHED, 5)] {
+        for (sql, n) in [(INSERT_JOB, 17), (FIND_BY_KEY, 6), (FAIL_UNDISPATCHED, 5)] {
             assert_eq!(placeholders(sql), (1..=n).collect(), "{sql}");
         }
     }

@@ -126,7 +126,8 @@ impl QuotaState {
     pub fn message(&self) -> String {
         match self.refused() {
             Some(QuotaLimit::Active) => format!(
-                "the organization has {} jobs processing, its limit; try again when one of them ends",
+                "the organization's processing jobs use its limit of {} (a job weighs one per viewport); \
+                 try again when one of them ends",
                 self.max_active
             ),
             _ => format!(
@@ -179,7 +180,7 @@ mod tests {
         assert_eq!((both.refused(), both.retry_after_secs()), (Some(QuotaLimit::Active), 41));
         let ending = QuotaState { window_resets_in: Some(1), ..burst };
         assert_eq!(ending.retry_after_secs(), 1);
-        assert!(active.message().contains("20 jobs processing"), "{}", active.message());
+        assert!(active.message().contains("its limit of 20"), "{}", active.message());
         assert!(burst.message().contains("ends in 41 s"), "{}", burst.message());
     }
 }

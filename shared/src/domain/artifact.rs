@@ -92,6 +92,8 @@ impl Default for Limits {
 pub struct ImageEntry {
     pub key: String,
     pub mime: Mime,
+    /// The artifact's `preview` image (kind `preview`): bounded by [`check_entry`].
+    pub preview: bool,
 }
 
 /// An artifact that passed every check that needs no image bytes.
@@ -105,6 +107,18 @@ pub struct Artifact {
     pub document: Option<Box<RawValue>>,
     /// Images the document uses, in order of first use, each once.
     pub used: Vec<(String, ImageEntry)>,
+    /// The image of kind `preview`, when the worker drew one.
+    pub preview: Option<(String, ImageEntry)>,
+}
+
+impl Artifact {
+    /// Every image a response may carry: the preview first (small, and what a plugin shows
+    /// first), then the document's in order of first use.
+    pub fn images(&self) -> impl Iterator<Item = &(String, ImageEntry)> {
+        self.preview
+            .iter()
+            .chain(self.used.iter().filter(|(name, _)| self.preview.as_ref().is_none_or(|p| p.0 != *name)))
+    }
 }
 
 /// What the artifact must agree with: the job row.
@@ -211,8 +225,9 @@ fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> 
         Some(doc) => used_images(doc, &images, &names, limits, r)?,
         None => Vec::new(),
     };
+    let preview = images.iter().find(|(_, e)| e.preview).map(|(name, e)| (name.clone(), e.clone()));
     let (kind, warning_count, warnings) = (raw.kind, raw.warning_count, raw.warnings.map(|w| w.0));
-    Ok(Some(Artifact { kind, warning_count, warnings, document, used }))
+    Ok(Some(Artifact { kind, warning_count, warnings, document, used, preview }))
 }
 
 /// What ties the artifact to its job: version, kind, code2des_id, attempt, nonce.
@@ -290,14 +305,21 @@ fn check_images(
     }
     let names = map.keys().cloned().collect();
     let mut good = HashMap::with_capacity(map.len());
+    let mut previews = 0;
     for (name, Obj(image)) in map {
         let at = format!("$.images{}", member(&name));
+        let preview = image.kind == Some(ImageKind::Preview);
+        previews += usize::from(preview);
         if name.is_empty() || name.len() > MAX_IMAGE_REF || name.chars().any(char::is_control) {
             r.add(&at, "an image ref is empty, too long or has control characters")?;
         } else if !is_key_under(&image.key, prefix) {
             r.add(format!("{at}.key"), format!("image {name:?} key is outside the job prefix"))?;
+        } else if preview && previews > 1 {
+            r.add(format!("{at}.kind"), "more than one image of kind preview")?;
+        } else if preview && image.mime_type != Mime::Png {
+            r.add(format!("{at}.mime_type"), "the preview must be image/png")?;
         } else {
-            good.insert(name, ImageEntry { key: image.key, mime: image.mime_type });
+            good.insert(name, ImageEntry { key: image.key, mime: image.mime_type, preview });
         }
     }
     Ok((good, names))
@@ -397,6 +419,23 @@ pub fn check_image(bytes: &[u8], mime: Mime, limits: &Limits) -> Result<(), Inva
     }
     if size.width > limits.max_image_side || size.height > limits.max_image_side {
         return Err(format!("image is {}x{}, over {} px per side", size.width, size.height, limits.max_image_side));
+    }
+    Ok(())
+}
+
+/// Checks an image's bytes as [`check_image`] does, and the preview's own bounds: at most
+/// [`MAX_PREVIEW_BYTES`] bytes and [`MAX_PREVIEW_WIDTH`] px wide.
+pub fn check_entry(bytes: &[u8], entry: &ImageEntry, limits: &Limits) -> Result<(), Invalid> {
+    check_image(bytes, entry.mime, limits)?;
+    if !entry.preview {
+        return Ok(());
+    }
+    if bytes.len() > MAX_PREVIEW_BYTES {
+        return Err(format!("the preview is {} bytes, over {MAX_PREVIEW_BYTES}", bytes.len()));
+    }
+    let size = imagesize::blob_size(bytes).map_err(|_| "unreadable image header".to_owned())?;
+    if size.width > MAX_PREVIEW_WIDTH {
+        return Err(format!("the preview is {} px wide, over {MAX_PREVIEW_WIDTH}", size.width));
     }
     Ok(())
 }

@@ -119,6 +119,14 @@ fn attrs_of(st: &TextStyle, family: &str) -> String {
     a
 }
 
+/// A style's face as drawn: the family (the document's, or Inter), fontdb's face, its metrics.
+#[derive(Debug, Clone)]
+pub struct Face {
+    family: String,
+    id: Option<resvg::usvg::fontdb::ID>,
+    metrics: fonts::Metrics,
+}
+
 /// Each line of a text that follows its "\n" only, as char ranges.
 fn hard_lines(chars: &[char]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -134,11 +142,19 @@ fn hard_lines(chars: &[char]) -> Vec<(usize, usize)> {
 }
 
 impl Writer<'_> {
-    /// The face and vertical metrics of a style, as resvg will draw it.
-    fn face_of(&self, st: &TextStyle) -> (Option<resvg::usvg::fontdb::ID>, fonts::Metrics) {
+    /// The family drawn, the face and the vertical metrics of a style, as resvg will draw it
+    /// (looked up once per family and style: a lookup scans the font database).
+    fn face_of(&mut self, st: &TextStyle) -> Face {
+        let key = (st.family.clone(), st.style.clone());
+        if let Some(face) = self.faces.get(&key) {
+            return face.clone();
+        }
         let (weight, italic) = fonts::parse_style(&st.style);
-        let id = fonts::face(self.db, fonts::family(self.db, &st.family), weight, italic);
-        (id, fonts::metrics(self.db, id))
+        let family = fonts::family(self.db, &st.family).to_owned();
+        let id = fonts::face(self.db, &family, weight, italic);
+        let face = Face { family, id, metrics: fonts::metrics(self.db, id) };
+        self.faces.insert(key, face.clone());
+        face
     }
 
     /// The lines of a TEXT node: broken at its width when it is a fixed-width box.
@@ -147,14 +163,14 @@ impl Writer<'_> {
         let Some(width) = num(n, "width").filter(|w| wraps && *w > 0.0) else { return hard_lines(chars) };
         let runs: Vec<Run> = styled_runs(n, segs, 0, chars.len())
             .into_iter()
-            .map(|(_, end, st)| Run { end, face: self.face_of(&st).0, size: st.size, spacing: st.spacing })
+            .map(|(_, end, st)| Run { end, face: self.face_of(&st).id, size: st.size, spacing: st.spacing })
             .collect();
         wrap::break_lines(self.db, &mut self.shapers, chars, &runs, width)
     }
 
     pub(super) fn text(&mut self, n: &Value) -> String {
         let main = text_style(n, None);
-        let (_, m) = self.face_of(&main);
+        let m = self.face_of(&main).metrics;
         let content = (m.ascender + m.descender) * main.size;
         let lh = n.get("lineHeight");
         let line = match (lh.and_then(|l| text(l, "unit")), lh.and_then(|l| num(l, "value"))) {
@@ -186,15 +202,13 @@ impl Writer<'_> {
             if end <= start {
                 continue;
             }
-            let spans: String = styled_runs(n, &segs, start, end)
-                .into_iter()
-                .map(|(s, e, st)| {
-                    let word_start = s == 0 || chars[s - 1].is_whitespace();
-                    let family = fonts::family(self.db, &st.family);
-                    let t = in_case(&chars[s..e], st.text_case.as_deref(), word_start);
-                    format!("<tspan {}>{}</tspan>", attrs_of(&st, family), esc(&t))
-                })
-                .collect();
+            let mut spans = String::new();
+            for (s, e, st) in styled_runs(n, &segs, start, end) {
+                let word_start = s == 0 || chars[s - 1].is_whitespace();
+                let family = self.face_of(&st).family;
+                let t = in_case(&chars[s..e], st.text_case.as_deref(), word_start);
+                spans += &format!("<tspan {}>{}</tspan>", attrs_of(&st, &family), esc(&t));
+            }
             out += &format!(
                 "<text xml:space=\"preserve\" x=\"{}\" y=\"{}\"{anchor}>{spans}</text>",
                 f(ax),

@@ -63,12 +63,14 @@ fn wrap(chars: &[char], adv: &[f64], from: usize, to: usize, width: f64, out: &m
 }
 
 /// Where the line starting at `start` ends: after the last break opportunity that fits, or
-/// (a word wider than the box) after the last character that fits, at least one.
+/// (a word wider than the box) after the last character that fits, at least one. Spaces hang:
+/// the width is measured at each other character, the spaces before it included.
 fn line_end(chars: &[char], adv: &[f64], start: usize, to: usize, width: f64) -> usize {
     let mut last_fit = None;
+    let mut x = 0.0;
     for i in start..to {
-        // Spaces hang: they never push a line over.
-        if chars[i] != ' ' && width_of(chars, adv, start, i + 1) > width + SLACK {
+        x += adv[i];
+        if chars[i] != ' ' && x > width + SLACK {
             return last_fit.unwrap_or(i.max(start + 1));
         }
         if can_break_after(chars, i + 1, to) {
@@ -76,14 +78,6 @@ fn line_end(chars: &[char], adv: &[f64], start: usize, to: usize, width: f64) ->
         }
     }
     to
-}
-
-/// The advance of chars[start..end], spaces at its end left out (they hang).
-fn width_of(chars: &[char], adv: &[f64], start: usize, mut end: usize) -> f64 {
-    while end > start && chars[end - 1] == ' ' {
-        end -= 1;
-    }
-    adv[start..end].iter().sum()
 }
 
 fn after_spaces(chars: &[char], mut at: usize, to: usize) -> usize {

@@ -59,6 +59,14 @@ pub fn svg(page: &Page) -> (String, Vec<String>) {
     (text, warnings)
 }
 
+/// The lines a TEXT node is drawn in: broken at its width when it is a fixed-width box (as
+/// the page's paragraph was broken), else at its "\n".
+pub fn text_lines(node: &Value) -> Vec<String> {
+    let db = fonts::system();
+    let images = HashMap::new();
+    svg::Writer::new(&images, &db).line_texts(node)
+}
+
 /// The SVG parsed by usvg with the system's fonts (Inter where a family is missing). Nothing is
 /// read from disk: an `<image>` is drawn only from a `data:` URL.
 pub fn tree(svg: &str) -> Result<usvg::Tree, PreviewError> {

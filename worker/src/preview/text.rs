@@ -168,6 +168,13 @@ impl Writer<'_> {
         wrap::break_lines(self.db, &mut self.shapers, chars, &runs, width)
     }
 
+    /// The lines a TEXT node is drawn in, as text.
+    pub(super) fn line_texts(&mut self, n: &Value) -> Vec<String> {
+        let chars: Vec<char> = text(n, "characters").unwrap_or("").chars().collect();
+        let segs = segments(n, &chars);
+        self.lines(n, &chars, &segs).into_iter().map(|(s, e)| chars[s..e].iter().collect()).collect()
+    }
+
     pub(super) fn text(&mut self, n: &Value) -> String {
         let main = text_style(n, None);
         let m = self.face_of(&main).metrics;

@@ -330,7 +330,8 @@ async fn a_preview_is_served_and_an_oversized_one_is_refused() {
     let app = TestApp::new().await;
     let (t, id, nonce) = completed_job(&app).await;
     let p = format!("code2des/{id}/1/");
-    let small = png(480, 300);
+    // Stored deflate: about 3 bytes a pixel, 29 KB.
+    let small = png(120, 80);
     let images = json!({
         "hero": {"key": format!("{p}images/hero.png"), "mime_type": "image/png"},
         "preview": {"key": format!("{p}preview.png"), "mime_type": "image/png", "kind": "preview"},

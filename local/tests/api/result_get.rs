@@ -349,7 +349,8 @@ async fn a_preview_is_served_and_an_oversized_one_is_refused() {
     // Without one, there is no `preview` member.
     let (t2, id2, nonce2) = completed_job(&app).await;
     let p2 = format!("code2des/{id2}/1/");
-    let art = artifact(&id2, &nonce2, json!({"hero": {"key": format!("{p2}hero.png"), "mime_type": "image/png"}}), &["hero"]);
+    let art =
+        artifact(&id2, &nonce2, json!({"hero": {"key": format!("{p2}hero.png"), "mime_type": "image/png"}}), &["hero"]);
     assert_eq!(app.complete_with(&id2, art, &[(&format!("{p2}hero.png"), png(8, 8))]).await.status, 200);
     let a = app.result(&t2, Some(&t2.sub), &id2).await;
     assert_eq!(a.status, 200, "{a:?}");
@@ -357,7 +358,11 @@ async fn a_preview_is_served_and_an_oversized_one_is_refused() {
 
     let cases: [(&str, Value, Vec<u8>); 4] = [
         ("wider than 480 px", json!({"mime_type": "image/png", "kind": "preview"}), png(481, 10)),
-        ("over 64 KB", json!({"mime_type": "image/png", "kind": "preview"}), code2des_testkit::worker::png_with(200, 200, true)),
+        (
+            "over 64 KB",
+            json!({"mime_type": "image/png", "kind": "preview"}),
+            code2des_testkit::worker::png_with(200, 200, true),
+        ),
         ("not a PNG", json!({"mime_type": "image/gif", "kind": "preview"}), png(10, 10)),
         ("an unknown kind", json!({"mime_type": "image/png", "kind": "thumbnail"}), png(10, 10)),
     ];

@@ -489,6 +489,38 @@ mod tests {
     }
 
     #[test]
+    fn a_preview_is_one_png_within_64_kb_and_480_px() {
+        let n = nonce();
+        let doc = json!({"type": "FRAME", "name": "s"});
+        let p = |mime: &str| json!({"key": "code2des/id1/1/preview.png", "mime_type": mime, "kind": "preview"});
+        let a = validate(&art(doc.clone(), json!({"pv": p("image/png")})), &expect(&n), &Limits::default()).unwrap();
+        let (name, entry) = a.preview.clone().expect("the preview");
+        assert_eq!((name.as_str(), entry.preview), ("pv", true));
+        assert!(a.used.is_empty(), "no node uses it");
+        assert_eq!(a.images().count(), 1);
+        let gif = validate(&art(doc.clone(), json!({"pv": p("image/gif")})), &expect(&n), &Limits::default());
+        assert!(gif.unwrap_err().contains("image/png"));
+        let two =
+            validate(&art(doc, json!({"a": p("image/png"), "b": p("image/png")})), &expect(&n), &Limits::default());
+        assert!(two.unwrap_err().contains("more than one"));
+        // Its bytes: a PNG header of its size is read (IHDR).
+        let png = |w: u32, extra: usize| {
+            let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+            b.extend_from_slice(&w.to_be_bytes());
+            b.extend_from_slice(&10u32.to_be_bytes());
+            b.extend_from_slice(&[8, 2, 0, 0, 0]);
+            b.resize(b.len() + extra, 0);
+            b
+        };
+        let l = Limits::default();
+        assert_eq!(check_entry(&png(480, 100), &entry, &l), Ok(()));
+        assert!(check_entry(&png(481, 100), &entry, &l).unwrap_err().contains("481 px wide"));
+        assert!(check_entry(&png(100, MAX_PREVIEW_BYTES), &entry, &l).unwrap_err().contains("bytes"));
+        let plain = ImageEntry { preview: false, ..entry };
+        assert_eq!(check_entry(&png(2000, MAX_PREVIEW_BYTES), &plain, &l), Ok(()), "only the preview is bounded so");
+    }
+
+    #[test]
     fn hostile_artifacts_are_refused() {
         let n = nonce();
         let l = Limits::default();

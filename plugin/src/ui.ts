@@ -449,7 +449,8 @@ function renderRow(id: string) {
       : { text: `Built as node ${job.materializedNodeId}`, error: false };
   }
   if (note) parts.push(el("div", note.error ? "note error" : "note muted", note.text));
-  if (st === "completed") {
+  // A job this session places as it completes needs no preview (and no second result GET).
+  if (st === "completed" && !autoPlace.has(id) && row.busy !== "place") {
     if (row.preview === undefined) void loadPreview(id);
     else if (row.preview && row.preview !== "loading") {
       const img = document.createElement("img");

@@ -281,8 +281,8 @@ pub async fn run(cfg: &Config, plan: Plan) -> Result<(), String> {
         let path = out_dir.join("result.json");
         let text = serde_json::to_vec(&result).map_err(|e| e.to_string())?;
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        outcome.preview = preview(&path, &out_dir).await;
         outcome.result_file = Some(path);
-        outcome.preview = preview(&out_dir);
     }
     if plan.json {
         println!("{}", outcome.json());
@@ -301,12 +301,37 @@ pub async fn run(cfg: &Config, plan: Plan) -> Result<(), String> {
     }
 }
 
-/// Where the preview PNG of the result in `dir` is, when there is one. The result JSON is
-/// written beside it; issue 40 item 2 draws the preview there (`code2des-worker preview
-/// result.json --out preview.png`). Until then there is none and this answers `None`.
-fn preview(dir: &Path) -> Option<PathBuf> {
-    let path = dir.join("preview.png");
-    path.is_file().then_some(path)
+/// Draws the result at `result` (the result route's answer, its images inlined) as the plugin
+/// would build it, as `dir/preview.png` (what `code2des-worker preview result.json --out
+/// preview.png` draws): at full size, or small (480 px wide) for a page too large for that.
+/// Answers its path; `None`, with the reason on stderr, when it could not be drawn (the result
+/// is still there).
+async fn preview(result: &Path, dir: &Path) -> Option<PathBuf> {
+    use code2des_worker::preview;
+    let (result, path) = (result.to_owned(), dir.join("preview.png"));
+    let drawn = tokio::task::spawn_blocking(move || -> Result<PathBuf, preview::PreviewError> {
+        let page = preview::read::read(&result, None)?;
+        let tree = preview::tree(&preview::svg(&page).0)?;
+        let png = match preview::full(&tree) {
+            Ok(png) => png,
+            Err(preview::PreviewError::Render(_)) => preview::small::small(&tree)?,
+            Err(e) => return Err(e),
+        };
+        std::fs::write(&path, png).map_err(|e| preview::PreviewError::Input(format!("{}: {e}", path.display())))?;
+        Ok(path)
+    })
+    .await;
+    match drawn {
+        Ok(Ok(path)) => Some(path),
+        Ok(Err(e)) => {
+            eprintln!("no preview: {e}");
+            None
+        }
+        Err(e) => {
+            eprintln!("no preview: {e}");
+            None
+        }
+    }
 }
 
 fn print_text(o: &Outcome, plan: &Plan, addr: SocketAddr, tenant: &seed::Tenant, base: &str, token: &str) {
@@ -316,7 +341,7 @@ fn print_text(o: &Outcome, plan: &Plan, addr: SocketAddr, tenant: &seed::Tenant,
     println!("resultCurl  {}", o.result_curl);
     match (&o.preview, &o.result_file) {
         (Some(p), _) => println!("preview     {}", p.display()),
-        (None, Some(_)) => println!("preview     none (the reference worker draws no preview yet: issue 40 item 2)"),
+        (None, Some(_)) => println!("preview     none (it could not be drawn: the reason is above)"),
         (None, None) => println!("preview     none (the job did not complete)"),
     }
     if let Some(f) = &o.result_file {

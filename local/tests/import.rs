@@ -121,7 +121,7 @@ async fn import_converts_a_real_page_and_the_plugin_lists_it_for_the_member() {
     eprintln!("import of {} to completed: {took:.1?} (Chromium's first start included)", page.display());
     let v = the_one_object(&out);
     assert_eq!(v["status"], "completed", "{v}");
-    assert_eq!(v["preview"], Value::Null, "no preview before issue 40 item 2: null, not absent");
+    let preview = std::path::PathBuf::from(v["preview"].as_str().expect("the preview's path"));
     let id = v["code2desId"].as_str().unwrap().to_owned();
     let curl = v["resultCurl"].as_str().unwrap();
     assert!(curl.starts_with("curl ") && curl.contains("authorization: Bearer ") && curl.ends_with("/result'"));
@@ -152,11 +152,17 @@ async fn import_converts_a_real_page_and_the_plugin_lists_it_for_the_member() {
     let name = result["document"]["name"].as_str().unwrap_or_default();
     assert!(name.contains("Annotations Best Practices"), "{name}");
 
-    // The result JSON is written where the preview will go, and it is the result.
+    // The result JSON is written beside the preview, and it is the result; the preview is the
+    // page drawn at its size, and the result names the worker's small one.
     let file = stack.data_dir().join("imports").join(&id).join("result.json");
     let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!(written["document"], result["document"]);
-    assert!(!file.with_file_name("preview.png").exists());
+    assert_eq!(preview, file.with_file_name("preview.png"));
+    let size = imagesize::size(&preview).expect("a picture");
+    let doc_size = |k: &str| result["document"][k].as_f64().unwrap().round() as usize;
+    assert_eq!((size.width, size.height), (doc_size("width"), doc_size("height")));
+    let small = result["preview"].as_str().expect("the result's small preview");
+    assert_eq!(result["images"][small]["mimeType"], "image/png");
 }
 
 #[tokio::test]
@@ -185,7 +191,8 @@ async fn a_new_member_gets_a_tenant_and_the_text_output_names_everything() {
     };
     let id = line("code2desId");
     assert!(line("status").starts_with("completed"), "{stdout}");
-    assert!(line("preview").starts_with("none"), "a preview line, saying there is none yet: {stdout}");
+    let preview = line("preview");
+    assert!(preview.ends_with("/preview.png") && Path::new(&preview).is_file(), "the preview's path: {stdout}");
     assert!(line("resultCurl").ends_with(&format!("/{id}/result'")), "{stdout}");
     let result = line("result");
     assert!(Path::new(&result).is_file(), "{result}");

@@ -171,6 +171,11 @@ interface RowState {
   armedUntil: number;
   note: { text: string; error: boolean } | null;
   report: ReportView;
+  /**
+   * The result's small preview as a data: URL, for a completed job not yet placed: undefined
+   * until asked, "loading" while asked, null when the result has none (a worker that draws none).
+   */
+  preview?: string | null;
 }
 const rows = new Map<string, RowState>();
 const newReportView = (): ReportView => ({ open: false, report: undefined, missing: new Set() });
@@ -368,6 +373,37 @@ const el = <K extends keyof HTMLElementTagNameMap>(tag: K, cls: string, text?: s
 
 const ACTION_LABEL: Record<Action, string> = { cancel: "Cancel", retry: "Retry", place: "Place", show: "Show", delete: "Delete" };
 
+/**
+ * Fetches a completed job's small preview (the result's `preview` image, a PNG of at most
+ * 64 KB) once, and redraws its row with it. The preview is inlined first in the result; a
+ * deferred one is asked for by its ref. A row stays without a picture when the result has none
+ * or cannot be read (Place says why).
+ */
+async function loadPreview(id: string) {
+  const row = rowState(id);
+  const client = api;
+  if (!client) return;
+  row.preview = "loading";
+  try {
+    const first = await client.result(id);
+    let found: string | null = null;
+    if (!first.notModified) {
+      const ref = first.result.preview;
+      let img = ref ? first.result.images[ref] : undefined;
+      if (ref && !img && first.result.deferredImages.includes(ref)) {
+        const more = await client.result(id, { images: [ref] });
+        if (!more.notModified) img = more.result.images[ref];
+      }
+      if (img && img.mimeType === "image/png") found = `data:image/png;base64,${img.data}`;
+    }
+    row.preview = found;
+  } catch (e) {
+    row.preview = null;
+    log(`preview: ${describe(e)}`);
+  }
+  renderRow(id);
+}
+
 /** Draws one row from its job (server data only ever goes in as text). */
 function renderRow(id: string) {
   const job = jobs.get(id);
@@ -413,6 +449,17 @@ function renderRow(id: string) {
       : { text: `Built as node ${job.materializedNodeId}`, error: false };
   }
   if (note) parts.push(el("div", note.error ? "note error" : "note muted", note.text));
+  // A job this session places as it completes needs no preview (and no second result GET).
+  if (st === "completed" && !autoPlace.has(id) && row.busy !== "place") {
+    if (row.preview === undefined) void loadPreview(id);
+    else if (row.preview && row.preview !== "loading") {
+      const img = document.createElement("img");
+      img.className = "preview";
+      img.alt = `Preview of ${job.screenId}`;
+      img.src = row.preview;
+      parts.push(img);
+    }
+  }
   const root = job.materializedNodeId;
   const count = root && !missingNodes.has(root) ? reportCounts.get(root) : undefined;
   if (st === "placed" && count !== undefined) parts.push(reportElement(id, count, row.report));

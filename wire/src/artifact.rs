@@ -166,6 +166,21 @@ impl JsonSchema for Document {
     }
 }
 
+wire_enum! {
+    /// What an image is for when it is not one the document uses: `preview`, the page drawn
+    /// small (a PNG at most 64 KB and 480 px wide; at most one per artifact), which a plugin
+    /// shows before it places the result.
+    #[schemars(rename = "ArtifactImageKind")]
+    pub enum ImageKind {
+        Preview = "preview",
+    }
+}
+
+/// The most bytes of the `preview` image.
+pub const MAX_PREVIEW_BYTES: usize = 64 * 1024;
+/// The widest `preview` image, in px.
+pub const MAX_PREVIEW_WIDTH: usize = 480;
+
 /// One image of the result: where the worker put it, and what it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ArtifactImage {
@@ -174,6 +189,9 @@ pub struct ArtifactImage {
     pub key: String,
     /// Raster images at most 4096 px per side; png, jpeg and gif become image fills, svg an SVG node.
     pub mime_type: Mime,
+    /// Absent for the document's images; `preview` for the page's small picture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ImageKind>,
 }
 
 /// One deterministic conversion warning.

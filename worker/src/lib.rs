@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_s3::primitives::ByteStream;
-use code2des_wire::artifact::{ArtifactImage, ArtifactWarning, Document, Mime, ResultArtifact, Warnings};
+use code2des_wire::artifact::{ArtifactImage, ArtifactWarning, Document, ImageKind, Mime, ResultArtifact, Warnings};
 use code2des_wire::ids::ProgressStage;
 use code2des_wire::keys::S3Pointer;
 use code2des_wire::node::{Color, Node, NodeType, Paint, ScaleMode};
@@ -35,6 +35,7 @@ use shared::domain::standard_webhooks as sw;
 use tracing::Instrument;
 
 pub mod lambda;
+pub mod preview;
 pub mod validate;
 
 /// The file, under the local stack's data directory, that holds the `whsk_` key it generated.
@@ -364,7 +365,9 @@ impl Worker {
             return Ok(stop);
         }
         let upload = tracing::info_span!("upload", code2des.images = out.images.len());
-        let images = self.put_images(&Self::prefix(m), &out.images).instrument(upload).await?;
+        let mut images = self.put_images(&Self::prefix(m), &out.images).instrument(upload.clone()).await?;
+        let drawn = out.images.iter().map(|i| (i.name.clone(), i.mime.to_owned(), i.bytes.clone()));
+        self.put_preview(&Self::prefix(m), &out.document, drawn.collect(), &mut images).instrument(upload).await?;
         let count = i32::try_from(out.warnings.len()).unwrap_or(i32::MAX);
         // `finish` checks the whole artifact as the route will, and fails the job if it would
         // not be served (too large, too many warnings, an image the route refuses).
@@ -391,12 +394,50 @@ impl Worker {
                     })?;
                     let key = format!("{prefix}images/{}.{}", img.name, mime.extension());
                     self.put(&key, img.bytes.clone(), img.mime).await?;
-                    Ok::<_, WorkerError>((img.name.clone(), ArtifactImage { key, mime_type: mime }))
+                    Ok::<_, WorkerError>((img.name.clone(), ArtifactImage { key, mime_type: mime, kind: None }))
                 })
                 .collect();
             stored.extend(futures::future::try_join_all(puts).await?);
         }
         Ok(stored)
+    }
+
+    /// Draws the page's small preview (preview.rs; off the async threads, as it is CPU work)
+    /// and writes it as the artifact's image of kind `preview`, `{prefix}preview.png`. A page
+    /// that cannot be drawn completes without one: the preview is for the eye, the document is
+    /// the result.
+    pub async fn put_preview(
+        &self,
+        prefix: &str,
+        document: &Node,
+        images: Vec<(String, String, Vec<u8>)>,
+        stored: &mut BTreeMap<String, ArtifactImage>,
+    ) -> Result<(), WorkerError> {
+        let doc = serde_json::to_value(document).map_err(|e| WorkerError::Manifest(e.to_string()))?;
+        let images = images.into_iter().map(|(name, mime, bytes)| (name, preview::Image { mime, bytes })).collect();
+        let drawn = tokio::task::spawn_blocking(move || {
+            preview::read::page(doc, images, Vec::new()).and_then(|page| preview::small_of(&page))
+        })
+        .await;
+        let png = match drawn {
+            Ok(Ok(png)) => png,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "no preview: the page could not be drawn");
+                return Ok(());
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no preview: drawing it failed");
+                return Ok(());
+            }
+        };
+        let mut name = "preview".to_owned();
+        while stored.contains_key(&name) {
+            name.push('_');
+        }
+        let key = format!("{prefix}{name}.png");
+        self.put(&key, png, "image/png").await?;
+        stored.insert(name, ArtifactImage { key, mime_type: Mime::Png, kind: Some(ImageKind::Preview) });
+        Ok(())
     }
 
     /// The sample conversion ([`Worker::with_sample`] only): writes images and a `result`
@@ -411,10 +452,15 @@ impl Worker {
         self.put(&hero, HERO_PNG.to_vec(), "image/png").await?;
         self.put(&logo, LOGO_SVG.to_vec(), "image/svg+xml").await?;
         let document = sample_document(&m.screen_id);
-        let images = BTreeMap::from([
-            ("hero".to_owned(), ArtifactImage { key: hero, mime_type: Mime::Png }),
-            ("logo".to_owned(), ArtifactImage { key: logo, mime_type: Mime::Svg }),
+        let mut images = BTreeMap::from([
+            ("hero".to_owned(), ArtifactImage { key: hero, mime_type: Mime::Png, kind: None }),
+            ("logo".to_owned(), ArtifactImage { key: logo, mime_type: Mime::Svg, kind: None }),
         ]);
+        let drawn = vec![
+            ("hero".to_owned(), "image/png".to_owned(), HERO_PNG.to_vec()),
+            ("logo".to_owned(), "image/svg+xml".to_owned(), LOGO_SVG.to_vec()),
+        ];
+        self.put_preview(&prefix, &document, drawn, &mut images).await?;
         if let Some(stop) = self.report_stages(m, &STAGES[2..]).await? {
             return Ok(stop);
         }
@@ -545,13 +591,14 @@ impl Worker {
         // Eight reads at a time, as the images were written: a page of many icons would
         // otherwise wait one round trip per image. Checked in document order, the first
         // problem is the one reported.
-        for batch in art.used.chunks(8) {
+        let images: Vec<_> = art.images().collect();
+        for batch in images.chunks(8) {
             let reads: Vec<_> = batch
                 .iter()
                 .map(|(name, entry)| async move {
                     let problem = match self.read_image(&entry.key).await? {
                         Err(reason) => Some(format!("image {name:?} of the result: {reason}")),
-                        Ok(bytes) => artifact::check_image(&bytes, entry.mime, limits).err().map(|reason| {
+                        Ok(bytes) => artifact::check_entry(&bytes, entry, limits).err().map(|reason| {
                             format!("image {name:?} of the result would be refused by the result route: {reason}")
                         }),
                     };

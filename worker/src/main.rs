@@ -4,7 +4,9 @@
 //! Chromium; a job with no capture fails; `--sample` answers every job with the canned sample
 //! document instead, for trying the protocol without Chromium); `code2des-worker complete <manifest key>` or
 //! `code2des-worker fail <manifest key> <message>` handles one; `code2des-worker validate
-//! <artifact.json> [--images DIR]` runs the result route's checks on a local artifact.
+//! <artifact.json> [--images DIR]` runs the result route's checks on a local artifact;
+//! `code2des-worker preview RESULT.json --out page.png [--images DIR] [--small] [--svg]` draws
+//! a result's document as the plugin would build it.
 //! Configuration is the same environment as the services: `ARTIFACT_BUCKET`, `WEBHOOK_SECRET`,
 //! `S3_ENDPOINT`, plus the worker's own ed25519 key for Standard Webhooks `v1a`:
 //! `WEBHOOK_SIGNING_KEY=whsk_…` or `WEBHOOK_SIGNING_KEY_FILE=path` (default: the key the local
@@ -64,6 +66,25 @@ enum Command {
         /// The job's manifest.json, to check code2des_id, attempt, nonce and image keys against.
         #[arg(long)]
         manifest: Option<std::path::PathBuf>,
+    },
+    /// Draw a result's document as the plugin would build it, as a PNG: the worker's artifact,
+    /// the result route's answer, the converter's document.json, or a bare document.
+    Preview {
+        result: std::path::PathBuf,
+        /// The PNG to write.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// Where the images are (a file per key, with or without the job's prefix); default:
+        /// beside RESULT.
+        #[arg(long)]
+        images: Option<std::path::PathBuf>,
+        /// The small preview an artifact carries (at most 480 px wide and 64 KB) instead of
+        /// the full size.
+        #[arg(long)]
+        small: bool,
+        /// Also write the SVG drawn, beside the PNG (`page.svg` for `page.png`).
+        #[arg(long)]
+        svg: bool,
     },
     /// Re-sign an API Gateway webhook event file (e.g. events/webhook.json) for now, so
     /// `sam local invoke -e` passes the 300 s freshness check.
@@ -147,6 +168,44 @@ fn validate(
     }
 }
 
+/// `preview`: exit status 2 for an input that cannot be drawn, 1 for a drawing that failed.
+fn preview(
+    result: &std::path::Path,
+    out: &std::path::Path,
+    images: Option<&std::path::Path>,
+    small: bool,
+    with_svg: bool,
+) -> std::process::ExitCode {
+    use code2des_worker::preview::{self, PreviewError};
+    let run = || -> Result<Vec<String>, PreviewError> {
+        let page = preview::read::read(result, images)?;
+        let (text, warnings) = preview::svg(&page);
+        let write = |p: &std::path::Path, bytes: &[u8]| {
+            std::fs::write(p, bytes).map_err(|e| PreviewError::Input(format!("{}: {e}", p.display())))
+        };
+        if with_svg {
+            write(&out.with_extension("svg"), text.as_bytes())?;
+        }
+        let tree = preview::tree(&text)?;
+        let png = if small { preview::small::small(&tree)? } else { preview::full(&tree)? };
+        write(out, &png)?;
+        Ok(warnings)
+    };
+    match run() {
+        Ok(warnings) => {
+            for w in warnings {
+                eprintln!("note: {w}");
+            }
+            println!("{}", out.display());
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("code2des-worker preview: {e}");
+            std::process::ExitCode::from(if matches!(e, PreviewError::Input(_)) { 2 } else { 1 })
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -157,6 +216,9 @@ async fn main() -> std::process::ExitCode {
     }
     if let Command::Validate { artifact, images, manifest } = cli.command {
         return validate(artifact, images, manifest);
+    }
+    if let Command::Preview { result, out, images, small, svg } = cli.command {
+        return preview(&result, &out, images.as_deref(), small, svg);
     }
     let outcome = run(cli).await;
     // Spans still in the batch go out before the process ends.
@@ -238,7 +300,7 @@ async fn run(mut cli: Cli) -> Result<(), Error> {
             let m = worker.read_manifest(&manifest_key).await?;
             return answered(worker.fail(&m, &message).await?);
         }
-        Command::SignEvent { .. } | Command::Validate { .. } => {}
+        Command::SignEvent { .. } | Command::Validate { .. } | Command::Preview { .. } => {}
     }
     Ok(())
 }

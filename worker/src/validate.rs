@@ -85,7 +85,7 @@ pub fn run(opts: &Options, limits: &Limits) -> Result<Outcome, String> {
             return Ok(out);
         }
     };
-    out.images_used = art.used.len();
+    out.images_used = art.images().count();
     // The answer the route makes of it must fit a compressed Lambda response, as the worker
     // checks before it reports `completed`.
     if let Ok(parsed) = Code2desId::parse(&id) {
@@ -94,7 +94,7 @@ pub fn run(opts: &Options, limits: &Limits) -> Result<Outcome, String> {
         }
     }
     let Some(dir) = &opts.images else { return Ok(out) };
-    for (name, entry) in &art.used {
+    for (name, entry) in art.images() {
         let at = format!("$.images{}", member(name));
         let Some(file) = image_file(dir, &prefix, &entry.key) else {
             out.problems
@@ -110,7 +110,7 @@ pub fn run(opts: &Options, limits: &Limits) -> Result<Outcome, String> {
             ));
             continue;
         }
-        if let Err(reason) = artifact::check_image(&bytes, entry.mime, limits) {
+        if let Err(reason) = artifact::check_entry(&bytes, entry, limits) {
             out.problems.push(problem(&at, format!("image {name:?} ({}): {reason}", file.display())));
         }
     }

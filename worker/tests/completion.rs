@@ -353,3 +353,30 @@ async fn a_manifest_with_two_viewports_completes_with_a_frame_per_width() {
     let err = Manifest::from_slice(bad.to_string().as_bytes()).unwrap_err();
     assert_eq!(err, "$.viewports: 390 is given twice");
 }
+
+/// Issue 40 item 2: a completed job's artifact carries the page's small preview, an image of
+/// kind `preview` (a PNG at most 64 KB and 480 px wide), which the result route serves.
+#[tokio::test]
+async fn a_completed_artifact_carries_a_small_preview() {
+    let s = setup(None).await;
+    s.worker.clone().with_sample().complete(&s.m).await.unwrap();
+    assert_eq!(s.last()["status"], "completed", "{}", s.last());
+    let art = s.served().await.expect("served");
+    let (name, entry) = art.preview.clone().expect("a preview");
+    assert_eq!(name, "preview");
+    assert!(entry.key.ends_with("/preview.png"), "{}", entry.key);
+    assert!(art.used.iter().all(|(n, _)| *n != name), "the document does not use it");
+    let png = s.object(&entry.key).await;
+    assert!(png.len() <= 64 * 1024, "{} bytes", png.len());
+    let size = imagesize::blob_size(&png).unwrap();
+    assert!(size.width <= 480 && size.width >= 100, "{size:?}");
+    // It is the page, not a blank picture.
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(&png));
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let ink = buf[..info.buffer_size()].chunks_exact(px).filter(|p| p.iter().take(3).any(|c| *c < 230)).count();
+    assert!(ink > 100, "{ink} pixels of ink");
+}

@@ -182,7 +182,8 @@ export interface paths {
          * The validated result artifact with its images inlined
          * @description The worker's artifact is validated (location, size, shape, ids and nonce, image bytes
          *     and sizes, node types, node count and depth) before anything is answered. Images are
-         *     inlined in document order while the body stays within the Lambda response limit; the
+         *     inlined in document order while the body stays within the Lambda response limit (the
+         *     page's small `preview`, when the worker drew one, first); the
          *     rest are listed in `deferredImages` and fetched with `?images=ref1,ref2` (same checks,
          *     no `document`). Images that S3 could not deliver within the request's time budget (S3
          *     slow or failing) are deferred the same way: the answer is still a 200 with the document
@@ -933,6 +934,14 @@ export interface components {
             };
             /** @description Image refs not inlined (the response's byte budget, or S3 could not deliver them within the request's time budget); fetch them with `?images=`. */
             deferredImages: string[];
+            /**
+             * @description The ref of the page's small preview, when the worker drew one: a PNG at most 480 px
+             *     wide and 64 KB, the document drawn as the plugin builds it, for a client to show
+             *     before it places the result. Its bytes are in `images` under this ref (it is inlined
+             *     first), else in `deferredImages`; it is no image of the document (no `imageRef`
+             *     names it). Absent when the artifact has none (workers before it, failure artifacts).
+             */
+            preview?: string;
             /**
              * @description The fidelity report: what the conversion could not reproduce exactly, as the worker's
              *     artifact lists it (`warningCount` is their number when the worker lists them; empty

@@ -106,6 +106,10 @@ struct ResultBody<'a> {
     document: Option<&'a RawValue>,
     images: BTreeMap<&'a str, ImageOut>,
     deferred_images: Vec<&'a str>,
+    /// The ref (in `images` or `deferredImages`) of the page's small picture, when the worker
+    /// drew one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    preview: Option<&'a str>,
     /// The fidelity report: the artifact's validated `warnings`, or none.
     warnings: &'a RawValue,
 }
@@ -211,7 +215,8 @@ pub fn check_answer(id: Code2desId, art: &Artifact, limits: &Limits) -> Result<(
         warning_count: art.warning_count,
         document: doc,
         images: BTreeMap::new(),
-        deferred_images: art.used.iter().map(|(name, _)| name.as_str()).collect(),
+        deferred_images: art.images().map(|(name, _)| name.as_str()).collect(),
+        preview: art.preview.as_ref().map(|(name, _)| name.as_str()),
         warnings: art.warnings.as_deref().unwrap_or(&NO_WARNINGS),
     };
     let text = serde_json::to_string(&body).map_err(|e| e.to_string())?;
@@ -268,7 +273,7 @@ async fn read_image<'a>(
         Ok(b) => b,
         Err(e) => return Err(image_problem(job, e)),
     };
-    artifact::check_image(&bytes, entry.mime, &deps.limits)
+    artifact::check_entry(&bytes, entry, &deps.limits)
         .map_err(|r| Skipped::Refused(invalid(job, format!("image {name:?}: {r}"))))?;
     let out = ImageOut { mime_type: entry.mime.as_str(), size: bytes.len() as u64, data: STANDARD.encode(&bytes) };
     Ok((name, out))
@@ -447,6 +452,7 @@ async fn run(deps: &Deps, req: &Request, request_id: &str) -> Result<Response<Bo
         document: doc_json,
         images: fetched.into_iter().collect(),
         deferred_images: deferred,
+        preview: art.preview.as_ref().map(|(name, _)| name.as_str()),
         warnings: art.warnings.as_deref().unwrap_or(&NO_WARNINGS),
     };
     // Our own types: a failure here is our bug (500), never the worker's artifact (502).
@@ -477,13 +483,13 @@ fn artifact_of(job: &Job) -> Result<(Kind, &str), ApiError> {
     }
 }
 
-/// Which images this response is about, in document order: every used one, or those
-/// `?images=` names (each once; a name that is not an image of the result is a 400).
+/// Which images this response is about: the preview, then every used one in document order,
+/// or those `?images=` names (each once; a name that is not an image of the result is a 400).
 fn candidates<'a>(art: &'a Artifact, requested: Option<&[&str]>) -> Result<Vec<&'a (String, ImageEntry)>, ApiError> {
-    let Some(refs) = requested else { return Ok(art.used.iter().collect()) };
+    let Some(refs) = requested else { return Ok(art.images().collect()) };
     let mut out: Vec<&(String, ImageEntry)> = Vec::with_capacity(refs.len());
     for r in refs {
-        match art.used.iter().find(|(name, _)| name == r) {
+        match art.images().find(|(name, _)| name == r) {
             Some(entry) if !out.iter().any(|e| e.0 == *r) => out.push(entry),
             Some(_) => {}
             None => return Err(ApiError::invalid("images", format!("{r:?} is not an image of this result"))),
@@ -595,8 +601,9 @@ mod tests {
             document: Some(serde_json::value::to_raw_value(&document).unwrap()),
             used: vec![(
                 "hero".into(),
-                ImageEntry { key: "code2des/x/1/images/hero.png".into(), mime: artifact::Mime::Png },
+                ImageEntry { key: "code2des/x/1/images/hero.png".into(), mime: artifact::Mime::Png, preview: false },
             )],
+            preview: None,
         };
         let id = Code2desId::parse("01890a5d-ac96-774b-bcce-b302099a8057").unwrap();
         let small = Limits { response_budget: 20_000, ..Limits::default() };

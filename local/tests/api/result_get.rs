@@ -321,3 +321,64 @@ async fn the_result_carries_the_artifacts_warnings() {
     assert_eq!(app.complete_with(&other, artifact(&other, &n2, json!({}), &[]), &[]).await.status, 200);
     assert_eq!(app.result(&t2, Some(&t2.sub), &other).await.json["warnings"], json!([]));
 }
+
+/// The artifact's image of kind `preview` (issue 40 item 2): served first, named by `preview`;
+/// one over 64 KB, wider than 480 px, not a PNG, or a second one is refused as
+/// `artifact_invalid`.
+#[tokio::test]
+async fn a_preview_is_served_and_an_oversized_one_is_refused() {
+    let app = TestApp::new().await;
+    let (t, id, nonce) = completed_job(&app).await;
+    let p = format!("code2des/{id}/1/");
+    // Stored deflate: about 3 bytes a pixel, 29 KB.
+    let small = png(120, 80);
+    let images = json!({
+        "hero": {"key": format!("{p}images/hero.png"), "mime_type": "image/png"},
+        "preview": {"key": format!("{p}preview.png"), "mime_type": "image/png", "kind": "preview"},
+    });
+    let art = artifact(&id, &nonce, images, &["hero"]);
+    let files = [(format!("{p}images/hero.png"), png(8, 8)), (format!("{p}preview.png"), small.clone())];
+    let refs: Vec<(&str, Vec<u8>)> = files.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    assert_eq!(app.complete_with(&id, art, &refs).await.status, 200);
+    let a = app.result(&t, Some(&t.sub), &id).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(a.json["preview"], "preview");
+    assert_eq!(b64(a.json["images"]["preview"]["data"].as_str().unwrap()), small);
+    assert_eq!(a.json["images"]["preview"]["mimeType"], "image/png");
+
+    // Without one, there is no `preview` member.
+    let (t2, id2, nonce2) = completed_job(&app).await;
+    let p2 = format!("code2des/{id2}/1/");
+    let art =
+        artifact(&id2, &nonce2, json!({"hero": {"key": format!("{p2}hero.png"), "mime_type": "image/png"}}), &["hero"]);
+    assert_eq!(app.complete_with(&id2, art, &[(&format!("{p2}hero.png"), png(8, 8))]).await.status, 200);
+    let a = app.result(&t2, Some(&t2.sub), &id2).await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert!(a.json.get("preview").is_none(), "{}", a.json);
+
+    let cases: [(&str, Value, Vec<u8>); 4] = [
+        ("wider than 480 px", json!({"mime_type": "image/png", "kind": "preview"}), png(481, 10)),
+        (
+            "over 64 KB",
+            json!({"mime_type": "image/png", "kind": "preview"}),
+            code2des_testkit::worker::png_with(200, 200, true),
+        ),
+        ("not a PNG", json!({"mime_type": "image/gif", "kind": "preview"}), png(10, 10)),
+        ("an unknown kind", json!({"mime_type": "image/png", "kind": "thumbnail"}), png(10, 10)),
+    ];
+    for (why, entry, bytes) in cases {
+        let (t, id, nonce) = completed_job(&app).await;
+        let key = format!("code2des/{id}/1/preview.png");
+        let mut entry = entry;
+        entry["key"] = key.clone().into();
+        let art = artifact(&id, &nonce, json!({"preview": entry}), &[]);
+        assert_invalid_artifact(&app, &t, &id, art, &[(&key, bytes)], why).await;
+    }
+    let (t, id, nonce) = completed_job(&app).await;
+    let q = format!("code2des/{id}/1/");
+    let two = json!({"a": {"key": format!("{q}a.png"), "mime_type": "image/png", "kind": "preview"},
+                     "b": {"key": format!("{q}b.png"), "mime_type": "image/png", "kind": "preview"}});
+    let files = [(format!("{q}a.png"), png(10, 10)), (format!("{q}b.png"), png(10, 10))];
+    let refs: Vec<(&str, Vec<u8>)> = files.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    assert_invalid_artifact(&app, &t, &id, artifact(&id, &nonce, two, &[]), &refs, "two previews").await;
+}

@@ -92,6 +92,8 @@ impl Default for Limits {
 pub struct ImageEntry {
     pub key: String,
     pub mime: Mime,
+    /// The artifact's `preview` image (kind `preview`): bounded by [`check_entry`].
+    pub preview: bool,
 }
 
 /// An artifact that passed every check that needs no image bytes.
@@ -105,6 +107,18 @@ pub struct Artifact {
     pub document: Option<Box<RawValue>>,
     /// Images the document uses, in order of first use, each once.
     pub used: Vec<(String, ImageEntry)>,
+    /// The image of kind `preview`, when the worker drew one.
+    pub preview: Option<(String, ImageEntry)>,
+}
+
+impl Artifact {
+    /// Every image a response may carry: the preview first (small, and what a plugin shows
+    /// first), then the document's in order of first use.
+    pub fn images(&self) -> impl Iterator<Item = &(String, ImageEntry)> {
+        self.preview
+            .iter()
+            .chain(self.used.iter().filter(|(name, _)| self.preview.as_ref().is_none_or(|p| p.0 != *name)))
+    }
 }
 
 /// What the artifact must agree with: the job row.
@@ -211,8 +225,9 @@ fn check(bytes: &[u8], expect: &Expect<'_>, limits: &Limits, r: &mut Report) -> 
         Some(doc) => used_images(doc, &images, &names, limits, r)?,
         None => Vec::new(),
     };
+    let preview = images.iter().find(|(_, e)| e.preview).map(|(name, e)| (name.clone(), e.clone()));
     let (kind, warning_count, warnings) = (raw.kind, raw.warning_count, raw.warnings.map(|w| w.0));
-    Ok(Some(Artifact { kind, warning_count, warnings, document, used }))
+    Ok(Some(Artifact { kind, warning_count, warnings, document, used, preview }))
 }
 
 /// What ties the artifact to its job: version, kind, code2des_id, attempt, nonce.
@@ -290,14 +305,21 @@ fn check_images(
     }
     let names = map.keys().cloned().collect();
     let mut good = HashMap::with_capacity(map.len());
+    let mut previews = 0;
     for (name, Obj(image)) in map {
         let at = format!("$.images{}", member(&name));
+        let preview = image.kind == Some(ImageKind::Preview);
+        previews += usize::from(preview);
         if name.is_empty() || name.len() > MAX_IMAGE_REF || name.chars().any(char::is_control) {
             r.add(&at, "an image ref is empty, too long or has control characters")?;
         } else if !is_key_under(&image.key, prefix) {
             r.add(format!("{at}.key"), format!("image {name:?} key is outside the job prefix"))?;
+        } else if preview && previews > 1 {
+            r.add(format!("{at}.kind"), "more than one image of kind preview")?;
+        } else if preview && image.mime_type != Mime::Png {
+            r.add(format!("{at}.mime_type"), "the preview must be image/png")?;
         } else {
-            good.insert(name, ImageEntry { key: image.key, mime: image.mime_type });
+            good.insert(name, ImageEntry { key: image.key, mime: image.mime_type, preview });
         }
     }
     Ok((good, names))
@@ -446,6 +468,23 @@ pub fn check_image(bytes: &[u8], mime: Mime, limits: &Limits) -> Result<(), Inva
     Ok(())
 }
 
+/// Checks an image's bytes as [`check_image`] does, and the preview's own bounds: at most
+/// [`MAX_PREVIEW_BYTES`] bytes and [`MAX_PREVIEW_WIDTH`] px wide.
+pub fn check_entry(bytes: &[u8], entry: &ImageEntry, limits: &Limits) -> Result<(), Invalid> {
+    check_image(bytes, entry.mime, limits)?;
+    if !entry.preview {
+        return Ok(());
+    }
+    if bytes.len() > MAX_PREVIEW_BYTES {
+        return Err(format!("the preview is {} bytes, over {MAX_PREVIEW_BYTES}", bytes.len()));
+    }
+    let size = imagesize::blob_size(bytes).map_err(|_| "unreadable image header".to_owned())?;
+    if size.width > MAX_PREVIEW_WIDTH {
+        return Err(format!("the preview is {} px wide, over {MAX_PREVIEW_WIDTH}", size.width));
+    }
+    Ok(())
+}
+
 fn check_svg(bytes: &[u8]) -> Result<(), Invalid> {
     let text = std::str::from_utf8(bytes).map_err(|_| "svg is not UTF-8".to_owned())?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text).trim_start();
@@ -492,6 +531,38 @@ mod tests {
         let a = validate(&art(doc, images), &expect(&n), &Limits::default()).unwrap();
         let refs: Vec<_> = a.used.iter().map(|(r, _)| r.as_str()).collect();
         assert_eq!(refs, ["b", "a", "logo"]);
+    }
+
+    #[test]
+    fn a_preview_is_one_png_within_64_kb_and_480_px() {
+        let n = nonce();
+        let doc = json!({"type": "FRAME", "name": "s"});
+        let p = |mime: &str| json!({"key": "code2des/id1/1/preview.png", "mime_type": mime, "kind": "preview"});
+        let a = validate(&art(doc.clone(), json!({"pv": p("image/png")})), &expect(&n), &Limits::default()).unwrap();
+        let (name, entry) = a.preview.clone().expect("the preview");
+        assert_eq!((name.as_str(), entry.preview), ("pv", true));
+        assert!(a.used.is_empty(), "no node uses it");
+        assert_eq!(a.images().count(), 1);
+        let gif = validate(&art(doc.clone(), json!({"pv": p("image/gif")})), &expect(&n), &Limits::default());
+        assert!(gif.unwrap_err().contains("image/png"));
+        let two =
+            validate(&art(doc, json!({"a": p("image/png"), "b": p("image/png")})), &expect(&n), &Limits::default());
+        assert!(two.unwrap_err().contains("more than one"));
+        // Its bytes: a PNG header of its size is read (IHDR).
+        let png = |w: u32, extra: usize| {
+            let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+            b.extend_from_slice(&w.to_be_bytes());
+            b.extend_from_slice(&10u32.to_be_bytes());
+            b.extend_from_slice(&[8, 2, 0, 0, 0]);
+            b.resize(b.len() + extra, 0);
+            b
+        };
+        let l = Limits::default();
+        assert_eq!(check_entry(&png(480, 100), &entry, &l), Ok(()));
+        assert!(check_entry(&png(481, 100), &entry, &l).unwrap_err().contains("481 px wide"));
+        assert!(check_entry(&png(100, MAX_PREVIEW_BYTES), &entry, &l).unwrap_err().contains("bytes"));
+        let plain = ImageEntry { preview: false, ..entry };
+        assert_eq!(check_entry(&png(2000, MAX_PREVIEW_BYTES), &plain, &l), Ok(()), "only the preview is bounded so");
     }
 
     #[test]

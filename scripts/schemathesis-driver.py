@@ -210,9 +210,16 @@ def main():
                           if isinstance(op, dict) and "operationId" in op and op["operationId"] not in PINNED)
         if unpinned:
             sys.exit(f"schemathesis-driver: PINNED names no job state for {unpinned}")
-        # The trigger example names the seeded page import (same document otherwise).
+        # The trigger's examples (one page, two viewports) name the seeded page import (same
+        # documents otherwise); an `example` of its own would be one more.
         ops = base_spec["paths"]["/organizations/{organizationId}/projects/{projectId}/code2des"]
-        ops["post"]["requestBody"]["content"]["application/json"]["example"]["pageImportId"] = t.page_import
+        body = ops["post"]["requestBody"]["content"]["application/json"]
+        examples = [e["value"] for e in body.get("examples", {}).values()]
+        examples += [body["example"]] if "example" in body else []
+        if not examples:
+            sys.exit("schemathesis-driver: the trigger's request body has no example to pin")
+        for example in examples:
+            example["pageImportId"] = t.page_import
         spec_path = os.path.join(s.dir, "openapi.json")
         with open(spec_path, "w") as f:
             json.dump(base_spec, f)

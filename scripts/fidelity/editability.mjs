@@ -630,3 +630,20 @@ export function outline(doc, limit = 40) {
   walk(doc, 0);
   return out.join("\n");
 }
+
+/**
+ * Each wrapping TEXT node of `doc` and its lines, as Chromium breaks its text at the node's
+ * width (one page of `browser` for all of them): the fidelity drawing's and the preview's.
+ */
+export async function wrapped(browser, doc) {
+  const nodes = wrappingNodes(doc);
+  const lines = new Map();
+  if (nodes.length === 0) return lines;
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  await page.setContent("<!doctype html><body style=\"margin:0\"></body>");
+  const out = await page.evaluate(wrapLines, nodes.map(wrapInput));
+  await context.close();
+  nodes.forEach((n, i) => lines.set(n, out[i]));
+  return lines;
+}

@@ -21,7 +21,7 @@ import { Resvg } from "@resvg/resvg-js";
 import { SvgWriter } from "./svg.mjs";
 import { pageTruth } from "./truth.mjs";
 import { matchAll } from "./match.mjs";
-import { EDIT_GOALS, pageEditability, measureEditability, wrapLines, wrappingNodes, wrapInput, outline } from "./editability.mjs";
+import { EDIT_GOALS, pageEditability, measureEditability, wrapped, outline } from "./editability.mjs";
 import { decode, encode, fit, ssim, sideBySide, diffPicture, offShare } from "./image.mjs";
 
 /** The goals of issue 30 (item 5). */
@@ -133,20 +133,6 @@ async function reference(browser, html, width) {
   const png = await page.screenshot({ fullPage: true, animations: "disabled" });
   await context.close();
   return { truth, editable, png, blocked };
-}
-
-/** Each wrapping TEXT node's lines, as Chromium breaks its text at the node's width. */
-async function wrapped(browser, doc) {
-  const nodes = wrappingNodes(doc);
-  const lines = new Map();
-  if (nodes.length === 0) return lines;
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
-  const page = await context.newPage();
-  await page.setContent("<!doctype html><body style=\"margin:0\"></body>");
-  const out = await page.evaluate(wrapLines, nodes.map(wrapInput));
-  await context.close();
-  nodes.forEach((n, i) => lines.set(n, out[i]));
-  return lines;
 }
 
 function render(svg, width, height) {

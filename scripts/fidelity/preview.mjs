@@ -17,7 +17,7 @@ import { basename, dirname, join } from "node:path";
 import { chromium } from "playwright-core";
 import { Resvg } from "@resvg/resvg-js";
 import { SvgWriter } from "./svg.mjs";
-import { wrapLines, wrappingNodes, wrapInput } from "./editability.mjs";
+import { wrapped } from "./editability.mjs";
 import { decode, encode, fit, ssim, sideBySide } from "./image.mjs";
 
 /** The agreement issue 40 item 2 asks for on the samples. */
@@ -50,20 +50,6 @@ function loadConverted(dir) {
     images.set(ref, { mime: MIME[ext] ?? "application/octet-stream", bytes: readFileSync(join(dir, file)) });
   }
   return { ...out, imageMap: images };
-}
-
-/** Each wrapping TEXT node's lines, as Chromium breaks its text at the node's width (fidelity.mjs's). */
-async function wrapped(browser, doc) {
-  const nodes = wrappingNodes(doc);
-  const lines = new Map();
-  if (nodes.length === 0) return lines;
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
-  const page = await context.newPage();
-  await page.setContent('<!doctype html><body style="margin:0"></body>');
-  const out = await page.evaluate(wrapLines, nodes.map(wrapInput));
-  await context.close();
-  nodes.forEach((n, i) => lines.set(n, out[i]));
-  return lines;
 }
 
 async function main() {

@@ -29,6 +29,11 @@ pub enum CaptureError {
 pub struct Capture {
     pub html: String,
     pub width: u32,
+    /// The page's address, when the capture records one: an MHTML archive's
+    /// (`Snapshot-Content-Location`, else its HTML part's `Content-Location`), or the saving
+    /// tool's note at the top of an HTML file (a browser's `<!-- saved from url=(N)… -->`,
+    /// SingleFile's `url:` line). Only `http` and `https` addresses; links resolve against it.
+    pub address: Option<String>,
 }
 
 /// Reads a capture's bytes: HTML or MHTML, at most [`MAX_CAPTURE_BYTES`].
@@ -41,12 +46,13 @@ pub fn load(bytes: &[u8]) -> Result<Capture, CaptureError> {
     if text.trim().is_empty() {
         return Err(CaptureError::Empty);
     }
-    let html = if looks_like_mhtml(text) { mhtml_to_html(text)? } else { text.to_owned() };
+    let (html, archived) = if looks_like_mhtml(text) { mhtml_to_html(text)? } else { (text.to_owned(), None) };
     if !looks_like_html(&html) {
         return Err(CaptureError::NotHtml);
     }
     let width = viewport_width(&html).unwrap_or(DEFAULT_WIDTH);
-    Ok(Capture { html, width })
+    let address = archived.or_else(|| saved_from(&html)).filter(|a| web_address(a));
+    Ok(Capture { html, width, address })
 }
 
 /// An HTML document starts (after white space and comments) with a doctype or a tag that
@@ -64,6 +70,36 @@ fn looks_like_html(text: &str) -> bool {
     ["<!doctype html", "<html", "<head", "<body", "<meta", "<title", "<style", "<link", "<div", "<main"]
         .iter()
         .any(|p| rest.starts_with(p))
+}
+
+/// An absolute `http` or `https` address of reasonable length, without white space.
+fn web_address(a: &str) -> bool {
+    let lower = a.to_ascii_lowercase();
+    (lower.starts_with("http://") || lower.starts_with("https://"))
+        && a.len() <= 2048
+        && !a.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// The address a saving tool noted in the comments at the top of an HTML file: a browser's
+/// `<!-- saved from url=(0041)https://… -->`, or SingleFile's header comment with its
+/// ` url: https://…` line.
+fn saved_from(html: &str) -> Option<String> {
+    let head: String = html.chars().take(8192).collect();
+    let mut rest = head.as_str();
+    while let Some(at) = rest.find("<!--") {
+        let after = &rest[at + 4..];
+        let (comment, tail) = after.split_once("-->").unwrap_or((after, ""));
+        rest = tail;
+        if let Some(v) = comment.trim().strip_prefix("saved from url=(") {
+            let (_, url) = v.split_once(')')?;
+            return Some(url.trim().to_owned());
+        }
+        if comment.contains("SingleFile") {
+            let line = comment.lines().find_map(|l| l.trim().strip_prefix("url:"))?;
+            return Some(line.trim().to_owned());
+        }
+    }
+    None
 }
 
 fn looks_like_mhtml(text: &str) -> bool {
@@ -99,8 +135,9 @@ struct Part {
 }
 
 /// The archive's HTML part with every reference to another part (by `Content-Location` or
-/// `cid:`) replaced by that part as a `data:` URI, so the renderer needs no network.
-fn mhtml_to_html(text: &str) -> Result<String, CaptureError> {
+/// `cid:`) replaced by that part as a `data:` URI, so the renderer needs no network; and the
+/// address the archive was made of.
+fn mhtml_to_html(text: &str) -> Result<(String, Option<String>), CaptureError> {
     let (headers, body) = split_headers(text);
     let boundary = header_param(&headers, "content-type", "boundary").ok_or(CaptureError::NotHtml)?;
     let delimiter = format!("--{boundary}");
@@ -112,6 +149,7 @@ fn mhtml_to_html(text: &str) -> Result<String, CaptureError> {
         parts.push(part(chunk));
     }
     let main = parts.iter().position(|p| p.content_type == "text/html").ok_or(CaptureError::NoHtmlPart)?;
+    let address = header(&headers, "snapshot-content-location").or_else(|| parts[main].location.clone());
     let mut html = String::from_utf8_lossy(&parts[main].body).into_owned();
     // Stylesheets first: their url(…) references are rewritten inside them before they are
     // inlined as data: URIs themselves.
@@ -136,7 +174,7 @@ fn mhtml_to_html(text: &str) -> Result<String, CaptureError> {
     for (from, to) in &resources {
         html = html.replace(from.as_str(), to);
     }
-    Ok(html)
+    Ok((html, address))
 }
 
 /// One part of the archive (its headers and body, between two delimiters), decoded.

@@ -89,7 +89,8 @@ pub async fn convert_at(
     let (rendered, converted) = renderer
         .render(&capture.html, capture.width, screenshot, |snap, height, fonts| {
             let t = Instant::now();
-            let out = tracing::info_span!("convert").in_scope(|| convert::convert(snap, capture.width, height, fonts));
+            let out = tracing::info_span!("convert")
+                .in_scope(|| convert::convert(snap, capture.width, height, fonts, capture.address.as_deref()));
             convert_time = t.elapsed();
             match out {
                 Ok((c, crops)) => {

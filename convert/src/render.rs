@@ -197,6 +197,7 @@ pub const STYLES: &[&str] = &[
     "white-space",
     // A paragraph is one TEXT node only where these are as a TEXT node draws (convert/paragraph).
     "text-indent",
+    "direction",
     "vertical-align",
     "margin-left",
     "margin-right",

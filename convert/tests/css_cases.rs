@@ -148,7 +148,7 @@ fn a_colour_that_cannot_be_read_is_warned_and_its_box_still_drawn() {
             *s = "future-color(4 5 6)".into();
         }
     }
-    let (out, _) = code2des_convert::convert::convert(&snap, 1440, height, &fonts).expect("converts");
+    let (out, _) = code2des_convert::convert::convert(&snap, 1440, height, &fonts, None).expect("converts");
     let doc = serde_json::to_value(json(&out.document)).expect("json");
     let all = nodes(&doc);
     assert_eq!(fill255(named(&all, "only")), [128, 128, 128], "drawn grey, not dropped");
@@ -274,8 +274,9 @@ fn warnings_stop_at_the_artifacts_limit() {
 #[test]
 fn a_malformed_snapshot_is_an_error_not_an_empty_page() {
     let (snap, height, fonts) = snapshot("<!DOCTYPE html><p>words</p>");
-    let convert =
-        |s: &Value| code2des_convert::convert::convert(s, 1440, height, &fonts).map(|_| ()).map_err(|e| e.to_string());
+    let convert = |s: &Value| {
+        code2des_convert::convert::convert(s, 1440, height, &fonts, None).map(|_| ()).map_err(|e| e.to_string())
+    };
     assert_eq!(convert(&snap), Ok(()));
     let mut short = snap.clone();
     short["documents"][0]["nodes"]["nodeType"].as_array_mut().expect("types").pop();
@@ -295,12 +296,12 @@ fn a_failed_font_look_up_is_warned() {
     let (snap, height, fonts) = snapshot(html);
     assert!(!fonts.is_empty(), "Chromium named the fonts");
     // The look-up answered nothing (an error, a font Chromium would not name).
-    let (out, _) = code2des_convert::convert::convert(&snap, 1440, height, &[]).expect("converts");
+    let (out, _) = code2des_convert::convert::convert(&snap, 1440, height, &[], None).expect("converts");
     let w = warned(&out.warnings, "font_substituted", "look-up failed");
     assert_eq!(w.len(), 1, "{:?}", out.warnings);
     assert!(w[0].message.contains("DejaVu Serif"), "{w:?}");
     // With the look-up's answer: nothing to say.
-    let (out, _) = code2des_convert::convert::convert(&snap, 1440, height, &fonts).expect("converts");
+    let (out, _) = code2des_convert::convert::convert(&snap, 1440, height, &fonts, None).expect("converts");
     assert!(out.warnings.is_empty(), "{:?}", out.warnings);
 }
 

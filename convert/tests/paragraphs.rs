@@ -82,6 +82,39 @@ fn what_a_text_node_cannot_draw_exactly_stays_line_by_line() {
 }
 
 #[test]
+fn a_hidden_inline_at_the_end_of_a_left_aligned_line_leaves_one_text_node() {
+    // Sphinx's permalink after each heading, shown on hover only: it draws nothing and moves
+    // nothing a left-aligned line shows, so the heading is one TEXT node without it.
+    let link = "<a class=\"headerlink\" href=\"#t\" style=\"visibility: hidden; padding: 0 4px\">¶</a>";
+    let out = run(&format!("<h2 id=t style=\"margin: 0\">Annotations Quirks{link}</h2>"));
+    let t = texts(&out);
+    assert_eq!(t.len(), 1, "{t:#?}");
+    assert_eq!(t[0].characters.as_deref(), Some("Annotations Quirks"));
+    assert_eq!(t[0].text_auto_resize, Some(TextAutoResize::HEIGHT));
+    // Centred, its room shifts the visible text, and text after it is moved by it: line by
+    // line, as before.
+    for page in [
+        format!("<h2 style=\"margin: 0; text-align: center\">Quirks{link}</h2>"),
+        format!("<h2 style=\"margin: 0\">Quirks{link} and more</h2>"),
+    ] {
+        let out = run(&page);
+        let t = texts(&out);
+        assert!(t.iter().all(|n| n.text_auto_resize == Some(TextAutoResize::WIDTH_AND_HEIGHT)), "{page}: {t:#?}");
+    }
+}
+
+#[test]
+fn an_inline_with_overflow_hidden_clips_nothing_and_stays_in_its_paragraph() {
+    // rustdoc's short descriptions: overflow does not apply to an inline box.
+    let out = run("<div style=\"width: 300px\"><p style=\"display: inline; overflow: hidden; text-overflow: ellipsis; margin: 0\">\
+         A <a href=\"https://example.com/\"><code>Cell</code></a>, but <b>Sync</b>.</p></div>");
+    let t = texts(&out);
+    assert_eq!(t.len(), 1, "{t:#?}");
+    assert_eq!(t[0].characters.as_deref(), Some("A Cell, but Sync."));
+    assert_eq!(t[0].text_auto_resize, Some(TextAutoResize::HEIGHT));
+}
+
+#[test]
 fn an_inline_elements_padding_is_room_beside_its_text() {
     let out = run("<p>run <code style=\"padding: 0 6px; background: #eee\">x</code> on</p>");
     let t = texts(&out);

@@ -41,7 +41,7 @@ export const indexKey = (indices: readonly number[]) => JSON.stringify(indices);
 
 /** What the Builder itself could not render as the document asked: the plugin's part of the fidelity report. */
 export interface BuildWarning {
-  code: "font_substituted" | "empty_group" | "paint_skipped" | "segment_skipped" | "instance_unresolved";
+  code: "font_substituted" | "empty_group" | "paint_skipped" | "segment_skipped" | "instance_unresolved" | "link_unresolved";
   message: string;
   /** The document node's name, when it has one. */
   node?: string;
@@ -74,6 +74,13 @@ export class Builder {
   private styles = new Map<string, string>();
   /** The components built so far, by the document's `id`, with the document node each was built from. */
   private components = new Map<string, { node: ComponentNode; doc: Node }>();
+  /** The layers built of nodes with an `id`, by that id: where NODE hyperlinks go. */
+  private ids = new Map<string, SceneNode>();
+  /**
+   * NODE hyperlinks waiting for the tree to be built (a table of contents links to layers
+   * further on): each names a document `id`, which becomes the Figma node's own id.
+   */
+  private nodeLinks: { text: TextNode; range?: [number, number]; id: string; doc: Node; at: number[] }[] = [];
 
   constructor(
     private readonly figma: PluginAPI,
@@ -86,11 +93,35 @@ export class Builder {
     this.substituted.clear();
     this.count = 0;
     this.components.clear();
+    this.ids.clear();
+    this.nodeLinks = [];
     this.styles = await this.localStyles(doc.type === "FRAME" ? doc.styles ?? [] : []);
     const roots = await this.node(doc, parent, 0, 0, []);
     const root = roots[0];
     if (!root) throw new Error("the document built no node");
+    this.linkNodes();
     return { root, nodes: this.count, warnings: this.warnings };
+  }
+
+  /** Points each NODE hyperlink at the Figma node built of the document node it names. */
+  private linkNodes(): void {
+    for (const { text, range, id, doc, at } of this.nodeLinks) {
+      const target = this.ids.get(id);
+      if (target === undefined) {
+        this.warn("link_unresolved", `a link to ${JSON.stringify(id)} names no node of the document: left without a link`, doc, at);
+        continue;
+      }
+      const link: HyperlinkTarget = { type: "NODE", value: target.id };
+      if (range === undefined) text.hyperlink = link;
+      else text.setRangeHyperlink(range[0], range[1], link);
+    }
+  }
+
+  /** A text's hyperlink (`range` one of its runs): a URL now, a node once the tree is built. */
+  private hyperlink(text: TextNode, link: { type: "URL" | "NODE"; value: string }, doc: Node, at: number[], range?: [number, number]): void {
+    if (link.type === "NODE") this.nodeLinks.push({ text, range, id: link.value, doc, at });
+    else if (range === undefined) text.hyperlink = { ...link };
+    else text.setRangeHyperlink(range[0], range[1], { ...link });
   }
 
   /**
@@ -100,6 +131,13 @@ export class Builder {
    * indices from the document root.
    */
   private async node(doc: Node, parent: Container, ox: number, oy: number, at: number[]): Promise<SceneNode[]> {
+    const made = await this.make(doc, parent, ox, oy, at);
+    if (doc.id !== undefined && made[0] !== undefined) this.ids.set(doc.id, made[0]);
+    return made;
+  }
+
+  /** [`node`](#node) without noting the node's `id`. */
+  private async make(doc: Node, parent: Container, ox: number, oy: number, at: number[]): Promise<SceneNode[]> {
     const x = ox + (doc.x ?? 0);
     const y = oy + (doc.y ?? 0);
     let made: SceneNode;
@@ -220,7 +258,7 @@ export class Builder {
     if (doc.letterSpacing !== undefined) text.letterSpacing = { ...doc.letterSpacing };
     if (doc.textDecoration !== undefined) text.textDecoration = doc.textDecoration;
     if (doc.textCase !== undefined) text.textCase = doc.textCase;
-    if (doc.hyperlink !== undefined) text.hyperlink = { ...doc.hyperlink };
+    if (doc.hyperlink !== undefined) this.hyperlink(text, doc.hyperlink, doc, at);
     const textStyle = doc.textStyleId !== undefined ? this.styles.get(doc.textStyleId) : undefined;
     if (textStyle !== undefined) await text.setTextStyleIdAsync(textStyle);
     // A paragraph's differently styled runs, each over its range of the characters.
@@ -519,7 +557,7 @@ export class Builder {
       end,
       seg.lineHeight.unit === "AUTO" ? { unit: "AUTO" } : { unit: seg.lineHeight.unit, value: seg.lineHeight.value ?? 0 },
     );
-    if (seg.hyperlink !== undefined) text.setRangeHyperlink(start, end, { ...seg.hyperlink });
+    if (seg.hyperlink !== undefined) this.hyperlink(text, seg.hyperlink, doc, at, [start, end]);
     const textStyle = seg.textStyleId !== undefined ? this.styles.get(seg.textStyleId) : undefined;
     if (textStyle !== undefined) await text.setRangeTextStyleIdAsync(start, end, textStyle);
     const fillStyle = seg.fillStyleId !== undefined ? this.styles.get(seg.fillStyleId) : undefined;

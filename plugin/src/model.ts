@@ -159,6 +159,7 @@ export const WARNING_LABEL: Record<WarningCode | BuildWarning["code"], string> =
   empty_group: "Empty group",
   paint_skipped: "Paint skipped",
   instance_unresolved: "Instance without its component",
+  link_unresolved: "Link without its layer",
   segment_skipped: "Text style skipped",
 };
 

@@ -564,3 +564,56 @@ test("a document of several viewports (issue 40 item 3) is placed as it is: one 
   assert.equal(t.figma.getLocalTextStyles().length, 1, "the frames share the document's one style");
   assert.equal(texts[0]?.textStyleId, texts[1]?.textStyleId);
 });
+
+test("a NODE hyperlink goes to the layer built of the node its id names, before or after it (issue 39)", async () => {
+  const font = { family: "Inter", style: "Regular" };
+  const run = (start: number, end: number, hyperlink?: { type: "URL" | "NODE"; value: string }) => ({
+    start,
+    end,
+    fontName: font,
+    fontSize: 16,
+    fills: [{ type: "SOLID" as const, color: { r: 0, g: 0, b: 0 } }],
+    textDecoration: "NONE" as const,
+    textCase: "ORIGINAL" as const,
+    letterSpacing: { unit: "PIXELS" as const, value: 0 },
+    lineHeight: { unit: "AUTO" as const },
+    ...(hyperlink ? { hyperlink } : {}),
+  });
+  const doc: Node = {
+    type: "FRAME",
+    name: "Page",
+    id: "anchor-1",
+    width: 400,
+    height: 300,
+    children: [
+      { type: "TEXT", name: "Contents", characters: "Usage", fontName: font, y: 0, hyperlink: { type: "NODE", value: "anchor-2" } },
+      {
+        type: "TEXT",
+        name: "See",
+        characters: "See Usage, or the top",
+        fontName: font,
+        y: 40,
+        segments: [run(0, 4), run(4, 9, { type: "NODE", value: "anchor-2" }), run(9, 14), run(14, 21, { type: "NODE", value: "anchor-1" })],
+      },
+      { type: "FRAME", name: "Usage section", id: "anchor-2", y: 100, width: 400, height: 100, children: [{ type: "TEXT", characters: "Usage", fontName: font }] },
+      { type: "TEXT", name: "Lost", characters: "Gone", fontName: font, y: 220, hyperlink: { type: "NODE", value: "anchor-9" } },
+    ],
+  };
+  const { t, built } = await build(doc, { raster: new Map(), svg: new Map() });
+  const root = built.root as FrameNode;
+  const [contents, see, section, lost] = root.children as [TextNode, TextNode & { ranges: { hyperlink?: unknown }[] }, FrameNode, TextNode];
+  // Figma's own ids, not the document's: the link is to the layer built later in the tree.
+  assert.deepEqual(contents.hyperlink, { type: "NODE", value: section.id });
+  assert.deepEqual(see.ranges[4]?.hyperlink, { type: "NODE", value: section.id });
+  assert.deepEqual(see.ranges[15]?.hyperlink, { type: "NODE", value: root.id });
+  assert.equal(see.ranges[10]?.hyperlink, undefined);
+  assert.notEqual(section.id, "anchor-2");
+  // A link to no node of the document (the route refuses such a document) is left out, said.
+  assert.equal(lost.hyperlink ?? null, null);
+  assert.deepEqual(
+    built.warnings.map((w) => [w.code, w.node]),
+    [["link_unresolved", "Lost"]],
+  );
+  const { diffs } = compareTree({ ...doc, children: doc.children?.slice(0, 3) }, built.root, t, { raster: new Map(), svg: new Map() });
+  assert.ok(diffs.every((d) => d.includes("child count")), diffs.join("\n"));
+});

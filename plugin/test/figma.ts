@@ -327,6 +327,11 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
   };
 
   /** Checks `doc` against `node`, placed from (ox, oy) in its Figma parent's coordinates. */
+  /** The Figma nodes built of document nodes with an `id`, and the checks of links to them. */
+  const ids = new Map<string, Built>();
+  const later: (() => void)[] = [];
+  const linked = (h: HyperlinkTarget | undefined) =>
+    h?.type === "NODE" ? { type: "NODE", value: ids.get(h.value)?.id ?? `(no node of id ${h.value})` } : h;
   const one = (d: Node, node: Built | undefined, ox: number, oy: number, path: string): void => {
     if (!node) {
       diffs.push(`${path}: no node built`);
@@ -334,6 +339,7 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
     }
     compared++;
     if (d.type === "COMPONENT") components.set(d.id, node);
+    if (d.id !== undefined) ids.set(d.id, node);
     if (d.type === "INSTANCE") {
       const main = (node as Partial<InstanceNode>).mainComponent;
       if (!main || main !== components.get(d.componentId)) diffs.push(`${path}: not an instance of component ${d.componentId}`);
@@ -408,7 +414,8 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
       const wantFont = !d.fontName ? FALLBACK_FONT : listed(d.fontName) ? d.fontName : substitute(d.fontName, FONTS);
       eq(path, "fontName", text.fontName, wantFont);
       if (d.textAlignHorizontal !== undefined) eq(path, "textAlignHorizontal", text.textAlignHorizontal, d.textAlignHorizontal);
-      if (d.hyperlink !== undefined) eq(path, "hyperlink", text.hyperlink, d.hyperlink);
+      const h = d.hyperlink;
+      if (h !== undefined) later.push(() => eq(path, "hyperlink", text.hyperlink, linked(h)));
       const ranges = (text as TextNode & { ranges?: RangeStyle[] }).ranges ?? [];
       for (const seg of d.segments ?? []) {
         // Every character of the segment carries its style (the font as substituted).
@@ -419,7 +426,7 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
           eq(at, "fontName", r.fontName, font);
           eq(at, "fontSize", r.fontSize, seg.fontSize);
           eq(at, "textDecoration", r.textDecoration, seg.textDecoration);
-          eq(at, "hyperlink", r.hyperlink, seg.hyperlink);
+          later.push(() => eq(at, "hyperlink", r.hyperlink, linked(seg.hyperlink)));
         }
       }
     }
@@ -458,6 +465,9 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
   };
 
   walk(doc, root as Built, 0, 0, `0:${doc.type}`);
+  // Links once every node is built: a NODE hyperlink goes to the Figma node built of the
+  // document node of its id, which may come later (a table of contents).
+  for (const check of later) check();
   return { diffs, compared };
 }
 

@@ -63,6 +63,57 @@ export function pageEditability() {
   const transform = (s, t) =>
     t === "uppercase" ? s.toUpperCase() : t === "lowercase" ? s.toLowerCase() : t === "capitalize" ? s.replace(/(^|\s)(\S)/g, (_, a, b) => a + b.toUpperCase()) : s;
 
+  // --- links: where each goes, as a capture can tell. The page's address is the one its
+  // saving browser noted ("saved from url"), else its <base href> or canonical address. A
+  // fragment of the page names a layer of the document (NODE) when an element of the page has
+  // it (an id, an <a name>; "" and "top" are the page itself), and goes nowhere otherwise (DEAD:
+  // the browser stays where it is; the page's address with it when there is one). A reference
+  // that resolves to http(s) or mailto is a URL. A `javascript:` one does nothing in a capture,
+  // which runs no script (DEAD). A relative reference on a page without an address goes
+  // somewhere the capture does not say (NONE): a link the design cannot hold, counted as missed.
+  const address = (() => {
+    const walker = document.createTreeWalker(document, NodeFilter.SHOW_COMMENT);
+    for (let c = walker.nextNode(), k = 0; c && k < 8; c = walker.nextNode(), k++) {
+      const m = /^\s*saved from url=\(\d+\)(\S+)/.exec(c.data);
+      if (m) return m[1];
+    }
+    const base = document.querySelector("base[href]")?.getAttribute("href");
+    const canonical = document.querySelector("link[rel~=canonical]")?.getAttribute("href");
+    for (const a of [base, canonical]) if (a && /^https?:/i.test(a)) return a;
+    return null;
+  })();
+  const named = (f) => {
+    const has = (x) => document.getElementById(x) || document.querySelector(`a[name="${CSS.escape(x)}"]`);
+    let decoded = f;
+    try {
+      decoded = decodeURIComponent(f);
+    } catch {}
+    return f === "" || has(f) || has(decoded) || f.toLowerCase() === "top";
+  };
+  const inPage = (f) => {
+    if (named(f)) return { type: "NODE" };
+    if (!address) return { type: "DEAD" };
+    const u = new URL(address);
+    u.hash = f;
+    return { type: "URL", value: u.href };
+  };
+  const target = (href) => {
+    const h = href.trim();
+    if (h.startsWith("#")) return inPage(h.slice(1));
+    if (/^(https?|mailto):/i.test(h)) return { type: "URL", value: h };
+    if (/^javascript:/i.test(h)) return { type: "DEAD" };
+    let url = null;
+    try {
+      url = address ? new URL(h, address) : null;
+    } catch {}
+    if (!url || !/^https?:$/.test(url.protocol)) return { type: "NONE", href: h };
+    const page = new URL(address);
+    page.hash = "";
+    const bare = new URL(url);
+    bare.hash = "";
+    return url.hash && bare.href === page.href ? inPage(url.hash.slice(1)) : { type: "URL", value: url.href };
+  };
+
   // --- paragraphs: each block-level element's inline content, split at block-level children.
   const paragraphs = [];
   const styleOf = (textNode, root) => {
@@ -73,14 +124,14 @@ export function pageEditability() {
       for (const d of cs(e).textDecorationLine.split(/\s+/)) if (d === "underline" || d === "line-through") deco.add(d);
       if (e === root) break;
     }
-    const link = el.closest("a[href]");
+    const a = el.closest("a[href]");
     return {
       fontSize: parseFloat(c.fontSize),
       fontWeight: Number(c.fontWeight) || 400,
       italic: c.fontStyle !== "normal",
       color: c.color,
       decoration: [...deco].sort().join(" ") || "none",
-      link: link && root.contains(link) ? link.getAttribute("href") : null,
+      link: a && root.contains(a) ? target(a.getAttribute("href")) : null,
     };
   };
   const key = (s) => JSON.stringify(s);
@@ -291,8 +342,18 @@ function sameStyle(want, got) {
   const deco = { none: "NONE", underline: "UNDERLINE", "line-through": "STRIKETHROUGH" }[want.decoration];
   if (deco !== undefined && (got.textDecoration ?? "NONE") !== deco) return false;
   if (deco === undefined && (got.textDecoration ?? "NONE") === "NONE") return false; // both lines: either drawn
-  if (want.link && !got.hyperlink) return false;
+  if (want.link && !sameLink(want.link, got.hyperlink)) return false;
   return true;
+}
+
+/**
+ * The drawn hyperlink goes where the page's link does: the same URL, or a layer of the
+ * document (a NODE hyperlink's value names a node's `id`; the route checks that it exists).
+ */
+function sameLink(want, got) {
+  if (want.type === "DEAD") return !got;
+  if (want.type === "NODE") return got?.type === "NODE";
+  return want.type === "URL" && got?.type === "URL" && got.value === want.value;
 }
 
 function styleWhy(want, got) {

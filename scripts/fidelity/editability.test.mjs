@@ -100,7 +100,7 @@ test("the document issue 39 aims at meets every goal", async () => {
       text(chars, { x: b.p.x, y: b.p.y, width: b.p.width, height: b.p.height }, {
         textAutoResize: "HEIGHT",
         segments: [
-          { start: ws, end: we, fills: blue, textDecoration: "UNDERLINE", hyperlink: { type: "URL", value: "#x" }, fillStyleId: "S:link" },
+          { start: ws, end: we, fills: blue, textDecoration: "UNDERLINE", hyperlink: { type: "NODE", value: "anchor-1" }, fillStyleId: "S:link" },
           { start: bs, end: be, fontName: { family: "DejaVu Sans", style: "Bold" } },
         ],
         ...styles,
@@ -126,6 +126,12 @@ test("the document issue 39 aims at meets every goal", async () => {
   assert.equal(e.bareTags.share, 0);
   assert.equal(e.sharedStyle.share, 1);
   assert.equal(e.components.share, 1);
+  // The in-page link "#x" drawn as a URL is no link to the layer: its run is missed.
+  const url = structuredClone(doc);
+  url.children[0].segments[0].hyperlink = { type: "URL", value: "#x" };
+  const u = await measure(url);
+  assert.equal(u.misses.runs.length, 1, JSON.stringify(u.misses.runs));
+  assert.match(JSON.stringify(u.misses.runs), /world/);
 });
 
 test("today's kind of document misses them", async () => {

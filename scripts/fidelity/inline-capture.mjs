@@ -6,7 +6,11 @@
 // Of the @font-face rules only the faces Chromium loads drawing the page are kept, so that
 // the page stays small; the others could not change a pixel.
 //
-//   node inline-capture.mjs SOURCE.html OUT.html
+//   node inline-capture.mjs SOURCE.html OUT.html [ADDRESS]
+//
+// ADDRESS is where the same page is published: written as a browser's "Save page as" notes
+// where a page was saved from, so that its relative links have an address to resolve against,
+// as in a capture of the live page.
 //
 // Regular expressions, not a parser: enough for the generated HTML of Sphinx, rustdoc and
 // the PostgreSQL DocBook stylesheets, which is all it is used on.
@@ -113,14 +117,26 @@ function dropUnusedFaces(html, used) {
   });
 }
 
+/**
+ * The note a browser's "Save page as" writes at the top of the page: where it was saved from
+ * (`<!-- saved from url=(0041)https://… -->`, the address's length in four digits). The
+ * converter resolves the page's relative links against it.
+ */
+function savedFrom(html, address) {
+  const note = `<!-- saved from url=(${String(address.length).padStart(4, "0")})${address} -->\n`;
+  const doctype = /^(\s*(<\?xml[^>]*\?>\s*)?<!doctype[^>]*>\s*)/i.exec(html);
+  return doctype ? doctype[1] + note + html.slice(doctype[1].length) : note + html;
+}
+
 async function main() {
-  const [source, out] = process.argv.slice(2);
+  const [source, out, address] = process.argv.slice(2);
   if (!source || !out) {
-    console.error("usage: inline-capture.mjs SOURCE.html OUT.html");
+    console.error("usage: inline-capture.mjs SOURCE.html OUT.html [ADDRESS]");
     process.exit(2);
   }
   let html = inlineHtml(readFileSync(source, "utf8"), dirname(resolve(source)));
   if (/@font-face/.test(html)) html = dropUnusedFaces(html, await usedFaces(html, 1440));
+  if (address) html = savedFrom(html, address);
   writeFileSync(out, html);
   console.error(`${out}: ${(Buffer.byteLength(html) / 1024).toFixed(0)} KiB`);
 }

@@ -103,7 +103,6 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
         | "gridRowSizes"
         | "gridColumnSizes" => &[FRAME, COMPONENT, INSTANCE],
         "styles" => &[FRAME],
-        "id" => &[COMPONENT],
         "componentId" => &[INSTANCE],
         "vectorPaths" => &[VECTOR],
         "characters"
@@ -312,7 +311,8 @@ pub struct Node {
     pub styles: Option<Vec<Style>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vector_paths: Option<Vec<VectorPath>>,
-    /// A COMPONENT's name for its instances, unique in the document.
+    /// The node's name in the document, unique in it: a COMPONENT's, for its instances; any
+    /// node's, for the NODE hyperlinks that go to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = MAX_COMPONENT_ID))]
     pub id: Option<String>,
@@ -344,7 +344,9 @@ wire_enum! {
     }
 }
 
-/// Figma's `HyperlinkTarget`: a URL (`http`, `https` or `mailto`), or a node of the document.
+/// Figma's `HyperlinkTarget`: a URL (`http`, `https` or `mailto`), or a node of the document:
+/// a NODE hyperlink's `value` is the `id` of a node of the same document (the plugin links to
+/// the Figma node it built of it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Hyperlink {
     #[serde(rename = "type")]
@@ -756,9 +758,10 @@ const NODE_DESCRIPTION: &str =
     "One node of a result's Figma node tree (SPEC section 4), told apart by `type`: one of the
 ten node types the reference plugin builds with the Figma plugin API. The result route
 checks every node against this schema's types, every `imageRef` (each is in the artifact's
-images), every component's `id` (unique, no component inside a component or an instance)
-and every instance's `componentId` (a COMPONENT before it whose layers have the instance's
-types and counts, in order), the node count (at most 20 000) and the depth (at most 40), and passes the tree
+images), every `id` (unique in the document; every component has one, and no component is
+inside a component or an instance), every instance's `componentId` (a COMPONENT before it
+whose layers have the instance's types and counts, in order), every NODE hyperlink's value
+(the `id` of a node of the document), the node count (at most 20 000) and the depth (at most 40), and passes the tree
 through as the worker wrote it; a plugin ignores members it does not know.
 
 Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas
@@ -888,7 +891,6 @@ mod tests {
             "segments",
             "textStyleId",
             "imageRef",
-            "id",
             "componentId",
         ];
         let listed: Vec<&str> = members.keys().map(String::as_str).filter(|k| owners(k).is_some()).collect();
@@ -900,7 +902,8 @@ mod tests {
         for t in NodeType::ALL {
             let t = NodeType::from_name(t).unwrap();
             for r in required_by(t) {
-                assert!(owners(r).is_some_and(|o| o.contains(&t)), "{r} is required of a type that does not own it");
+                // A member no type owns is every type's.
+                assert!(owners(r).is_none_or(|o| o.contains(&t)), "{r} is required of a type that does not own it");
             }
         }
     }

@@ -22,6 +22,7 @@
 //! - `layout`: auto layout for flex containers, GRID for grid containers;
 //! - `styles`: colours and type used three times or more as the document's shared styles;
 //! - `components`: repeated sibling structures as a component and its instances;
+//! - `links`: where a link goes, a URL or a layer of the document;
 //! - `warnings`: warnings, within the artifact's limits, and the nodes they name.
 
 mod components;
@@ -29,6 +30,7 @@ mod controls;
 mod gradient;
 mod images;
 mod layout;
+mod links;
 mod paint;
 mod paragraph;
 mod snapshot;
@@ -151,12 +153,14 @@ struct Ctx<'s, 'a> {
     /// The members of repeated sibling groups, each with its group: each is made a frame, for
     /// `components` to make a component and its instances of.
     members: HashMap<usize, usize>,
+    /// Where the page's links go (`links`).
+    links: links::Links<'a>,
 }
 
 impl<'s, 'a> Ctx<'s, 'a> {
     /// The state of converting snapshot `s`, whose fonts Chromium drew as `platform_fonts`
     /// says (a `font-family` list, the family used).
-    fn new(s: &'s Snapshot<'a>, platform_fonts: &[(String, String)]) -> Self {
+    fn new(s: &'s Snapshot<'a>, platform_fonts: &[(String, String)], address: Option<&str>) -> Self {
         Ctx {
             s,
             fonts: platform_fonts.iter().cloned().collect(),
@@ -175,6 +179,7 @@ impl<'s, 'a> Ctx<'s, 'a> {
             walk_depth: 0,
             in_paragraph: HashSet::new(),
             members: components::repeated(s),
+            links: links::Links::new(s, address),
         }
     }
 
@@ -190,15 +195,17 @@ fn round(v: f64) -> f64 {
 }
 
 /// Converts a snapshot. `crops` lists the page rectangles whose PNGs the caller must put into
-/// the images of the same names.
+/// the images of the same names. `address` is the page's address as its capture recorded it
+/// (relative links resolve against it: `links`).
 pub fn convert(
     snap: &Value,
     width: u32,
     height: f64,
     platform_fonts: &[(String, String)],
+    address: Option<&str>,
 ) -> Result<(Converted, Vec<Crop>), MalformedSnapshot> {
     let s = Snapshot::parse(snap)?;
-    let mut cx = Ctx::new(&s, platform_fonts);
+    let mut cx = Ctx::new(&s, platform_fonts, address);
     let title = s.title().unwrap_or_else(|| "Page".into());
     let html = (0..s.node_name.len()).find(|i| s.node_type[*i] == 1 && s.tag(*i) == "html");
     let page = [0.0, 0.0, f64::from(width), round(height.max(1.0))];
@@ -226,6 +233,8 @@ pub fn convert(
     styles::share(&s, &mut document);
     // After the styles: a member's look includes the styles it is on.
     components::make(&mut document, &cx.members);
+    // Last: a link names the layer it goes to, which may be a component or an instance.
+    links::anchor(&mut document, &s, &cx.links);
     locate(&document, &mut cx.warnings);
     let crops = std::mem::take(&mut cx.crops);
     let warnings = cx.warnings.into_iter().map(|w| w.wire).collect();

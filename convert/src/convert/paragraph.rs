@@ -17,8 +17,8 @@ use super::paint::solid;
 use super::text::{run_style, substitution, text_align, RunStyle};
 use super::{order, round, Container, Ctx, Key, Snapshot, MAX_NODES};
 use crate::doc::{
-    Hyperlink, HyperlinkType, LetterSpacing, LetterSpacingUnit, Maker, Node, NodeType, TextAutoResize, TextCase,
-    TextDecoration, TextSegment, MAX_HYPERLINK,
+    Hyperlink, LetterSpacing, LetterSpacingUnit, Maker, Node, NodeType, TextAutoResize, TextCase, TextDecoration,
+    TextSegment,
 };
 use crate::names;
 
@@ -67,7 +67,7 @@ pub(super) fn paragraph(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &Contain
     }
     let area = content_box(s, l);
     let lines = extent(s, &texts, area)?;
-    let links: Vec<Option<Hyperlink>> = texts.iter().map(|(t, _)| link(s, *t, n)).collect();
+    let links: Vec<Option<Hyperlink>> = texts.iter().map(|(t, _)| cx.links.around(s, *t, Some(n))).collect();
     let utf16: Vec<u16> = characters.encode_utf16().collect();
     let segments = with_room(segments(&runs, &links, &pieces, utf16.len()), &room, &utf16);
     let node = text_node(s, n, l, (&characters, segments), area, lines, into);
@@ -85,6 +85,8 @@ pub(super) fn paragraph(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &Contain
 fn inline_items(s: &Snapshot<'_>, n: usize) -> Option<Vec<Item>> {
     let mut items = Vec::new();
     let mut todo: Vec<usize> = s.children[n].iter().rev().copied().collect();
+    // Where the first hidden inline was met (see `hidden_inline`).
+    let mut hidden_at: Option<usize> = None;
     while let Some(c) = todo.pop() {
         if c >= EDGE_END {
             let el = c - EDGE_END;
@@ -103,6 +105,9 @@ fn inline_items(s: &Snapshot<'_>, n: usize) -> Option<Vec<Item>> {
             (1, _) if s.pseudo.get(&c) == Some(&"marker") => {}
             (1, _) if s.pseudo.contains_key(&c) => return None,
             (1, Some(_)) if s.is_tag(c, &["br"]) => items.push(Item::Break),
+            (1, Some(cl)) if hidden_inline(s, n, c, cl) => {
+                hidden_at = hidden_at.or(Some(items.len()));
+            }
             (1, Some(cl)) => {
                 if !plain_inline(s, c, cl) {
                     return None;
@@ -125,13 +130,41 @@ fn inline_items(s: &Snapshot<'_>, n: usize) -> Option<Vec<Item>> {
             _ => {}
         }
     }
+    // A hidden inline with text or a break after it moves them along the line by its width:
+    // not exact.
+    if hidden_at.is_some_and(|at| items[at..].iter().any(|i| !matches!(i, Item::Edge(_)))) {
+        return None;
+    }
     items.iter().any(|i| matches!(i, Item::Text(..))).then_some(items)
+}
+
+/// An inline element `c` of paragraph `n` that draws nothing (`visibility: hidden`, and so
+/// does all inside it), at the end of a line that starts at the left: Sphinx's "¶" permalink
+/// after every heading, shown on hover. It takes room after the text, which a text aligned
+/// left does not see; `inline_items` checks that nothing follows it.
+fn hidden_inline(s: &Snapshot<'_>, n: usize, c: usize, cl: usize) -> bool {
+    let left = s.layout_of[n].is_some_and(|l| {
+        matches!(s.style(l, "text-align"), "left" | "start" | "justify" | "-webkit-left")
+            && s.style(l, "direction") != "rtl"
+    });
+    let mut inside = vec![c];
+    let mut all_hidden = true;
+    while let Some(e) = inside.pop() {
+        if s.node_type[e] == 1 {
+            // Visibility is inherited, and a descendant may set it back to visible.
+            all_hidden &= s.layout_of[e].is_none_or(|el| s.style(el, "visibility") == "hidden");
+            inside.extend(&s.children[e]);
+        }
+    }
+    left && s.style(cl, "display") == "inline" && s.style(cl, "visibility") == "hidden" && all_hidden
 }
 
 /// Marks, in the walk's stack, the end edge of the element `value - EDGE_END`.
 const EDGE_END: usize = usize::MAX / 2;
 
-/// An inline element whose text a TEXT node draws exactly as CSS does.
+/// An inline element whose text a TEXT node draws exactly as CSS does. Its `overflow` is not
+/// looked at: it applies to block, flex and grid containers only, never to an inline box
+/// (rustdoc's `.docblock-short p { display: inline; overflow: hidden }` clips nothing).
 fn plain_inline(s: &Snapshot<'_>, c: usize, cl: usize) -> bool {
     let opacity: f64 = s.style(cl, "opacity").parse().unwrap_or(1.0);
     s.style(cl, "display") == "inline"
@@ -142,7 +175,6 @@ fn plain_inline(s: &Snapshot<'_>, c: usize, cl: usize) -> bool {
         && matches!(s.style(cl, "filter"), "none" | "")
         && matches!(s.style(cl, "mix-blend-mode"), "normal" | "")
         && opacity >= 1.0
-        && s.style(cl, "overflow-x") == "visible"
         && !matches!(s.style(cl, "vertical-align"), "super" | "sub" | "top" | "bottom" | "text-top" | "text-bottom")
 }
 
@@ -348,26 +380,6 @@ fn extent(s: &Snapshot<'_>, texts: &[(usize, usize)], area: [f64; 4]) -> Option<
         }
     }
     (top < bottom).then_some((top, bottom, glyphs))
-}
-
-/// The link a text node is in: its nearest `<a href>` up to the paragraph's element, when the
-/// URL is one Figma opens (`http`, `https`, `mailto`; never `javascript:`).
-fn link(s: &Snapshot<'_>, t: usize, owner: usize) -> Option<Hyperlink> {
-    let mut up = usize::try_from(s.parent[t]).ok();
-    while let Some(p) = up {
-        if s.is_tag(p, &["a"]) {
-            let href = s.attr(p, "href")?.trim();
-            let lower = href.to_ascii_lowercase();
-            let opens = ["http://", "https://", "mailto:"].iter().any(|scheme| lower.starts_with(scheme));
-            return (opens && href.chars().count() <= MAX_HYPERLINK)
-                .then(|| Hyperlink { kind: HyperlinkType::URL, value: href.to_owned() });
-        }
-        if p == owner {
-            return None;
-        }
-        up = usize::try_from(s.parent[p]).ok();
-    }
-    None
 }
 
 /// The styled runs over all `len` characters: one per text node, adjacent ones of one style

@@ -160,6 +160,7 @@ pub(super) fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Containe
     // A text node has its parent's computed style: its z-index is the parent's, whose frame
     // holds it, so it sorts by paint order alone.
     let paint_order = order(s.l_paint.get(l).copied().unwrap_or(0));
+    let hyperlink = cx.links.around(s, n, None);
     for (b, start, len) in boxes {
         let end = (start + len).min(full.len());
         let chars = String::from_utf16_lossy(&full[(*start).min(end)..end]);
@@ -180,7 +181,7 @@ pub(super) fn text(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Containe
         let name = names::short(&chars);
         substitution(cx, &run, owner, &name);
         cx.count += 1;
-        let node = line_node(&run, *b, name, chars, n, (into.ox, into.oy));
+        let node = Node { hyperlink: hyperlink.clone(), ..line_node(&run, *b, name, chars, n, (into.ox, into.oy)) };
         into.nodes.push((paint_order, node));
     }
 }

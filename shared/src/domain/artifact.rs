@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 pub use code2des_wire::artifact::*;
-use code2des_wire::node::{Node, NodeType, MAX_DEPTH, MAX_NODES};
+use code2des_wire::node::{HyperlinkType, Node, NodeType, MAX_DEPTH, MAX_NODES};
 use code2des_wire::shape::{self, ShapeFault};
 use code2des_wire::{self as wire, member, Obj};
 use serde_json::value::RawValue;
@@ -366,6 +366,10 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
     let mut refs = Vec::new();
     let mut seen = HashSet::new();
     let mut components = Components::default();
+    // Every node's `id`, and each NODE hyperlink with where it is: a link may name a layer
+    // further on (a table of contents), so they are checked once the walk is done.
+    let mut ids: HashSet<&str> = HashSet::new();
+    let mut node_links: Vec<(&str, usize)> = Vec::new();
     // Each node's (parent's link, index among its parent's children): its path is rendered only
     // for a problem.
     let mut links: Vec<(usize, usize)> = Vec::new();
@@ -379,13 +383,29 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
                 refs.push((name.to_owned(), format!("{}.{at}", render(&links, me))));
             }
         }
-        if let Some(problem) = components.check(n, inside) {
-            r.add(render(&links, me), problem)?;
+        match n.id.as_deref() {
+            Some(id) if !ids.insert(id) => r.add(render(&links, me), format!("id {id:?} is used twice"))?,
+            _ => {
+                if let Some(problem) = components.check(n, inside) {
+                    r.add(render(&links, me), problem)?;
+                }
+            }
+        }
+        let runs = n.segments.iter().flatten().map(|g| &g.hyperlink);
+        for h in std::iter::once(&n.hyperlink).chain(runs).flatten() {
+            if h.kind == HyperlinkType::NODE {
+                node_links.push((h.value.as_str(), me));
+            }
         }
         let inside = inside || matches!(n.kind, NodeType::COMPONENT | NodeType::INSTANCE);
         // Reversed, so the walk (and thus image order) follows document order.
         let kids = n.children.as_deref().unwrap_or_default().iter().enumerate().rev();
         stack.extend(kids.map(|(i, c)| (c, me, i, inside)));
+    }
+    for (value, at) in node_links {
+        if !ids.contains(value) {
+            r.add(render(&links, at), format!("a NODE hyperlink names {value:?}, which is no node's id"))?;
+        }
     }
     Ok(refs)
 }
@@ -409,7 +429,7 @@ impl Components {
             NodeType::COMPONENT if inside => Some("a COMPONENT inside a COMPONENT or an INSTANCE".into()),
             NodeType::COMPONENT => match n.id.as_deref() {
                 None | Some("") => Some("a COMPONENT without an id".into()),
-                Some(id) if self.0.contains_key(id) => Some(format!("component id {id:?} is used twice")),
+                // Ids are unique in the document (checked before).
                 Some(id) => self.0.insert(id.to_owned(), structure(n)).and(None),
             },
             NodeType::INSTANCE => match n.component_id.as_deref().map(|id| (id, self.0.get(id))) {
@@ -621,9 +641,47 @@ mod tests {
         let mut fewer = card("INSTANCE", json!({"componentId": "c1"}), "x");
         fewer["children"].as_array_mut().unwrap().pop();
         assert!(reason(doc(vec![component.clone(), fewer])).contains("are not component"));
+        let framed = card("FRAME", json!({"id": "c1"}), "x");
+        assert!(reason(doc(vec![component.clone(), framed])).contains("\"c1\" is used twice"));
         let mut nested = component.clone();
         nested["children"].as_array_mut().unwrap().push(card("COMPONENT", json!({"id": "c2"}), "x"));
         assert!(reason(doc(vec![nested])).contains("inside a COMPONENT"));
+    }
+
+    #[test]
+    fn a_node_hyperlink_names_a_node_of_the_document() {
+        let n = nonce();
+        let l = Limits::default();
+        let link = |value: &str| json!({"type": "NODE", "value": value});
+        let doc = |target_id: &str, own: Value, runs: Value| {
+            art(
+                json!({"type": "FRAME", "children": [
+                    {"type": "TEXT", "characters": "Contents", "hyperlink": own},
+                    {"type": "TEXT", "characters": "See Usage", "segments": runs},
+                    {"type": "TEXT", "id": target_id, "characters": "Usage"}]}),
+                json!({}),
+            )
+        };
+        let run = |start: u32, end: u32, h: Value| {
+            let mut g = json!({"start": start, "end": end, "fontName": {"family": "Inter", "style": "Regular"},
+                "fontSize": 16, "fills": [], "textDecoration": "NONE", "textCase": "ORIGINAL",
+                "letterSpacing": {"unit": "PIXELS", "value": 0}, "lineHeight": {"unit": "AUTO"}});
+            if !h.is_null() {
+                g["hyperlink"] = h;
+            }
+            g
+        };
+        let runs = |h: Value| json!([run(0, 4, Value::Null), run(4, 9, h)]);
+        // Forwards, from a node and from a run: a table of contents names what follows it.
+        assert!(validate(&doc("anchor-1", link("anchor-1"), runs(link("anchor-1"))), &expect(&n), &l).is_ok());
+        let reason = |d: Vec<u8>| validate(&d, &expect(&n), &l).unwrap_err();
+        assert!(reason(doc("anchor-1", link("anchor-2"), runs(Value::Null)))
+            .contains("\"anchor-2\", which is no node's id"));
+        let got = reason(doc("anchor-1", link("anchor-1"), runs(link("12:34"))));
+        assert!(got.contains("\"12:34\", which is no node's id") && got.contains("children[1]"), "{got}");
+        // A URL hyperlink names no node.
+        let url = json!({"type": "URL", "value": "https://example.com/"});
+        assert!(validate(&doc("anchor-1", url.clone(), runs(url)), &expect(&n), &l).is_ok());
     }
 
     #[test]

@@ -9,7 +9,7 @@ import type { Node } from "@code2des/client";
 import { png } from "../../clients/typescript/test/stack.js";
 import { Builder, ImageStore, INDICES_KEY, JOB_KEY } from "../src/build.js";
 import { findLayer, layersByIndex, missingLayers } from "../src/report.js";
-import { type Images, compareTree, countNodes, testFigma } from "./figma.js";
+import { type Images, type RangeStyle, compareTree, countNodes, testFigma } from "./figma.js";
 import { EVERY_TYPE, IMAGES } from "./fixtures.js";
 
 async function build(doc: Node, images: Images) {
@@ -563,4 +563,103 @@ test("a document of several viewports (issue 40 item 3) is placed as it is: one 
   const texts = root.children.map((f) => (f as FrameNode).children[0] as TextNode & { textStyleId: string });
   assert.equal(t.figma.getLocalTextStyles().length, 1, "the frames share the document's one style");
   assert.equal(texts[0]?.textStyleId, texts[1]?.textStyleId);
+});
+
+test("CSS that Figma draws (issue 39 item 7): dashes, dots, blends, blurs, text shadows and decoration", async () => {
+  const doc: Node = {
+    type: "FRAME",
+    name: "Page",
+    width: 400,
+    height: 300,
+    children: [
+      {
+        type: "FRAME",
+        name: "dashed",
+        width: 100,
+        height: 50,
+        strokes: [{ type: "SOLID", color: { r: 1, g: 0, b: 0 } }],
+        strokeWeight: 3,
+        strokeAlign: "INSIDE",
+        dashPattern: [9, 9],
+      },
+      {
+        type: "RECTANGLE",
+        name: "dotted",
+        width: 100,
+        height: 50,
+        strokes: [{ type: "SOLID", color: { r: 0, g: 0, b: 1 } }],
+        strokeWeight: 4,
+        dashPattern: [0, 8],
+        strokeCap: "ROUND",
+        blendMode: "MULTIPLY",
+      },
+      { type: "ELLIPSE", name: "pill", width: 160, height: 60, effects: [{ type: "LAYER_BLUR", radius: 6 }] },
+      {
+        type: "TEXT",
+        name: "Shadowed",
+        characters: "Shadowed wavy",
+        fontName: { family: "Inter", style: "Regular" },
+        effects: [{ type: "DROP_SHADOW", color: { r: 1, g: 0, b: 0, a: 1 }, offset: { x: 3, y: 3 }, radius: 2 }],
+        textDecoration: "UNDERLINE",
+        textDecorationStyle: "WAVY",
+        textDecorationThickness: { unit: "PIXELS", value: 2 },
+        segments: [
+          {
+            start: 0,
+            end: 9,
+            fontName: { family: "Inter", style: "Regular" },
+            fontSize: 12,
+            fills: [],
+            textDecoration: "NONE",
+            textCase: "ORIGINAL",
+            letterSpacing: { unit: "PIXELS", value: 0 },
+            lineHeight: { unit: "AUTO" },
+          },
+          {
+            start: 9,
+            end: 13,
+            fontName: { family: "Inter", style: "Regular" },
+            fontSize: 12,
+            fills: [],
+            textDecoration: "UNDERLINE",
+            textDecorationStyle: "WAVY",
+            textDecorationOffset: { unit: "PIXELS", value: 4 },
+            textDecorationThickness: { unit: "AUTO" },
+            textDecorationColor: { r: 1, g: 0, b: 0, a: 0.5 },
+            textDecorationSkipInk: false,
+            textCase: "ORIGINAL",
+            letterSpacing: { unit: "PIXELS", value: 0 },
+            lineHeight: { unit: "AUTO" },
+          },
+        ],
+      },
+    ],
+  };
+  const { built } = await build(doc, { raster: new Map(), svg: new Map() });
+  assert.deepEqual(built.warnings, []);
+  const [dashed, dotted, pill, text] = (built.root as FrameNode).children as [FrameNode, RectangleNode, EllipseNode, TextNode & { ranges: RangeStyle[] }];
+  assert.deepEqual([...dashed.dashPattern], [9, 9]);
+  assert.deepEqual([[...dotted.dashPattern], dotted.strokeCap, dotted.blendMode], [[0, 8], "ROUND", "MULTIPLY"]);
+  assert.deepEqual(pill.effects, [{ type: "LAYER_BLUR", blurType: "NORMAL", radius: 6, visible: true }]);
+  assert.deepEqual(text.effects[0], {
+    type: "DROP_SHADOW",
+    color: { r: 1, g: 0, b: 0, a: 1 },
+    offset: { x: 3, y: 3 },
+    radius: 2,
+    spread: 0,
+    visible: true,
+    blendMode: "NORMAL",
+  });
+  assert.deepEqual([text.textDecorationStyle, text.textDecorationThickness], ["WAVY", { unit: "PIXELS", value: 2 }]);
+  const wavy = text.ranges[10];
+  assert.deepEqual(wavy, {
+    ...wavy,
+    textDecoration: "UNDERLINE",
+    textDecorationStyle: "WAVY",
+    textDecorationOffset: { unit: "PIXELS", value: 4 },
+    textDecorationThickness: { unit: "AUTO" },
+    textDecorationColor: { value: { type: "SOLID", color: { r: 1, g: 0, b: 0 }, opacity: 0.5 } },
+    textDecorationSkipInk: false,
+  });
+  assert.equal(text.ranges[0]?.textDecorationStyle, undefined);
 });

@@ -42,6 +42,10 @@ pub fn approximations(s: &Snapshot<'_>, l: usize, b: [f64; 4]) -> Vec<(&'static 
     let mut out = Vec::new();
     for (prop, initial, what) in NOT_DRAWN {
         let v = s.style(l, prop);
+        // A rotation is the node's (convert/rotation).
+        if *prop == "transform" && s.rotations.contains_key(&l) {
+            continue;
+        }
         if !v.is_empty() && v != *initial {
             out.push((*prop, format!("{prop}: {} {what}", quote(v))));
         }

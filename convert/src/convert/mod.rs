@@ -32,6 +32,7 @@ mod images;
 mod layout;
 mod paint;
 mod paragraph;
+mod rotation;
 mod snapshot;
 mod styles;
 mod text;

@@ -284,30 +284,7 @@ pub(super) fn apply_paint(node: &mut Node, p: BoxPaint) {
                 node.dash_pattern = Some(pattern);
                 node.stroke_cap = cap;
             }
-            Line::Double => {
-                // The inner line: a rectangle inset by two thirds of each side's width, its
-                // stroke a third of it; the node's own stroke is the outer third.
-                let third = w.map(|x| round(x / 3.0));
-                let inner = Node {
-                    kind: NodeType::RECTANGLE,
-                    name: "Double border".into(),
-                    x: round(2.0 * third[3]),
-                    y: round(2.0 * third[0]),
-                    width: round((node.width - 2.0 * (third[1] + third[3])).max(0.0)),
-                    height: round((node.height - 2.0 * (third[0] + third[2])).max(0.0)),
-                    fills: Some(Vec::new()),
-                    maker: Maker { dom: node.maker.dom, flex_item: false },
-                    ..Node::default()
-                };
-                let r = p.radii.map(|r| round((r - 2.0 * third[0].max(third[3])).max(0.0)));
-                let mut inner_paint = BoxPaint::none();
-                inner_paint.strokes = Some((paint.clone(), third));
-                inner_paint.radii = r;
-                let mut inner = inner;
-                apply_paint(&mut inner, inner_paint);
-                node.children.get_or_insert_with(Vec::new).push(inner);
-                w = third;
-            }
+            Line::Double => w = double_inner(node, &paint, w, p.radii),
         }
         node.strokes = Some(vec![paint]);
         node.stroke_align = Some(StrokeAlign::INSIDE);
@@ -335,6 +312,30 @@ pub(super) fn apply_paint(node: &mut Node, p: BoxPaint) {
     if !p.effects.is_empty() {
         node.effects = Some(p.effects);
     }
+}
+
+/// A double border's inner line: a rectangle inset by two thirds of each side's width, its
+/// stroke a third of it, added to `node`'s children; answers the node's own stroke widths,
+/// the outer third.
+fn double_inner(node: &mut Node, paint: &Paint, w: [f64; 4], radii: [f64; 4]) -> [f64; 4] {
+    let third = w.map(|x| round(x / 3.0));
+    let mut inner = Node {
+        kind: NodeType::RECTANGLE,
+        name: "Double border".into(),
+        x: round(2.0 * third[3]),
+        y: round(2.0 * third[0]),
+        width: round((node.width - 2.0 * (third[1] + third[3])).max(0.0)),
+        height: round((node.height - 2.0 * (third[0] + third[2])).max(0.0)),
+        fills: Some(Vec::new()),
+        maker: Maker { dom: node.maker.dom, flex_item: false },
+        ..Node::default()
+    };
+    let mut inner_paint = BoxPaint::none();
+    inner_paint.strokes = Some((paint.clone(), third));
+    inner_paint.radii = radii.map(|r| round((r - 2.0 * third[0].max(third[3])).max(0.0)));
+    apply_paint(&mut inner, inner_paint);
+    node.children.get_or_insert_with(Vec::new).push(inner);
+    third
 }
 
 /// A cell of a table whose borders collapse: Chromium's cell box runs to the middle of each

@@ -213,6 +213,8 @@ pub(super) fn element(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Conta
         node.opacity = Some(round(opacity));
     }
     node.blend_mode = blend_mode(s.style(l, "mix-blend-mode"));
+    // Its box is the unturned one, from the top-left Figma turns it about (convert/rotation).
+    node.rotation = s.rotations.get(&l).copied();
     let paint = if visible {
         for (property, message) in warn::approximations(s, l, b) {
             cx.css(n, &name, property, message);
@@ -283,27 +285,10 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     let stacks = stack::negative_z(s, n, l).is_some() || cx.negative_hosts.contains(&Some(n));
     let paints = paints_something(&paint);
     let member = cx.members.contains_key(&n);
-    let needs_frame = clips || faded || flex || grid || flex_item || stacks || member;
-    if into.depth >= MAX_FRAME_DEPTH && needs_frame {
-        let message =
-            format!("nested over {MAX_FRAME_DEPTH} frames deep: drawn flat, without its clip, opacity or auto layout");
-        cx.depth_limit(n, &node.name, message);
-    }
+    // A rotated element's content lies in its own, unturned coordinates.
+    let needs_frame = clips || faded || flex || grid || flex_item || stacks || member || node.rotation.is_some();
     if !(paints || needs_frame) || into.depth >= MAX_FRAME_DEPTH {
-        if paints {
-            // Too deep for a frame: its paint as a rectangle, its content beside it.
-            node.kind = NodeType::RECTANGLE;
-            apply_paint(&mut node, paint);
-            collapsed_border(s, l, &mut node);
-            cx.count += 1;
-            into.nodes.push((k, node));
-        }
-        let para = paragraph(cx, n, l, into);
-        for c in s.children[n].clone() {
-            visit(cx, c, into, false);
-        }
-        into.nodes.extend(para);
-        return;
+        return flat(cx, n, l, node, (paint, needs_frame), into);
     }
     if display == "inline" && paints && !clips && !faded && !flex_item && !stacks {
         let lines = inline_lines(s, n);
@@ -320,8 +305,7 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     if full_ellipse(s, l, b) {
         if !needs_frame && uniform_strokes(&paint) {
             // Its radii make a whole ellipse: an ELLIPSE, its content drawn after it.
-            ellipse(cx, n, l, node, paint, into);
-            return;
+            return ellipse(cx, n, l, node, paint, into);
         }
         ellipse_in_frame(cx, n, l, &node.name);
     }
@@ -344,6 +328,37 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
         node.children = Some(kids);
     }
     into.nodes.push((k, node));
+}
+
+/// An element drawn without a frame of its own: it needs none, or is too deep for one (then
+/// said, when it needs one). Its paint is a rectangle, its content beside it.
+#[inline(never)]
+fn flat(
+    cx: &mut Ctx<'_, '_>,
+    n: usize,
+    l: usize,
+    mut node: Node,
+    (paint, needs_frame): (BoxPaint, bool),
+    into: &mut Container,
+) {
+    let s = cx.s;
+    if into.depth >= MAX_FRAME_DEPTH && needs_frame {
+        let message =
+            format!("nested over {MAX_FRAME_DEPTH} frames deep: drawn flat, without its clip, opacity or auto layout");
+        cx.depth_limit(n, &node.name, message);
+    }
+    if paints_something(&paint) {
+        node.kind = NodeType::RECTANGLE;
+        apply_paint(&mut node, paint);
+        collapsed_border(s, l, &mut node);
+        cx.count += 1;
+        into.nodes.push((key(s, n, l), node));
+    }
+    let para = paragraph(cx, n, l, into);
+    for c in s.children[n].clone() {
+        visit(cx, c, into, false);
+    }
+    into.nodes.extend(para);
 }
 
 /// The border is one weight all round (an ELLIPSE has no per-side weights) and one line.

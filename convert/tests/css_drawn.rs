@@ -129,3 +129,52 @@ fn text_decoration_carries_its_style_colour_thickness_offset_and_ink_skipping() 
     let all = named(&doc, "all dotted");
     assert_eq!((&all["textDecorationStyle"], &all["textDecorationColor"]["b"]), (&json!("DOTTED"), &json!(1.0)));
 }
+
+/// A node's x, y, width and height are these, within Chromium's rounding of turned boxes.
+fn near(n: &Value, want: [f64; 4]) {
+    let got = ["x", "y", "width", "height"].map(|k| n[k].as_f64().unwrap_or(f64::NAN));
+    assert!(got.iter().zip(want).all(|(g, w)| (g - w).abs() < 0.05), "{got:?}, not {want:?}");
+}
+
+#[test]
+fn a_rotation_is_the_nodes_about_its_top_left_its_content_in_its_own_unturned_space() {
+    let (doc, warnings) = convert(
+        r#"<div id="corner" style="transform:rotate(30deg);transform-origin:0 0;width:100px;height:40px;margin-left:50px;background:rgb(255, 0, 0)"></div>
+        <div id="quarter" style="transform:rotate(90deg);width:100px;height:30px;background:rgb(0, 0, 255)"></div>
+        <div id="badge" style="transform:rotate(-12deg);width:160px;height:60px;margin:40px;background:rgb(0, 150, 120);font-size:20px;line-height:30px">NEW badge</div>
+        <div id="diagonal" style="transform:rotate(45deg);width:100px;height:30px;margin:40px">askew</div>"#,
+    );
+    // Turned about its top-left: the top-left stays where CSS laid it out.
+    let corner = named(&doc, "corner");
+    near(corner, [50.0, 0.0, 100.0, 40.0]);
+    assert_eq!(corner["rotation"], -30.0);
+    // Turned about its centre (50, 55): the top-left Figma turns about is at (65, 5).
+    let quarter = named(&doc, "quarter");
+    near(quarter, [65.0, 5.0, 100.0, 30.0]);
+    assert_eq!(quarter["rotation"], -90.0);
+    // Its text in the frame's own space, as if unturned.
+    let badge = named(&doc, "badge");
+    assert_eq!((&badge["type"], &badge["rotation"], &badge["width"]), (&json!("FRAME"), &json!(12.0), &json!(160.0)));
+    let text = &badge["children"][0];
+    assert_eq!(text["characters"], "NEW badge");
+    assert!(text["x"].as_f64().unwrap().abs() < 0.5 && text["y"].as_f64().unwrap().abs() < 0.5, "{text:#}");
+    // Text at 45°: its bounding box tells too little of its size; drawn unturned, and said.
+    assert!(named(&doc, "askew").get("rotation").is_none());
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(warnings[0].starts_with("diagonal: transform: matrix(0.707107"), "{warnings:#?}");
+}
+
+/// The page docs/FIDELITY.md measures ("Item 7"): all of it drawn, nothing warned.
+#[test]
+fn the_item_7_page_is_drawn_without_a_warning() {
+    let out = run(include_str!("fixtures/effects.html"));
+    assert!(out.warnings.is_empty(), "{:#?}", out.warnings);
+    let doc = serde_json::to_value(&out.document).expect("a document is JSON");
+    let has = |n: &Value, k: &str| n.get(k).is_some();
+    assert!(has(named(&doc, "dashed"), "dashPattern") && has(named(&doc, "dotted"), "strokeCap"));
+    assert_eq!(named(&doc, "double")["children"][0]["name"], "Double border");
+    assert_eq!(named(&doc, "pill")["type"], "ELLIPSE");
+    assert!(has(named(&doc, "mult"), "blendMode") && has(named(&doc, "blurred"), "effects"));
+    assert!(has(named(&doc, "dropped"), "effects") && has(named(&doc, "Shadowed heading text"), "effects"));
+    assert!(["turned", "corner", "quarter"].iter().all(|n| has(named(&doc, n), "rotation")));
+}

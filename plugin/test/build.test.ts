@@ -565,7 +565,7 @@ test("a document of several viewports (issue 40 item 3) is placed as it is: one 
   assert.equal(texts[0]?.textStyleId, texts[1]?.textStyleId);
 });
 
-test("CSS that Figma draws (issue 39 item 7): dashes, dots, blends, blurs, text shadows and decoration", async () => {
+test("CSS that Figma draws (issue 39 item 7): dashes, dots, blends, blurs, rotation, text shadows and decoration", async () => {
   const doc: Node = {
     type: "FRAME",
     name: "Page",
@@ -581,6 +581,8 @@ test("CSS that Figma draws (issue 39 item 7): dashes, dots, blends, blurs, text 
         strokeWeight: 3,
         strokeAlign: "INSIDE",
         dashPattern: [9, 9],
+        x: 50,
+        rotation: -30,
       },
       {
         type: "RECTANGLE",
@@ -639,6 +641,8 @@ test("CSS that Figma draws (issue 39 item 7): dashes, dots, blends, blurs, text 
   assert.deepEqual(built.warnings, []);
   const [dashed, dotted, pill, text] = (built.root as FrameNode).children as [FrameNode, RectangleNode, EllipseNode, TextNode & { ranges: RangeStyle[] }];
   assert.deepEqual([...dashed.dashPattern], [9, 9]);
+  // Turned about its top-left, which stays where the document puts it.
+  assert.deepEqual([dashed.x, dashed.rotation], [50, -30]);
   assert.deepEqual([[...dotted.dashPattern], dotted.strokeCap, dotted.blendMode], [[0, 8], "ROUND", "MULTIPLY"]);
   assert.deepEqual(pill.effects, [{ type: "LAYER_BLUR", blurType: "NORMAL", radius: 6, visible: true }]);
   assert.deepEqual(text.effects[0], {

@@ -567,24 +567,46 @@ export class SvgWriter {
 
 /**
  * Every node with its box in page pixels, placed as the writer draws it (auto layout applied,
- * a group's and a leaf's children as build.ts places them); rotation is not followed.
+ * a group's and a leaf's children as build.ts places them), a turned node as its bounding box.
  */
 export function place(doc) {
   const out = [];
-  const walk = (n, ox, oy) => {
+  // m: the parent's space to the page, an affine [a, b, c, d, e, f] as SVG's matrix().
+  const mul = ([a, b, c, d, e, f], [g, h, i, j, k, l]) => [
+    a * g + c * h,
+    b * g + d * h,
+    a * i + c * j,
+    b * i + d * j,
+    a * k + c * l + e,
+    b * k + d * l + f,
+  ];
+  const walk = (n, m) => {
     if (n.visible === false) return;
-    const x = ox + (n.x ?? 0);
-    const y = oy + (n.y ?? 0);
-    out.push({ node: n, x, y, w: n.width ?? 0, h: n.height ?? 0 });
+    const at = mul(m, [1, 0, 0, 1, n.x ?? 0, n.y ?? 0]);
+    // Figma turns a node about its top-left, counter-clockwise.
+    const rad = (-(n.rotation ?? 0) * Math.PI) / 180;
+    const own = n.rotation ? mul(at, [Math.cos(rad), Math.sin(rad), -Math.sin(rad), Math.cos(rad), 0, 0]) : at;
+    const w = n.width ?? 0;
+    const h = n.height ?? 0;
+    const corners = [
+      [0, 0],
+      [w, 0],
+      [0, h],
+      [w, h],
+    ].map(([px, py]) => [own[0] * px + own[2] * py + own[4], own[1] * px + own[3] * py + own[5]]);
+    const x = Math.min(...corners.map((c) => c[0]));
+    const y = Math.min(...corners.map((c) => c[1]));
+    out.push({ node: n, x, y, w: Math.max(...corners.map((c) => c[0])) - x, h: Math.max(...corners.map((c) => c[1])) - y });
     const kids = n.children ?? [];
     if (isFrame(n)) {
       const placed = laidOut(n, kids);
-      for (const c of placed) walk(c, x, y);
+      for (const c of placed) walk(c, own);
     } else {
-      for (const c of kids) walk(c, x, y);
+      // A leaf's children follow it in its parent, placed from its top-left, unturned.
+      for (const c of kids) walk(c, at);
     }
   };
-  walk(doc, 0, 0);
+  walk(doc, [1, 0, 0, 1, 0, 0]);
   return out;
 }
 

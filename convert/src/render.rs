@@ -181,6 +181,12 @@ pub const STYLES: &[&str] = &[
     "letter-spacing",
     "text-align",
     "text-decoration-line",
+    // How Figma's text decoration members draw it (convert/text).
+    "text-decoration-style",
+    "text-decoration-color",
+    "text-decoration-thickness",
+    "text-underline-offset",
+    "text-decoration-skip-ink",
     "text-transform",
     "flex-direction",
     "flex-wrap",

@@ -30,18 +30,22 @@ pub fn keep_end(text: String, max: usize) -> String {
 /// Properties the document does not draw at all, and what is drawn instead.
 const NOT_DRAWN: &[(&str, &str, &str)] = &[
     ("transform", "none", "drawn untransformed, as its bounding box"),
-    ("filter", "none", "not drawn"),
     ("backdrop-filter", "none", "not drawn"),
     ("clip-path", "none", "not drawn: the whole box is"),
     ("mask-image", "none", "not drawn: the whole box is"),
-    ("mix-blend-mode", "normal", "drawn as normal"),
 ];
 
-/// The approximations of an element's own box (not its text): `(property, message)`.
-pub fn approximations(s: &Snapshot<'_>, n: usize, l: usize, b: [f64; 4]) -> Vec<(&'static str, String)> {
+/// The approximations of an element's own box (not its text): `(property, message)`. Its
+/// border styles and filter are said where they are drawn (convert/paint), a text shadow where
+/// a paragraph's runs differ in it (convert/paragraph).
+pub fn approximations(s: &Snapshot<'_>, l: usize, b: [f64; 4]) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     for (prop, initial, what) in NOT_DRAWN {
         let v = s.style(l, prop);
+        // A rotation is the node's (convert/rotation).
+        if *prop == "transform" && s.rotations.contains_key(&l) {
+            continue;
+        }
         if !v.is_empty() && v != *initial {
             out.push((*prop, format!("{prop}: {} {what}", quote(v))));
         }
@@ -50,30 +54,21 @@ pub fn approximations(s: &Snapshot<'_>, n: usize, l: usize, b: [f64; 4]) -> Vec<
     if blend.split(',').any(|m| !matches!(m.trim(), "normal" | "")) {
         out.push(("background-blend-mode", format!("background-blend-mode: {} drawn as normal", quote(blend))));
     }
-    // Inherited: said where it is set, not on every descendant.
-    let shadow = s.style(l, "text-shadow");
-    let inherited = usize::try_from(s.parent[n]).ok().and_then(|p| s.layout_of[p]).map(|pl| s.style(pl, "text-shadow"));
-    if !matches!(shadow, "none" | "") && inherited != Some(shadow) {
-        out.push(("text-shadow", format!("text-shadow: {} not drawn", quote(shadow))));
+    let blend = s.style(l, "mix-blend-mode");
+    if !matches!(blend, "normal" | "") && crate::convert::blend_mode(blend).is_none() {
+        out.push(("mix-blend-mode", format!("mix-blend-mode: {} drawn as normal", quote(blend))));
     }
-    out.extend(border_styles(s, l));
     out.extend(radii(s, l, b));
     out
 }
 
-/// Borders Figma draws solid only.
-fn border_styles(s: &Snapshot<'_>, l: usize) -> Option<(&'static str, String)> {
-    let drawn = ["top", "right", "bottom", "left"].into_iter().find_map(|side| {
-        let style = s.style(l, &format!("border-{side}-style"));
-        let approximated = matches!(style, "dashed" | "dotted" | "double" | "groove" | "ridge" | "inset" | "outset");
-        (approximated && crate::convert::px(s.style(l, &format!("border-{side}-width"))) > 0.0).then_some(style)
-    })?;
-    Some(("border-style", format!("border-style: {drawn} drawn solid")))
-}
-
 /// Corners Figma cannot draw: elliptical ones (two radii), and percentages of a box that is not
-/// square (elliptical too); each is drawn circular, with its horizontal radius.
+/// square (elliptical too); each is drawn circular, with its horizontal radius. Radii making a
+/// whole ellipse are an ELLIPSE (convert/walk says where they cannot be).
 fn radii(s: &Snapshot<'_>, l: usize, b: [f64; 4]) -> Option<(&'static str, String)> {
+    if crate::convert::full_ellipse(s, l, b) {
+        return None;
+    }
     ["top-left", "top-right", "bottom-right", "bottom-left"].into_iter().find_map(|corner| {
         let v = s.style(l, &format!("border-{corner}-radius"));
         let parts: Vec<&str> = v.split_whitespace().collect();

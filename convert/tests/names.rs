@@ -192,8 +192,8 @@ fn no_name_holds_what_a_form_control_holds() {
 fn warnings_name_the_layer_they_concern() {
     let out = run(&format!(
         r#"<!DOCTYPE html>{STYLE}<body>
-        <nav aria-label="Main navigation" style="filter:blur(1px)"><a href="/">Home</a></nav>
-        <div class="card" style="transform:rotate(5deg)"><p>x</p></div>
+        <nav aria-label="Main navigation" style="filter:sepia(1)"><a href="/">Home</a></nav>
+        <div class="card" style="transform:scale(1.05)"><p>x</p></div>
         </body>"#
     ));
     for (node, property) in [("Main navigation", "filter"), ("card", "transform")] {

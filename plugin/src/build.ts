@@ -261,6 +261,13 @@ export class Builder {
     if (doc.hyperlink !== undefined) this.hyperlink(text, doc.hyperlink, doc, at);
     const textStyle = doc.textStyleId !== undefined ? this.styles.get(doc.textStyleId) : undefined;
     if (textStyle !== undefined) await text.setTextStyleIdAsync(textStyle);
+    // After the style, which would set them back to its own.
+    const deco = decorationOf(doc);
+    if (deco.style !== undefined) text.textDecorationStyle = deco.style;
+    if (deco.offset !== undefined) text.textDecorationOffset = deco.offset;
+    if (deco.thickness !== undefined) text.textDecorationThickness = deco.thickness;
+    if (deco.color !== undefined) text.textDecorationColor = deco.color;
+    if (deco.skipInk !== undefined) text.textDecorationSkipInk = deco.skipInk;
     // A paragraph's differently styled runs, each over its range of the characters.
     for (const seg of doc.segments ?? []) await this.segment(text, seg, doc, at);
   }
@@ -463,18 +470,25 @@ export class Builder {
       if (doc.strokeLeftWeight !== undefined) sides.strokeLeftWeight = doc.strokeLeftWeight;
     }
     if (doc.effects !== undefined) {
-      (node as SceneNode & BlendMixin).effects = doc.effects.map(
-        (e): Effect => ({
+      (node as SceneNode & BlendMixin).effects = doc.effects.map((e): Effect => {
+        // A blur is the whole layer's, of Figma's radius; a shadow has a colour and an offset
+        // (the result route refuses one without).
+        if (e.type === "LAYER_BLUR") return { type: "LAYER_BLUR", blurType: "NORMAL", radius: e.radius, visible: true };
+        return {
           type: e.type,
-          color: { ...e.color },
-          offset: { ...e.offset },
+          color: { r: e.color?.r ?? 0, g: e.color?.g ?? 0, b: e.color?.b ?? 0, a: e.color?.a ?? 1 },
+          offset: { x: e.offset?.x ?? 0, y: e.offset?.y ?? 0 },
           radius: e.radius,
           spread: e.spread ?? 0,
           visible: true,
           blendMode: "NORMAL",
-        }),
-      );
+        };
+      });
     }
+    if (doc.blendMode !== undefined) node.blendMode = doc.blendMode;
+    // Dashed and dotted strokes (every node built here has Figma's GeometryMixin).
+    if (doc.dashPattern !== undefined) node.dashPattern = [...doc.dashPattern];
+    if (doc.strokeCap !== undefined) (node as SceneNode & GeometryMixin).strokeCap = doc.strokeCap;
   }
 
   private paints(paints: DocPaint[], doc: { name?: string }, at: number[]): Paint[] {
@@ -562,6 +576,13 @@ export class Builder {
     if (textStyle !== undefined) await text.setRangeTextStyleIdAsync(start, end, textStyle);
     const fillStyle = seg.fillStyleId !== undefined ? this.styles.get(seg.fillStyleId) : undefined;
     if (fillStyle !== undefined) await text.setRangeFillStyleIdAsync(start, end, fillStyle);
+    // After the style, which would set them back to its own.
+    const deco = decorationOf(seg);
+    if (deco.style !== undefined) text.setRangeTextDecorationStyle(start, end, deco.style);
+    if (deco.offset !== undefined) text.setRangeTextDecorationOffset(start, end, deco.offset);
+    if (deco.thickness !== undefined) text.setRangeTextDecorationThickness(start, end, deco.thickness);
+    if (deco.color !== undefined) text.setRangeTextDecorationColor(start, end, deco.color);
+    if (deco.skipInk !== undefined) text.setRangeTextDecorationSkipInk(start, end, deco.skipInk);
   }
 
   /** A node's fills as the shared PAINT style they are (the fills themselves are already set). */
@@ -637,6 +658,34 @@ export class Builder {
     this.available ??= this.figma.listAvailableFontsAsync().catch(() => []);
     return this.available;
   }
+}
+
+type DecorationLengthDoc = { unit: "PIXELS" | "PERCENT" | "AUTO"; value?: number };
+
+/** A TEXT node's or a segment's decoration members as Figma's values (each absent: Figma's default). */
+function decorationOf(d: {
+  textDecorationStyle?: TextDecorationStyle;
+  textDecorationOffset?: DecorationLengthDoc;
+  textDecorationThickness?: DecorationLengthDoc;
+  textDecorationColor?: { r: number; g: number; b: number; a: number };
+  textDecorationSkipInk?: boolean;
+}): {
+  style?: TextDecorationStyle;
+  offset?: TextDecorationOffset;
+  thickness?: TextDecorationThickness;
+  color?: TextDecorationColor;
+  skipInk?: boolean;
+} {
+  const length = (l: DecorationLengthDoc | undefined) =>
+    l === undefined ? undefined : l.unit === "AUTO" ? ({ unit: "AUTO" } as const) : { unit: l.unit, value: l.value ?? 0 };
+  const c = d.textDecorationColor;
+  return {
+    style: d.textDecorationStyle,
+    offset: length(d.textDecorationOffset),
+    thickness: length(d.textDecorationThickness),
+    color: c === undefined ? undefined : { value: { type: "SOLID", color: { r: c.r, g: c.g, b: c.b }, opacity: c.a } },
+    skipInk: d.textDecorationSkipInk,
+  };
 }
 
 /** What a text style is, as compared with an existing one and set on a new one. */

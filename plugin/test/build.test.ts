@@ -9,7 +9,7 @@ import type { Node } from "@code2des/client";
 import { png } from "../../clients/typescript/test/stack.js";
 import { Builder, ImageStore, INDICES_KEY, JOB_KEY } from "../src/build.js";
 import { findLayer, layersByIndex, missingLayers } from "../src/report.js";
-import { type Images, compareTree, countNodes, testFigma } from "./figma.js";
+import { type Images, type RangeStyle, compareTree, countNodes, testFigma } from "./figma.js";
 import { EVERY_TYPE, IMAGES } from "./fixtures.js";
 
 async function build(doc: Node, images: Images) {
@@ -616,4 +616,107 @@ test("a NODE hyperlink goes to the layer built of the node its id names, before 
   );
   const { diffs } = compareTree({ ...doc, children: doc.children?.slice(0, 3) }, built.root, t, { raster: new Map(), svg: new Map() });
   assert.ok(diffs.every((d) => d.includes("child count")), diffs.join("\n"));
+});
+
+test("CSS that Figma draws (issue 39 item 7): dashes, dots, blends, blurs, rotation, text shadows and decoration", async () => {
+  const doc: Node = {
+    type: "FRAME",
+    name: "Page",
+    width: 400,
+    height: 300,
+    children: [
+      {
+        type: "FRAME",
+        name: "dashed",
+        width: 100,
+        height: 50,
+        strokes: [{ type: "SOLID", color: { r: 1, g: 0, b: 0 } }],
+        strokeWeight: 3,
+        strokeAlign: "INSIDE",
+        dashPattern: [9, 9],
+        x: 50,
+        rotation: -30,
+      },
+      {
+        type: "RECTANGLE",
+        name: "dotted",
+        width: 100,
+        height: 50,
+        strokes: [{ type: "SOLID", color: { r: 0, g: 0, b: 1 } }],
+        strokeWeight: 4,
+        dashPattern: [0, 8],
+        strokeCap: "ROUND",
+        blendMode: "MULTIPLY",
+      },
+      { type: "ELLIPSE", name: "pill", width: 160, height: 60, effects: [{ type: "LAYER_BLUR", radius: 6 }] },
+      {
+        type: "TEXT",
+        name: "Shadowed",
+        characters: "Shadowed wavy",
+        fontName: { family: "Inter", style: "Regular" },
+        effects: [{ type: "DROP_SHADOW", color: { r: 1, g: 0, b: 0, a: 1 }, offset: { x: 3, y: 3 }, radius: 2 }],
+        textDecoration: "UNDERLINE",
+        textDecorationStyle: "WAVY",
+        textDecorationThickness: { unit: "PIXELS", value: 2 },
+        segments: [
+          {
+            start: 0,
+            end: 9,
+            fontName: { family: "Inter", style: "Regular" },
+            fontSize: 12,
+            fills: [],
+            textDecoration: "NONE",
+            textCase: "ORIGINAL",
+            letterSpacing: { unit: "PIXELS", value: 0 },
+            lineHeight: { unit: "AUTO" },
+          },
+          {
+            start: 9,
+            end: 13,
+            fontName: { family: "Inter", style: "Regular" },
+            fontSize: 12,
+            fills: [],
+            textDecoration: "UNDERLINE",
+            textDecorationStyle: "WAVY",
+            textDecorationOffset: { unit: "PIXELS", value: 4 },
+            textDecorationThickness: { unit: "AUTO" },
+            textDecorationColor: { r: 1, g: 0, b: 0, a: 0.5 },
+            textDecorationSkipInk: false,
+            textCase: "ORIGINAL",
+            letterSpacing: { unit: "PIXELS", value: 0 },
+            lineHeight: { unit: "AUTO" },
+          },
+        ],
+      },
+    ],
+  };
+  const { built } = await build(doc, { raster: new Map(), svg: new Map() });
+  assert.deepEqual(built.warnings, []);
+  const [dashed, dotted, pill, text] = (built.root as FrameNode).children as [FrameNode, RectangleNode, EllipseNode, TextNode & { ranges: RangeStyle[] }];
+  assert.deepEqual([...dashed.dashPattern], [9, 9]);
+  // Turned about its top-left, which stays where the document puts it.
+  assert.deepEqual([dashed.x, dashed.rotation], [50, -30]);
+  assert.deepEqual([[...dotted.dashPattern], dotted.strokeCap, dotted.blendMode], [[0, 8], "ROUND", "MULTIPLY"]);
+  assert.deepEqual(pill.effects, [{ type: "LAYER_BLUR", blurType: "NORMAL", radius: 6, visible: true }]);
+  assert.deepEqual(text.effects[0], {
+    type: "DROP_SHADOW",
+    color: { r: 1, g: 0, b: 0, a: 1 },
+    offset: { x: 3, y: 3 },
+    radius: 2,
+    spread: 0,
+    visible: true,
+    blendMode: "NORMAL",
+  });
+  assert.deepEqual([text.textDecorationStyle, text.textDecorationThickness], ["WAVY", { unit: "PIXELS", value: 2 }]);
+  const wavy = text.ranges[10];
+  assert.deepEqual(wavy, {
+    ...wavy,
+    textDecoration: "UNDERLINE",
+    textDecorationStyle: "WAVY",
+    textDecorationOffset: { unit: "PIXELS", value: 4 },
+    textDecorationThickness: { unit: "AUTO" },
+    textDecorationColor: { value: { type: "SOLID", color: { r: 1, g: 0, b: 0 }, opacity: 0.5 } },
+    textDecorationSkipInk: false,
+  });
+  assert.equal(text.ranges[0]?.textDecorationStyle, undefined);
 });

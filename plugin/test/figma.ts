@@ -215,6 +215,11 @@ export function testFigma(): TestFigma {
       setRangeLetterSpacing: record("letterSpacing"),
       setRangeLineHeight: record("lineHeight"),
       setRangeHyperlink: record("hyperlink"),
+      setRangeTextDecorationStyle: record("textDecorationStyle"),
+      setRangeTextDecorationOffset: record("textDecorationOffset"),
+      setRangeTextDecorationThickness: record("textDecorationThickness"),
+      setRangeTextDecorationColor: record("textDecorationColor"),
+      setRangeTextDecorationSkipInk: record("textDecorationSkipInk"),
       setRangeTextStyleIdAsync: async (start: number, end: number, id: string) => {
         if (!figma.getStyleById(id)) throw new Error(`Error: no style ${id}`);
         record("textStyleId")(start, end, id);
@@ -269,6 +274,11 @@ export interface RangeStyle {
   letterSpacing?: LetterSpacing;
   lineHeight?: LineHeight;
   hyperlink?: HyperlinkTarget;
+  textDecorationStyle?: TextDecorationStyle;
+  textDecorationOffset?: TextDecorationOffset;
+  textDecorationThickness?: TextDecorationThickness;
+  textDecorationColor?: TextDecorationColor;
+  textDecorationSkipInk?: boolean;
   textStyleId?: string;
   fillStyleId?: string;
 }

@@ -5,9 +5,32 @@
 // strokes lie INSIDE/CENTER/OUTSIDE the outline with per-side weights, a frame's strokes and
 // clipping sit above its children, shadows are knocked out under their node, TEXT nodes that
 // follow their text keep their top-left and put the baseline where Figma does (the leading
-// split evenly above and below the font's ascender and descender).
+// split evenly above and below the font's ascender and descender). Dashed strokes follow the
+// outline (`dashPattern`, `strokeCap`), a LAYER_BLUR blurs the node's whole drawing (σ = radius
+// / 2), a TEXT node's shadows are its glyphs' and `blendMode` is CSS's mix-blend-mode.
 
 import { metricsFor, parseStyle } from "./fonts.mjs";
+
+/** Figma's blend modes as CSS's mix-blend-mode (PASS_THROUGH and NORMAL draw as normal). */
+const BLEND = {
+  MULTIPLY: "multiply",
+  SCREEN: "screen",
+  OVERLAY: "overlay",
+  DARKEN: "darken",
+  LIGHTEN: "lighten",
+  COLOR_DODGE: "color-dodge",
+  COLOR_BURN: "color-burn",
+  HARD_LIGHT: "hard-light",
+  SOFT_LIGHT: "soft-light",
+  DIFFERENCE: "difference",
+  EXCLUSION: "exclusion",
+  HUE: "hue",
+  SATURATION: "saturation",
+  COLOR: "color",
+  LUMINOSITY: "luminosity",
+  LINEAR_DODGE: "plus-lighter",
+  LINEAR_BURN: "plus-darker",
+};
 
 /** A frame, or a component or an instance, which Figma draws as the frame it is. */
 export const isFrame = (n) => n.type === "FRAME" || n.type === "COMPONENT" || n.type === "INSTANCE";
@@ -206,7 +229,7 @@ export class SvgWriter {
     const x = ox + (n.x ?? 0);
     const y = oy + (n.y ?? 0);
     const t = `translate(${f(x)} ${f(y)})${n.rotation ? ` rotate(${f(-n.rotation)})` : ""}`;
-    const op = n.opacity !== undefined && n.opacity < 1 ? ` opacity="${f(n.opacity)}"` : "";
+    const op = (n.opacity !== undefined && n.opacity < 1 ? ` opacity="${f(n.opacity)}"` : "") + this.layerEffects(n);
     if (n.type === "GROUP") {
       const inner = (n.children ?? []).flatMap((c) => this.node(c, 0, 0));
       return [`<g transform="${t}"${op}>${inner.join("")}</g>`];
@@ -240,6 +263,40 @@ export class SvgWriter {
     const out = [`<g transform="${t}"${op}>${content}</g>`];
     if (!isFrame(n)) for (const c of n.children ?? []) out.push(...this.node(c, x, y));
     return out;
+  }
+
+  /** A group's attributes for the node's blend mode, its layer blur and (TEXT) its shadows. */
+  layerEffects(n) {
+    let out = "";
+    const blend = BLEND[n.blendMode];
+    if (blend) out += ` style="mix-blend-mode:${blend}"`;
+    const effects = n.effects ?? [];
+    const blur = effects.find((e) => e.type === "LAYER_BLUR" && e.visible !== false && e.radius > 0);
+    const shadows = n.type === "TEXT" ? effects.filter((e) => e.type === "DROP_SHADOW" && e.visible !== false) : [];
+    if (!blur && shadows.length === 0) return out;
+    const id = this.id("f");
+    const w = n.width ?? 0;
+    const h = n.height ?? 0;
+    const reach = Math.max(0, ...effects.map((e) => 1.5 * e.radius + Math.abs(e.offset?.x ?? 0) + Math.abs(e.offset?.y ?? 0))) + w + h + 4;
+    const prims = [];
+    // Each shadow: the glyphs' alpha, offset, blurred, in its colour; the last on top.
+    shadows.forEach((e, i) => {
+      prims.push(
+        `<feGaussianBlur in="SourceAlpha" stdDeviation="${f(e.radius / 2)}"/>` +
+          `<feOffset dx="${f(e.offset?.x ?? 0)}" dy="${f(e.offset?.y ?? 0)}" result="o${i}"/>` +
+          `<feFlood flood-color="${rgb(e.color ?? {})}" flood-opacity="${f(e.color?.a ?? 1)}"/>` +
+          `<feComposite in2="o${i}" operator="in" result="s${i}"/>`,
+      );
+    });
+    const merged = shadows.length
+      ? `<feMerge result="m">${shadows.map((_, i) => `<feMergeNode in="s${i}"/>`).join("")}<feMergeNode in="SourceGraphic"/></feMerge>`
+      : "";
+    const blurred = blur ? `<feGaussianBlur${shadows.length ? ` in="m"` : ""} stdDeviation="${f(blur.radius / 2)}"/>` : "";
+    this.defs.push(
+      `<filter id="${id}" filterUnits="userSpaceOnUse" x="${f(-reach)}" y="${f(-reach)}" width="${f(w + 2 * reach)}" height="${f(h + 2 * reach)}">` +
+        prims.join("") + merged + blurred + `</filter>`,
+    );
+    return `${out} filter="url(#${id})"`;
   }
 
   frame(n) {
@@ -326,6 +383,7 @@ export class SvgWriter {
     if (sides.every((s) => s <= 0)) return "";
     const align = n.strokeAlign ?? "CENTER";
     const k = align === "INSIDE" ? [0, 1] : align === "OUTSIDE" ? [1, 0] : [0.5, 0.5];
+    if ((n.dashPattern ?? []).length > 0) return this.dashed(n, p, sides, k);
     const outer = outline(
       n,
       sides.map((s) => s * k[0]),
@@ -335,6 +393,37 @@ export class SvgWriter {
       sides.map((s) => -s * k[1]),
     );
     return this.paint(n, p, `d="${outer}${innerOutline}" fill-rule="evenodd"`);
+  }
+
+  /**
+   * Dashed strokes: the line along the middle of the stroke's area, dashed from the outline's
+   * start; per-side weights each their own side's line.
+   */
+  dashed(n, p, sides, k) {
+    if (p.type !== "SOLID" || p.visible === false) return "";
+    const a = (p.opacity ?? 1) * (p.color.a ?? 1);
+    const cap = { ROUND: "round", SQUARE: "square" }[n.strokeCap] ?? "butt";
+    const dash = n.dashPattern.map((d) => f(d)).join(" ");
+    const paint = `fill="none" stroke="${rgb(p.color)}"${a < 1 ? ` stroke-opacity="${f(a)}"` : ""} stroke-dasharray="${dash}" stroke-linecap="${cap}"`;
+    // Where the middle of each side's stroke lies from the outline (outwards positive).
+    const mid = sides.map((s) => s * (k[0] - k[1]) / 2);
+    if (sides.every((s) => s === sides[0])) {
+      return `<path d="${outline(n, mid)}" ${paint} stroke-width="${f(sides[0])}"/>`;
+    }
+    const w = n.width ?? 0;
+    const h = n.height ?? 0;
+    const [t, r, b, l] = mid;
+    const lines = [
+      [-l, -t, w + r, -t],
+      [w + r, -t, w + r, h + b],
+      [w + r, h + b, -l, h + b],
+      [-l, h + b, -l, -t],
+    ];
+    return lines
+      .map(([x1, y1, x2, y2], i) =>
+        sides[i] > 0 ? `<path d="M${f(x1)} ${f(y1)}L${f(x2)} ${f(y2)}" ${paint} stroke-width="${f(sides[i])}"/>` : "",
+      )
+      .join("");
   }
 
   blur(radius, box) {
@@ -478,24 +567,46 @@ export class SvgWriter {
 
 /**
  * Every node with its box in page pixels, placed as the writer draws it (auto layout applied,
- * a group's and a leaf's children as build.ts places them); rotation is not followed.
+ * a group's and a leaf's children as build.ts places them), a turned node as its bounding box.
  */
 export function place(doc) {
   const out = [];
-  const walk = (n, ox, oy) => {
+  // m: the parent's space to the page, an affine [a, b, c, d, e, f] as SVG's matrix().
+  const mul = ([a, b, c, d, e, f], [g, h, i, j, k, l]) => [
+    a * g + c * h,
+    b * g + d * h,
+    a * i + c * j,
+    b * i + d * j,
+    a * k + c * l + e,
+    b * k + d * l + f,
+  ];
+  const walk = (n, m) => {
     if (n.visible === false) return;
-    const x = ox + (n.x ?? 0);
-    const y = oy + (n.y ?? 0);
-    out.push({ node: n, x, y, w: n.width ?? 0, h: n.height ?? 0 });
+    const at = mul(m, [1, 0, 0, 1, n.x ?? 0, n.y ?? 0]);
+    // Figma turns a node about its top-left, counter-clockwise.
+    const rad = (-(n.rotation ?? 0) * Math.PI) / 180;
+    const own = n.rotation ? mul(at, [Math.cos(rad), Math.sin(rad), -Math.sin(rad), Math.cos(rad), 0, 0]) : at;
+    const w = n.width ?? 0;
+    const h = n.height ?? 0;
+    const corners = [
+      [0, 0],
+      [w, 0],
+      [0, h],
+      [w, h],
+    ].map(([px, py]) => [own[0] * px + own[2] * py + own[4], own[1] * px + own[3] * py + own[5]]);
+    const x = Math.min(...corners.map((c) => c[0]));
+    const y = Math.min(...corners.map((c) => c[1]));
+    out.push({ node: n, x, y, w: Math.max(...corners.map((c) => c[0])) - x, h: Math.max(...corners.map((c) => c[1])) - y });
     const kids = n.children ?? [];
     if (isFrame(n)) {
       const placed = laidOut(n, kids);
-      for (const c of placed) walk(c, x, y);
+      for (const c of placed) walk(c, own);
     } else {
-      for (const c of kids) walk(c, x, y);
+      // A leaf's children follow it in its parent, placed from its top-left, unturned.
+      for (const c of kids) walk(c, at);
     }
   };
-  walk(doc, 0, 0);
+  walk(doc, [1, 0, 0, 1, 0, 0]);
   return out;
 }
 

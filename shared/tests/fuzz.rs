@@ -584,8 +584,18 @@ fn arb_node() -> impl Strategy<Value = Value> {
         image_ref.clone().prop_map(|r| json!({"type": "IMAGE", "imageRef": r})),
         0..3,
     ));
-    let leaf = (ty.clone(), fills.clone(), prop::option::of(image_ref.clone()), prop::bool::weighted(0.03)).prop_map(
-        |(ty, fills, own_ref, not_object)| {
+    // Shadows with and without their colour and offset, and blurs (which have neither).
+    let effect = prop_oneof![
+        Just(
+            json!({"type": "DROP_SHADOW", "color": {"r": 0, "g": 0, "b": 0, "a": 1}, "offset": {"x": 1, "y": 1}, "radius": 2})
+        ),
+        Just(json!({"type": "INNER_SHADOW", "offset": {"x": 1, "y": 1}, "radius": 2})),
+        Just(json!({"type": "DROP_SHADOW", "color": {"r": 0, "g": 0, "b": 0, "a": 1}, "radius": 2})),
+        Just(json!({"type": "LAYER_BLUR", "radius": 4})),
+    ];
+    let effects = prop::option::weighted(0.2, prop::collection::vec(effect, 0..3));
+    let leaf = (ty.clone(), fills.clone(), prop::option::of(image_ref.clone()), prop::bool::weighted(0.03), effects)
+        .prop_map(|(ty, fills, own_ref, not_object, effects)| {
             if not_object {
                 return json!(["not", "a", "node"]);
             }
@@ -595,12 +605,14 @@ fn arb_node() -> impl Strategy<Value = Value> {
             if let Some(f) = fills {
                 m.insert("fills".into(), Value::Array(f));
             }
+            if let Some(e) = effects {
+                m.insert("effects".into(), Value::Array(e));
+            }
             if let Some(r) = own_ref {
                 m.insert("imageRef".into(), r);
             }
             Value::Object(m)
-        },
-    );
+        });
     leaf.prop_recursive(5, 24, 4, move |inner| {
         (ty.clone(), fills.clone(), prop::collection::vec(inner, 0..4), prop::bool::weighted(0.05)).prop_map(
             |(ty, fills, children, bad_children)| {
@@ -644,6 +656,14 @@ fn document_ok(doc: &Value, known: &BTreeSet<&str>, limits: &Limits) -> bool {
         // before it, of its structure: shared's unit tests hold those rules). The generator
         // writes neither, so every COMPONENT and INSTANCE it makes is refused.
         if matches!(ty, "COMPONENT" | "INSTANCE") {
+            return false;
+        }
+        // A shadow needs its colour and offset; a blur has neither.
+        let shadow_ok = |e: &Value| {
+            !matches!(e["type"].as_str(), Some("DROP_SHADOW" | "INNER_SHADOW"))
+                || (e.get("color").is_some() && e.get("offset").is_some())
+        };
+        if !obj.get("effects").and_then(Value::as_array).into_iter().flatten().all(shadow_ok) {
             return false;
         }
         let own = obj.iter().filter(|(k, _)| k.as_str() != "children");

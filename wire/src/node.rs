@@ -113,6 +113,11 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
         | "lineHeight"
         | "letterSpacing"
         | "textDecoration"
+        | "textDecorationStyle"
+        | "textDecorationOffset"
+        | "textDecorationThickness"
+        | "textDecorationColor"
+        | "textDecorationSkipInk"
         | "textCase"
         | "hyperlink"
         | "segments"
@@ -162,6 +167,10 @@ pub struct Node {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 1))]
     pub opacity: Option<f64>,
+    /// How the node blends with what is below it (Figma's `blendMode`, CSS `mix-blend-mode`;
+    /// default PASS_THROUGH on frames and groups, NORMAL on other nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blend_mode: Option<BlendMode>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub visible: Option<bool>,
     /// Ignored on GROUP (a Figma group has no fills of its own).
@@ -192,6 +201,16 @@ pub struct Node {
     /// Where the strokes lie against the outline (default CENTER, as Figma's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stroke_align: Option<StrokeAlign>,
+    /// Dashed strokes (Figma's `dashPattern`): alternating dash and gap lengths in pixels, from
+    /// the outline's start; absent or empty, the strokes are solid (CSS `border-style: dashed`
+    /// and `dotted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(inner(range(min = 0)), length(max = 16))]
+    pub dash_pattern: Option<Vec<f64>>,
+    /// The ends of the strokes' dashes (Figma's `strokeCap`; default NONE): ROUND with a
+    /// `dashPattern` of zero-length dashes draws round dots (CSS `dotted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stroke_cap: Option<StrokeCap>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub corner_radius: Option<f64>,
@@ -290,6 +309,21 @@ pub struct Node {
     pub letter_spacing: Option<LetterSpacing>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_decoration: Option<TextDecoration>,
+    /// The decoration line's style, offset, thickness, colour and whether it skips the glyphs'
+    /// descenders (Figma's `textDecorationStyle`, … `textDecorationSkipInk`; CSS
+    /// `text-decoration-style`, `text-underline-offset`, `text-decoration-thickness`,
+    /// `text-decoration-color`, `text-decoration-skip-ink`). Absent: Figma's defaults (SOLID,
+    /// AUTO, AUTO, the text's colour, true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration_style: Option<TextDecorationStyle>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration_offset: Option<DecorationLength>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration_thickness: Option<DecorationLength>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration_color: Option<Rgba>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration_skip_ink: Option<bool>,
     /// Drawn in this case whatever `characters` is (CSS `text-transform`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_case: Option<TextCase>,
@@ -371,6 +405,17 @@ pub struct TextSegment {
     pub font_size: f64,
     pub fills: Vec<Paint>,
     pub text_decoration: TextDecoration,
+    /// As a TEXT node's members of the same names (absent: Figma's defaults).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration_style: Option<TextDecorationStyle>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration_offset: Option<DecorationLength>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration_thickness: Option<DecorationLength>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration_color: Option<Rgba>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_decoration_skip_ink: Option<bool>,
     pub text_case: TextCase,
     pub letter_spacing: LetterSpacing,
     pub line_height: LineHeight,
@@ -558,6 +603,61 @@ wire_enum! {
 wire_enum! {
     #[schemars(inline)]
     #[allow(clippy::upper_case_acronyms)]
+    pub enum TextDecorationStyle {
+        SOLID = "SOLID",
+        WAVY = "WAVY",
+        DOTTED = "DOTTED",
+    }
+}
+
+/// Figma's `TextDecorationOffset` and `TextDecorationThickness`: `{"unit": "PIXELS", "value":
+/// 2}`, or `{"unit": "AUTO"}` (the font's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DecorationLength {
+    pub unit: LineHeightUnit,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum StrokeCap {
+        NONE = "NONE",
+        ROUND = "ROUND",
+        SQUARE = "SQUARE",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms, non_camel_case_types)]
+    pub enum BlendMode {
+        PASS_THROUGH = "PASS_THROUGH",
+        NORMAL = "NORMAL",
+        DARKEN = "DARKEN",
+        MULTIPLY = "MULTIPLY",
+        LINEAR_BURN = "LINEAR_BURN",
+        COLOR_BURN = "COLOR_BURN",
+        LIGHTEN = "LIGHTEN",
+        SCREEN = "SCREEN",
+        LINEAR_DODGE = "LINEAR_DODGE",
+        COLOR_DODGE = "COLOR_DODGE",
+        OVERLAY = "OVERLAY",
+        SOFT_LIGHT = "SOFT_LIGHT",
+        HARD_LIGHT = "HARD_LIGHT",
+        DIFFERENCE = "DIFFERENCE",
+        EXCLUSION = "EXCLUSION",
+        HUE = "HUE",
+        SATURATION = "SATURATION",
+        COLOR = "COLOR",
+        LUMINOSITY = "LUMINOSITY",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
     pub enum TextCase {
         ORIGINAL = "ORIGINAL",
         UPPER = "UPPER",
@@ -662,17 +762,24 @@ wire_enum! {
     pub enum EffectType {
         DROP_SHADOW = "DROP_SHADOW",
         INNER_SHADOW = "INNER_SHADOW",
+        LAYER_BLUR = "LAYER_BLUR",
     }
 }
 
-/// A shadow, as Figma's `DropShadowEffect` and `InnerShadowEffect` (CSS `box-shadow`).
+/// A shadow, as Figma's `DropShadowEffect` and `InnerShadowEffect` (CSS `box-shadow`,
+/// `text-shadow`, `filter: drop-shadow()`), or a blur of the whole layer, its children included,
+/// as Figma's `BlurEffect` (LAYER_BLUR: CSS `filter: blur()`). A shadow has a `color` and an
+/// `offset` (the result route refuses one without); a blur has neither.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Effect {
     #[serde(rename = "type")]
     pub kind: EffectType,
-    pub color: Rgba,
-    pub offset: Vector,
-    /// The blur radius, as CSS's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub color: Option<Rgba>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<Vector>,
+    /// The blur radius, as CSS's for a shadow (its standard deviation is half of it); a
+    /// blur's is Figma's, twice CSS's `blur()` standard deviation.
     #[schemars(range(min = 0))]
     pub radius: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -838,6 +945,7 @@ pub const NODE_DEFINITIONS: &[&str] = &[
     "Vector",
     "LineHeight",
     "LetterSpacing",
+    "DecorationLength",
     "Color",
     "FontName",
     "VectorPath",
@@ -886,6 +994,11 @@ mod tests {
             "lineHeight",
             "letterSpacing",
             "textDecoration",
+            "textDecorationStyle",
+            "textDecorationOffset",
+            "textDecorationThickness",
+            "textDecorationColor",
+            "textDecorationSkipInk",
             "textCase",
             "hyperlink",
             "segments",

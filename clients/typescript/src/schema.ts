@@ -430,8 +430,20 @@ export interface components {
          */
         NodeType: "FRAME" | "GROUP" | "RECTANGLE" | "ELLIPSE" | "LINE" | "VECTOR" | "TEXT" | "SVG" | "COMPONENT" | "INSTANCE";
         NodeCommon: {
+            /**
+             * @description How the node blends with what is below it (Figma's `blendMode`, CSS `mix-blend-mode`;
+             *     default PASS_THROUGH on frames and groups, NORMAL on other nodes).
+             * @enum {string}
+             */
+            blendMode?: "PASS_THROUGH" | "NORMAL" | "DARKEN" | "MULTIPLY" | "LINEAR_BURN" | "COLOR_BURN" | "LIGHTEN" | "SCREEN" | "LINEAR_DODGE" | "COLOR_DODGE" | "OVERLAY" | "SOFT_LIGHT" | "HARD_LIGHT" | "DIFFERENCE" | "EXCLUSION" | "HUE" | "SATURATION" | "COLOR" | "LUMINOSITY";
             /** @description In document order, the first at the back (as in Figma's layer list, read bottom up). */
             children?: components["schemas"]["Node"][];
+            /**
+             * @description Dashed strokes (Figma's `dashPattern`): alternating dash and gap lengths in pixels, from
+             *     the outline's start; absent or empty, the strokes are solid (CSS `border-style: dashed`
+             *     and `dotted`).
+             */
+            dashPattern?: number[];
             /** @description Shadows, the last painted on top (Figma's `effects`). Ignored on GROUP. */
             effects?: components["schemas"]["Effect"][];
             /** @description The `id` of the document's PAINT style (`styles`, on the root) that `fills` is. */
@@ -461,6 +473,12 @@ export interface components {
              */
             strokeAlign?: "INSIDE" | "OUTSIDE" | "CENTER";
             strokeBottomWeight?: number;
+            /**
+             * @description The ends of the strokes' dashes (Figma's `strokeCap`; default NONE): ROUND with a
+             *     `dashPattern` of zero-length dashes draws round dots (CSS `dotted`).
+             * @enum {string}
+             */
+            strokeCap?: "NONE" | "ROUND" | "SQUARE";
             strokeLeftWeight?: number;
             strokeRightWeight?: number;
             /** @description Per-side weights (FRAME and RECTANGLE), each overriding `strokeWeight` on its side. */
@@ -628,6 +646,19 @@ export interface components {
             textCase?: "ORIGINAL" | "UPPER" | "LOWER" | "TITLE";
             /** @enum {string} */
             textDecoration?: "NONE" | "UNDERLINE" | "STRIKETHROUGH";
+            textDecorationColor?: components["schemas"]["Rgba"];
+            textDecorationOffset?: components["schemas"]["DecorationLength"];
+            textDecorationSkipInk?: boolean;
+            /**
+             * @description The decoration line's style, offset, thickness, colour and whether it skips the glyphs'
+             *     descenders (Figma's `textDecorationStyle`, … `textDecorationSkipInk`; CSS
+             *     `text-decoration-style`, `text-underline-offset`, `text-decoration-thickness`,
+             *     `text-decoration-color`, `text-decoration-skip-ink`). Absent: Figma's defaults (SOLID,
+             *     AUTO, AUTO, the text's colour, true).
+             * @enum {string}
+             */
+            textDecorationStyle?: "SOLID" | "WAVY" | "DOTTED";
+            textDecorationThickness?: components["schemas"]["DecorationLength"];
             /** @description The `id` of the document's TEXT style (`styles`, on the root) that the node's type is. */
             textStyleId?: string;
             /** @enum {string} */
@@ -803,15 +834,23 @@ export interface components {
             g: number;
             r: number;
         };
-        /** @description A shadow, as Figma's `DropShadowEffect` and `InnerShadowEffect` (CSS `box-shadow`). */
+        /**
+         * @description A shadow, as Figma's `DropShadowEffect` and `InnerShadowEffect` (CSS `box-shadow`,
+         *     `text-shadow`, `filter: drop-shadow()`), or a blur of the whole layer, its children included,
+         *     as Figma's `BlurEffect` (LAYER_BLUR: CSS `filter: blur()`). A shadow has a `color` and an
+         *     `offset` (the result route refuses one without); a blur has neither.
+         */
         Effect: {
-            color: components["schemas"]["Rgba"];
-            offset: components["schemas"]["Vector"];
-            /** @description The blur radius, as CSS's. */
+            color?: components["schemas"]["Rgba"];
+            offset?: components["schemas"]["Vector"];
+            /**
+             * @description The blur radius, as CSS's for a shadow (its standard deviation is half of it); a
+             *     blur's is Figma's, twice CSS's `blur()` standard deviation.
+             */
             radius: number;
             spread?: number;
             /** @enum {string} */
-            type: "DROP_SHADOW" | "INNER_SHADOW";
+            type: "DROP_SHADOW" | "INNER_SHADOW" | "LAYER_BLUR";
         };
         Vector: {
             x: number;
@@ -828,6 +867,15 @@ export interface components {
             /** @enum {string} */
             unit: "PIXELS" | "PERCENT";
             value: number;
+        };
+        /**
+         * @description Figma's `TextDecorationOffset` and `TextDecorationThickness`: `{"unit": "PIXELS", "value":
+         *     2}`, or `{"unit": "AUTO"}` (the font's).
+         */
+        DecorationLength: {
+            /** @enum {string} */
+            unit: "PIXELS" | "PERCENT" | "AUTO";
+            value?: number;
         };
         /** @description RGB channels from 0 to 1, as Figma's `RGB`. */
         Color: {
@@ -878,6 +926,15 @@ export interface components {
             textCase: "ORIGINAL" | "UPPER" | "LOWER" | "TITLE";
             /** @enum {string} */
             textDecoration: "NONE" | "UNDERLINE" | "STRIKETHROUGH";
+            textDecorationColor?: components["schemas"]["Rgba"];
+            textDecorationOffset?: components["schemas"]["DecorationLength"];
+            textDecorationSkipInk?: boolean;
+            /**
+             * @description As a TEXT node's members of the same names (absent: Figma's defaults).
+             * @enum {string}
+             */
+            textDecorationStyle?: "SOLID" | "WAVY" | "DOTTED";
+            textDecorationThickness?: components["schemas"]["DecorationLength"];
             textStyleId?: string;
         };
         /**

@@ -27,12 +27,14 @@
 
 mod components;
 mod controls;
+mod css;
 mod gradient;
 mod images;
 mod layout;
 mod links;
 mod paint;
 mod paragraph;
+mod rotation;
 mod snapshot;
 mod styles;
 mod text;
@@ -46,6 +48,7 @@ use serde_json::Value;
 use crate::doc::{ArtifactWarning, Image, Node, NodeType, Warning};
 use crate::stack;
 
+pub(crate) use css::{blend_mode, full_ellipse};
 pub use gradient::parse_linear_gradient;
 pub use images::decode_data_url;
 pub use paint::{parse_color, parse_shadows};
@@ -253,7 +256,7 @@ mod tests {
         let e = parse_shadows("rgba(0, 0, 0, 0.1) 0px 4px 6px -1px, rgb(255, 0, 0) 1px 2px 3px 0px inset");
         assert_eq!(e.len(), 2);
         assert_eq!(e[1].kind, EffectType::DROP_SHADOW);
-        assert_eq!((e[1].offset.y, e[1].radius, e[1].spread), (4.0, 6.0, Some(-1.0)));
+        assert_eq!((e[1].offset.as_ref().unwrap().y, e[1].radius, e[1].spread), (4.0, 6.0, Some(-1.0)));
         assert_eq!(e[0].kind, EffectType::INNER_SHADOW);
         let Some(Paint::GradientLinear { gradient_transform: t, gradient_stops, .. }) =
             parse_linear_gradient("linear-gradient(90deg, rgb(255, 0, 0), rgb(0, 0, 255) 100%)", 200.0, 100.0)

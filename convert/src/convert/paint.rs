@@ -2,6 +2,7 @@
 //! radii, shadows, as Figma fills, strokes and effects; an inline element broken across lines as
 //! one rectangle per line.
 
+use super::css::{border_line, filter_effects, Line};
 use super::gradient::{linear_gradient, stretch_paint};
 use super::images::ImageSource;
 use super::{px, round, Container, Ctx, Key, Snapshot};
@@ -109,8 +110,8 @@ pub(super) fn shadows(s: &str) -> (Vec<Effect>, Vec<String>) {
         };
         out.push(Effect {
             kind: if inset { EffectType::INNER_SHADOW } else { EffectType::DROP_SHADOW },
-            color,
-            offset: Vector { x: lens.first().copied().unwrap_or(0.0), y: lens.get(1).copied().unwrap_or(0.0) },
+            color: Some(color),
+            offset: Some(Vector { x: lens.first().copied().unwrap_or(0.0), y: lens.get(1).copied().unwrap_or(0.0) }),
             radius: lens.get(2).copied().unwrap_or(0.0),
             spread: Some(lens.get(3).copied().unwrap_or(0.0)),
         });
@@ -142,19 +143,40 @@ impl Ctx<'_, '_> {
     }
 }
 
-/// What an element's box paints: fills, strokes, radii, effects.
+/// What an element's box paints: fills, strokes (and how their lines are drawn), radii,
+/// effects.
+#[derive(Clone)]
 pub(super) struct BoxPaint {
     pub(super) fills: Vec<Paint>,
     pub(super) strokes: Option<(Paint, [f64; 4])>,
+    pub(super) line: Line,
     pub(super) radii: [f64; 4],
     pub(super) effects: Vec<Effect>,
+}
+
+impl BoxPaint {
+    pub(super) fn none() -> Self {
+        BoxPaint { fills: vec![], strokes: None, line: Line::Solid, radii: [0.0; 4], effects: vec![] }
+    }
 }
 
 pub(super) fn box_paint(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], name: &str) -> BoxPaint {
     // The canvas took this element's background.
     let fills = if cx.root_bg_from == Some(n) { Vec::new() } else { background_fills(cx, n, l, b, name) };
-    let (strokes, radii, effects) = box_edges(cx, n, l, b, name);
-    BoxPaint { fills, strokes, radii, effects }
+    let (strokes, radii, mut effects) = box_edges(cx, n, l, b, name);
+    let (line, approximated) = border_line(cx.s, l);
+    if let Some(message) = approximated.filter(|_| strokes.is_some()) {
+        cx.css(n, name, "border-style", message);
+    }
+    // The filter applies to the box and its shadows: drawn after them.
+    match filter_effects(cx.s.style(l, "filter"), !fills.is_empty()) {
+        Ok((filtered, unread)) => {
+            cx.unread(n, name, "filter", &unread);
+            effects.extend(filtered);
+        }
+        Err(message) => cx.css(n, name, "filter", message),
+    }
+    BoxPaint { fills, strokes, line, radii, effects }
 }
 
 /// An element's background colour and images, bottom first.
@@ -255,7 +277,15 @@ fn box_edges(
 
 pub(super) fn apply_paint(node: &mut Node, p: BoxPaint) {
     node.fills = Some(p.fills);
-    if let Some((paint, w)) = p.strokes {
+    if let Some((paint, mut w)) = p.strokes {
+        match p.line {
+            Line::Solid => {}
+            Line::Dashed(pattern, cap) => {
+                node.dash_pattern = Some(pattern);
+                node.stroke_cap = cap;
+            }
+            Line::Double => w = double_inner(node, &paint, w, p.radii),
+        }
         node.strokes = Some(vec![paint]);
         node.stroke_align = Some(StrokeAlign::INSIDE);
         if w.iter().all(|x| *x == w[0]) {
@@ -282,6 +312,30 @@ pub(super) fn apply_paint(node: &mut Node, p: BoxPaint) {
     if !p.effects.is_empty() {
         node.effects = Some(p.effects);
     }
+}
+
+/// A double border's inner line: a rectangle inset by two thirds of each side's width, its
+/// stroke a third of it, added to `node`'s children; answers the node's own stroke widths,
+/// the outer third.
+fn double_inner(node: &mut Node, paint: &Paint, w: [f64; 4], radii: [f64; 4]) -> [f64; 4] {
+    let third = w.map(|x| round(x / 3.0));
+    let mut inner = Node {
+        kind: NodeType::RECTANGLE,
+        name: "Double border".into(),
+        x: round(2.0 * third[3]),
+        y: round(2.0 * third[0]),
+        width: round((node.width - 2.0 * (third[1] + third[3])).max(0.0)),
+        height: round((node.height - 2.0 * (third[0] + third[2])).max(0.0)),
+        fills: Some(Vec::new()),
+        maker: Maker { dom: node.maker.dom, flex_item: false },
+        ..Node::default()
+    };
+    let mut inner_paint = BoxPaint::none();
+    inner_paint.strokes = Some((paint.clone(), third));
+    inner_paint.radii = radii.map(|r| round((r - 2.0 * third[0].max(third[3])).max(0.0)));
+    apply_paint(&mut inner, inner_paint);
+    node.children.get_or_insert_with(Vec::new).push(inner);
+    third
 }
 
 /// A cell of a table whose borders collapse: Chromium's cell box runs to the middle of each
@@ -360,12 +414,7 @@ pub(super) fn inline_fragments(
         let x0 = line[0] - if first { left } else { 0.0 };
         let x1 = line[0] + line[2] + if end { right } else { 0.0 };
         let (y0, y1) = (line[1] - top, line[1] + line[3] + bottom);
-        let mut p = BoxPaint {
-            fills: paint.fills.clone(),
-            strokes: paint.strokes.clone(),
-            radii: paint.radii,
-            effects: paint.effects.clone(),
-        };
+        let mut p = paint.clone();
         if let Some((_, w)) = p.strokes.as_mut() {
             w[1] = if end { w[1] } else { 0.0 };
             w[3] = if first { w[3] } else { 0.0 };

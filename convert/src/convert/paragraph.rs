@@ -20,7 +20,7 @@ use crate::doc::{
     Hyperlink, LetterSpacing, LetterSpacingUnit, Maker, Node, NodeType, TextAutoResize, TextCase, TextDecoration,
     TextSegment,
 };
-use crate::names;
+use crate::{names, warn};
 
 /// What a paragraph holds, in document order.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,7 +70,14 @@ pub(super) fn paragraph(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &Contain
     let links: Vec<Option<Hyperlink>> = texts.iter().map(|(t, _)| cx.links.around(s, *t, Some(n))).collect();
     let utf16: Vec<u16> = characters.encode_utf16().collect();
     let segments = with_room(segments(&runs, &links, &pieces, utf16.len()), &room, &utf16);
-    let node = text_node(s, n, l, (&characters, segments), area, lines, into);
+    let mut node = text_node(s, n, l, (&characters, segments), area, lines, into);
+    // A shadow is the whole node's effect: drawn where every run has the same.
+    if runs.iter().all(|r| r.shadow == runs[0].shadow) {
+        node.effects = (!runs[0].effects.is_empty()).then(|| runs[0].effects.clone());
+    } else if let Some(r) = runs.iter().find(|r| !r.effects.is_empty()) {
+        let message = format!("text-shadow: {} not drawn: the paragraph's runs differ in it", warn::quote(&r.shadow));
+        cx.css(n, &node.name, "text-shadow", message);
+    }
     for (run, (t, _)) in runs.iter().zip(&texts) {
         substitution(cx, run, usize::try_from(s.parent[*t]).unwrap_or(*t), &node.name);
     }
@@ -431,6 +438,11 @@ fn segment(run: &RunStyle, hyperlink: Option<Hyperlink>, start: usize, end: usiz
         font_size: round(run.font_size),
         fills: vec![solid(&run.color)],
         text_decoration: run.decoration.unwrap_or(TextDecoration::NONE),
+        text_decoration_style: run.decoration.and(run.deco.style),
+        text_decoration_offset: run.decoration.and(run.deco.offset.clone()),
+        text_decoration_thickness: run.decoration.and(run.deco.thickness.clone()),
+        text_decoration_color: run.decoration.and(run.deco.color.clone()),
+        text_decoration_skip_ink: run.decoration.and(run.deco.skip_ink),
         text_case: run.case.unwrap_or(TextCase::ORIGINAL),
         letter_spacing: LetterSpacing { unit: LetterSpacingUnit::PIXELS, value: round(run.letter) },
         line_height: run.line_height.clone(),
@@ -481,6 +493,11 @@ fn text_node(
         line_height: Some(main.line_height.clone()),
         letter_spacing: (main.letter_spacing.value != 0.0).then(|| main.letter_spacing.clone()),
         text_decoration: (main.text_decoration != TextDecoration::NONE).then_some(main.text_decoration),
+        text_decoration_style: main.text_decoration_style,
+        text_decoration_offset: main.text_decoration_offset.clone(),
+        text_decoration_thickness: main.text_decoration_thickness.clone(),
+        text_decoration_color: main.text_decoration_color.clone(),
+        text_decoration_skip_ink: main.text_decoration_skip_ink,
         text_case: (main.text_case != TextCase::ORIGINAL).then_some(main.text_case),
         hyperlink: if several { None } else { main.hyperlink.clone() },
         segments: several.then_some(segments),

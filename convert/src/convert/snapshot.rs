@@ -39,6 +39,8 @@ pub struct Snapshot<'a> {
     pub(super) l_paint: Vec<i64>,
     pub(super) text_boxes: HashMap<usize, Vec<([f64; 4], usize, usize)>>,
     names: names::Index,
+    /// The rotated elements' layout objects, each with its Figma rotation (convert/rotation).
+    pub(crate) rotations: HashMap<usize, f64>,
 }
 
 fn ints(v: &Value) -> Vec<i64> {
@@ -203,8 +205,10 @@ impl<'a> Snapshot<'a> {
             l_paint,
             text_boxes: text_boxes(&doc["textBoxes"]),
             names: names::Index::default(),
+            rotations: HashMap::new(),
         };
         parsed.names = names::Index::new(&parsed);
+        parsed.unrotate(layout);
         Ok(parsed)
     }
 

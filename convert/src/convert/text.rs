@@ -1,11 +1,12 @@
 //! Text: each line box of a text run as a TEXT node (font, size, line height, decoration,
 //! case, alignment), fonts as Chromium drew them, and list markers drawn as shapes.
 
+use super::css::text_shadows;
 use super::paint::solid;
 use super::{order, px, round, Container, Ctx, Snapshot, MAX_NODES};
 use crate::doc::{
-    FontName, LetterSpacing, LetterSpacingUnit, LineHeight, LineHeightUnit, Maker, Node, NodeType, Rgba, StrokeAlign,
-    TextAlign, TextAutoResize, TextCase, TextDecoration, WarningCode,
+    DecorationLength, Effect, FontName, LetterSpacing, LetterSpacingUnit, LineHeight, LineHeightUnit, Maker, Node,
+    NodeType, Rgba, StrokeAlign, TextAlign, TextAutoResize, TextCase, TextDecoration, TextDecorationStyle, WarningCode,
 };
 use crate::{names, warn};
 
@@ -122,8 +123,24 @@ pub(super) struct RunStyle {
     pub(super) line_height: LineHeight,
     pub(super) letter: f64,
     pub(super) decoration: Option<TextDecoration>,
+    /// How the decoration is drawn, where it is not Figma's default.
+    pub(super) deco: Deco,
     pub(super) case: Option<TextCase>,
     align: TextAlign,
+    /// CSS `text-shadow` as computed, and as effects.
+    pub(super) shadow: String,
+    pub(super) effects: Vec<Effect>,
+}
+
+/// A text decoration's style, offset, thickness, colour and ink skipping (Figma's
+/// `textDecorationStyle`, …), each `None` where it is Figma's default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Deco {
+    pub(super) style: Option<TextDecorationStyle>,
+    pub(super) offset: Option<DecorationLength>,
+    pub(super) thickness: Option<DecorationLength>,
+    pub(super) color: Option<Rgba>,
+    pub(super) skip_ink: Option<bool>,
 }
 
 impl RunStyle {
@@ -208,6 +225,14 @@ pub(super) fn run_style(cx: &mut Ctx<'_, '_>, n: usize, l: usize, owner: usize) 
     let css_family = s.style(l, "font-family");
     let wanted = first_family(css_family);
     let used = cx.font(css_family, owner);
+    let (decoration, by) = decoration(s, n);
+    let deco = match by {
+        Some((el, pl)) => decoration_details(cx, el, pl, &color),
+        None => Deco::default(),
+    };
+    let shadow = s.style(l, "text-shadow").to_owned();
+    let (effects, unread) = text_shadows(&shadow);
+    cx.unread(owner, &s.name(owner), "text-shadow", &unread);
     Some(RunStyle {
         color,
         wanted,
@@ -219,7 +244,10 @@ pub(super) fn run_style(cx: &mut Ctx<'_, '_>, n: usize, l: usize, owner: usize) 
             v => LineHeight { unit: LineHeightUnit::PIXELS, value: Some(round(px(v))) },
         },
         letter: px(s.style(l, "letter-spacing")),
-        decoration: decoration(s, n),
+        decoration,
+        deco,
+        shadow,
+        effects,
         case: match s.style(l, "text-transform") {
             "uppercase" => Some(TextCase::UPPER),
             "lowercase" => Some(TextCase::LOWER),
@@ -230,24 +258,64 @@ pub(super) fn run_style(cx: &mut Ctx<'_, '_>, n: usize, l: usize, owner: usize) 
     })
 }
 
-/// The decoration of text node `n`'s run. Decoration is not inherited: it is drawn by the
-/// nearest inline ancestor that has it.
-fn decoration(s: &Snapshot<'_>, n: usize) -> Option<TextDecoration> {
-    let mut decoration = None;
+/// The decoration of text node `n`'s run, and the element (and its layout object) that draws
+/// it. Decoration is not inherited: it is drawn by the nearest inline ancestor that has it.
+fn decoration(s: &Snapshot<'_>, n: usize) -> (Option<TextDecoration>, Option<(usize, usize)>) {
     let mut up = usize::try_from(s.parent[n]).ok();
     while let Some(p) = up {
         let Some(pl) = s.layout_of[p] else { break };
-        match s.style(pl, "text-decoration-line") {
-            v if v.contains("underline") => decoration = Some(TextDecoration::UNDERLINE),
-            v if v.contains("line-through") => decoration = Some(TextDecoration::STRIKETHROUGH),
-            _ => {}
+        let line = s.style(pl, "text-decoration-line");
+        let decoration = if line.contains("underline") {
+            Some(TextDecoration::UNDERLINE)
+        } else if line.contains("line-through") {
+            Some(TextDecoration::STRIKETHROUGH)
+        } else {
+            None
+        };
+        if decoration.is_some() || line.contains("overline") {
+            return (decoration, Some((p, pl)));
         }
-        if decoration.is_some() || !s.style(pl, "display").starts_with("inline") {
+        if !s.style(pl, "display").starts_with("inline") {
             break;
         }
         up = usize::try_from(s.parent[p]).ok();
     }
-    decoration
+    (None, None)
+}
+
+/// How element `el` (layout object `pl`) draws its decoration, as Figma's members; what Figma
+/// cannot draw is warned once per element: an overline, a dashed or double line.
+fn decoration_details(cx: &mut Ctx<'_, '_>, el: usize, pl: usize, text_color: &Rgba) -> Deco {
+    let s = cx.s;
+    let name = s.name(el);
+    let line = s.style(pl, "text-decoration-line");
+    if line.contains("overline") {
+        let message =
+            format!("text-decoration-line: {} drawn without its overline (Figma has none)", warn::quote(line));
+        cx.css(el, &name, "text-decoration-line", message);
+    }
+    let style = match s.style(pl, "text-decoration-style") {
+        "wavy" => Some(TextDecorationStyle::WAVY),
+        "dotted" => Some(TextDecorationStyle::DOTTED),
+        v @ ("dashed" | "double") => {
+            let drawn = if v == "dashed" { "dotted" } else { "solid" };
+            let message = format!("text-decoration-style: {v} drawn {drawn} (Figma has no {v} line)");
+            cx.css(el, &name, "text-decoration-style", message);
+            (v == "dashed").then_some(TextDecorationStyle::DOTTED)
+        }
+        _ => None,
+    };
+    let length = |v: &str| {
+        v.trim().ends_with("px").then(|| DecorationLength { unit: LineHeightUnit::PIXELS, value: Some(round(px(v))) })
+    };
+    let color = cx.color(el, pl, "text-decoration-color", &name).filter(|c| c != text_color);
+    Deco {
+        style,
+        offset: length(s.style(pl, "text-underline-offset")),
+        thickness: length(s.style(pl, "text-decoration-thickness")),
+        color,
+        skip_ink: (s.style(pl, "text-decoration-skip-ink") == "none").then_some(false),
+    }
 }
 
 /// The TEXT node of the line box `b` (page coordinates) of text node `n`, in a container whose
@@ -278,6 +346,12 @@ fn line_node(run: &RunStyle, b: [f64; 4], name: String, chars: String, n: usize,
         letter_spacing: (run.letter != 0.0)
             .then_some(LetterSpacing { unit: LetterSpacingUnit::PIXELS, value: round(run.letter) }),
         text_decoration: run.decoration,
+        text_decoration_style: run.decoration.and(run.deco.style),
+        text_decoration_offset: run.decoration.and(run.deco.offset.clone()),
+        text_decoration_thickness: run.decoration.and(run.deco.thickness.clone()),
+        text_decoration_color: run.decoration.and(run.deco.color.clone()),
+        text_decoration_skip_ink: run.decoration.and(run.deco.skip_ink),
+        effects: (!run.effects.is_empty()).then(|| run.effects.clone()),
         text_case: run.case,
         maker: Maker { dom: Some(n), flex_item: false },
         ..Node::default()

@@ -3,6 +3,7 @@
 //! in: `stack`); below the depth limits, content drawn flat.
 
 use super::controls::input_text;
+use super::css::{blend_mode, full_ellipse, Line};
 use super::images::replaced;
 use super::layout::lay_out;
 use super::paint::{
@@ -11,7 +12,7 @@ use super::paint::{
 use super::paragraph::paragraph;
 use super::text::{symbol_marker, text};
 use super::{key, round, Container, Ctx, Open, MAX_FRAME_DEPTH, MAX_NODES, MAX_WALK_DEPTH};
-use crate::doc::{Maker, Node, NodeType, WarningCode};
+use crate::doc::{LayoutMode, Maker, Node, NodeType, WarningCode};
 use crate::{names, stack, warn};
 
 /// DOM node `n` and its content, drawn in `into` or in the frame CSS paints them in;
@@ -211,13 +212,16 @@ pub(super) fn element(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Conta
     if opacity < 1.0 {
         node.opacity = Some(round(opacity));
     }
+    node.blend_mode = blend_mode(s.style(l, "mix-blend-mode"));
+    // Its box is the unturned one, from the top-left Figma turns it about (convert/rotation).
+    node.rotation = s.rotations.get(&l).copied();
     let paint = if visible {
-        for (property, message) in warn::approximations(s, n, l, b) {
+        for (property, message) in warn::approximations(s, l, b) {
             cx.css(n, &name, property, message);
         }
         box_paint(cx, n, l, b, &name)
     } else {
-        BoxPaint { fills: vec![], strokes: None, radii: [0.0; 4], effects: vec![] }
+        BoxPaint::none()
     };
     let Some(paint) = replaced(cx, n, l, node.clone(), paint, into) else { return };
     if s.pseudo.contains_key(&n) {
@@ -276,31 +280,15 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     // (`lay_out` checks every item is where Figma would put it).
     let flex = matches!(display, "flex" | "inline-flex");
     let grid = matches!(display, "grid" | "inline-grid");
-    let faded = node.opacity.is_some();
+    // A blend, like an opacity, applies to the element's content as one layer.
+    let faded = node.opacity.is_some() || node.blend_mode.is_some();
     let stacks = stack::negative_z(s, n, l).is_some() || cx.negative_hosts.contains(&Some(n));
     let paints = paints_something(&paint);
     let member = cx.members.contains_key(&n);
-    let needs_frame = clips || faded || flex || grid || flex_item || stacks || member;
-    if into.depth >= MAX_FRAME_DEPTH && needs_frame {
-        let message =
-            format!("nested over {MAX_FRAME_DEPTH} frames deep: drawn flat, without its clip, opacity or auto layout");
-        cx.depth_limit(n, &node.name, message);
-    }
+    // A rotated element's content lies in its own, unturned coordinates.
+    let needs_frame = clips || faded || flex || grid || flex_item || stacks || member || node.rotation.is_some();
     if !(paints || needs_frame) || into.depth >= MAX_FRAME_DEPTH {
-        if paints {
-            // Too deep for a frame: its paint as a rectangle, its content beside it.
-            node.kind = NodeType::RECTANGLE;
-            apply_paint(&mut node, paint);
-            collapsed_border(s, l, &mut node);
-            cx.count += 1;
-            into.nodes.push((k, node));
-        }
-        let para = paragraph(cx, n, l, into);
-        for c in s.children[n].clone() {
-            visit(cx, c, into, false);
-        }
-        into.nodes.extend(para);
-        return;
+        return flat(cx, n, l, node, (paint, needs_frame), into);
     }
     if display == "inline" && paints && !clips && !faded && !flex_item && !stacks {
         let lines = inline_lines(s, n);
@@ -314,7 +302,18 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
             return;
         }
     }
+    if full_ellipse(s, l, b) {
+        if !needs_frame && uniform_strokes(&paint) {
+            // Its radii make a whole ellipse: an ELLIPSE, its content drawn after it.
+            return ellipse(cx, n, l, node, paint, into);
+        }
+        ellipse_in_frame(cx, n, l, &node.name);
+    }
+    // Boxed: this function's frame is on the stack once per level of the walk.
+    let double = (paint.line == Line::Double).then(|| Box::new(paint.clone()));
     apply_paint(&mut node, paint);
+    // The double border's inner line, kept apart from the children auto layout places.
+    let inner_line = node.children.take();
     collapsed_border(s, l, &mut node);
     node.clips_content = Some(clips);
     cx.count += 1;
@@ -322,8 +321,98 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
         Open { owner: Some(n), id: cx.next_id, clips, faded, rect: b, ox: b[0], oy: b[1], depth: into.depth + 1 };
     let mut kids = fill(cx, n, l, open, flex || grid);
     lay_out(s, n, l, (flex, grid), &mut node, &mut kids);
+    if let (Some(line), Some(paint)) = (inner_line, double) {
+        double_line(cx, n, l, &mut node, *paint, line, &mut kids);
+    }
     if !kids.is_empty() {
         node.children = Some(kids);
     }
     into.nodes.push((k, node));
+}
+
+/// An element drawn without a frame of its own: it needs none, or is too deep for one (then
+/// said, when it needs one). Its paint is a rectangle, its content beside it.
+#[inline(never)]
+fn flat(
+    cx: &mut Ctx<'_, '_>,
+    n: usize,
+    l: usize,
+    mut node: Node,
+    (paint, needs_frame): (BoxPaint, bool),
+    into: &mut Container,
+) {
+    let s = cx.s;
+    if into.depth >= MAX_FRAME_DEPTH && needs_frame {
+        let message =
+            format!("nested over {MAX_FRAME_DEPTH} frames deep: drawn flat, without its clip, opacity or auto layout");
+        cx.depth_limit(n, &node.name, message);
+    }
+    if paints_something(&paint) {
+        node.kind = NodeType::RECTANGLE;
+        apply_paint(&mut node, paint);
+        collapsed_border(s, l, &mut node);
+        cx.count += 1;
+        into.nodes.push((key(s, n, l), node));
+    }
+    let para = paragraph(cx, n, l, into);
+    for c in s.children[n].clone() {
+        visit(cx, c, into, false);
+    }
+    into.nodes.extend(para);
+}
+
+/// The border is one weight all round (an ELLIPSE has no per-side weights) and one line.
+fn uniform_strokes(p: &BoxPaint) -> bool {
+    p.strokes.as_ref().is_none_or(|(_, w)| w.iter().all(|x| *x == w[0])) && p.line != Line::Double
+}
+
+/// Element `n` as an ELLIPSE (its radii make one): its fills, strokes and effects, no corners;
+/// its content drawn after it, in the same container.
+#[inline(never)]
+fn ellipse(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, mut paint: BoxPaint, into: &mut Container) {
+    let s = cx.s;
+    node.kind = NodeType::ELLIPSE;
+    paint.radii = [0.0; 4];
+    apply_paint(&mut node, paint);
+    cx.count += 1;
+    into.nodes.push((key(s, n, l), node));
+    let para = paragraph(cx, n, l, into);
+    for c in s.children[n].clone() {
+        visit(cx, c, into, false);
+    }
+    into.nodes.extend(para);
+}
+
+/// Radii that make an ellipse, on a box that must be a frame: drawn circular, and said.
+#[inline(never)]
+fn ellipse_in_frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, name: &str) {
+    let v = cx.s.style(l, "border-top-left-radius");
+    let message = format!("border-radius: {} drawn circular: the box is a frame", warn::quote(v));
+    cx.css(n, name, "border-radius", message);
+}
+
+/// A double border's inner line (`line`) as the frame's first child; where the frame has auto
+/// layout, which would place it as an item, the border is drawn solid instead, and said.
+#[inline(never)]
+fn double_line(
+    cx: &mut Ctx<'_, '_>,
+    n: usize,
+    l: usize,
+    node: &mut Node,
+    mut paint: BoxPaint,
+    line: Vec<Node>,
+    kids: &mut Vec<Node>,
+) {
+    if node.layout_mode.is_some_and(|m| m != LayoutMode::NONE) {
+        paint.line = Line::Solid;
+        paint.fills = node.fills.take().unwrap_or_default();
+        apply_paint(node, paint);
+        node.children = None;
+        collapsed_border(cx.s, l, node);
+        let message = "border-style: double drawn solid: an auto layout frame would place its inner line".into();
+        cx.css(n, &node.name, "border-style", message);
+    } else {
+        cx.count += line.len();
+        kids.splice(0..0, line);
+    }
 }

@@ -397,6 +397,11 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
                 node_links.push((h.value.as_str(), me));
             }
         }
+        for (i, e) in n.effects.iter().flatten().enumerate() {
+            if let Some(problem) = effect_problem(e) {
+                r.add(format!("{}.effects[{i}]", render(&links, me)), problem)?;
+            }
+        }
         let inside = inside || matches!(n.kind, NodeType::COMPONENT | NodeType::INSTANCE);
         // Reversed, so the walk (and thus image order) follows document order.
         let kids = n.children.as_deref().unwrap_or_default().iter().enumerate().rev();
@@ -408,6 +413,18 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
         }
     }
     Ok(refs)
+}
+
+/// What is wrong with an effect, if anything: a shadow needs its colour and offset (Figma's
+/// shadows have both), a blur has neither.
+fn effect_problem(e: &wire::node::Effect) -> Option<String> {
+    use wire::node::EffectType;
+    match e.kind {
+        EffectType::DROP_SHADOW | EffectType::INNER_SHADOW if e.color.is_none() || e.offset.is_none() => {
+            Some(format!("a {} without its color and offset", e.kind.as_str()))
+        }
+        _ => None,
+    }
 }
 
 /// The components met so far in a depth-first walk, by `id`, each with its structure: the
@@ -608,6 +625,21 @@ mod tests {
         let wrong_nonce =
             String::from_utf8(art(json!({"type": "FRAME"}), json!({}))).unwrap().replace("n0nce", "other");
         assert!(validate(wrong_nonce.as_bytes(), &expect(&n), &l).is_err());
+    }
+
+    #[test]
+    fn a_shadow_needs_its_colour_and_offset_and_a_blur_has_neither() {
+        let n = nonce();
+        let l = Limits::default();
+        let shadow = json!({"type": "DROP_SHADOW", "color": {"r": 0, "g": 0, "b": 0, "a": 1}, "offset": {"x": 1, "y": 2}, "radius": 3});
+        let blur = json!({"type": "LAYER_BLUR", "radius": 6});
+        let ok = art(json!({"type": "FRAME", "effects": [shadow, blur]}), json!({}));
+        assert!(validate(&ok, &expect(&n), &l).is_ok());
+        let bare = json!({"type": "INNER_SHADOW", "radius": 3});
+        let doc = json!({"type": "FRAME", "children": [{"type": "TEXT", "effects": [blur, bare]}]});
+        let problems = validate_all(&art(doc, json!({})), &expect(&n), &l).unwrap_err();
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["$.document.children[0].effects[1]"], "{problems:?}");
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! per-side weights, a frame's strokes and clipping sit above its children, shadows are knocked
 //! out under their node, and TEXT puts its baseline where Figma does (the leading split evenly
 //! above and below the font's ascender and descender). Where svg.mjs asks Chromium for a
-//! paragraph's lines, this shapes and breaks them itself (wrap.rs).
+//! paragraph's lines, this shapes and breaks them itself (wrap.rs). Dashed strokes follow the
+//! outline (`dashPattern`, `strokeCap`), a LAYER_BLUR blurs the node's whole drawing (σ =
+//! radius / 2), a TEXT node's shadows are its glyphs' and `blendMode` is CSS's mix-blend-mode.
 
 use std::collections::HashMap;
 
@@ -335,10 +337,11 @@ impl<'a> Writer<'a> {
             f(y),
             if rot != 0.0 { format!(" rotate({})", f(-rot)) } else { String::new() }
         );
-        let op = match num(n, "opacity") {
+        let mut op = match num(n, "opacity") {
             Some(o) if o < 1.0 => format!(" opacity=\"{}\"", f(o)),
             _ => String::new(),
         };
+        op.push_str(&self.layer_effects(n));
         let kind = text(n, "type").unwrap_or("");
         if kind == "GROUP" {
             let mut inner = Vec::new();
@@ -476,6 +479,103 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// A group's attributes for the node's blend mode, its layer blur and (TEXT) its shadows.
+    fn layer_effects(&mut self, n: &Value) -> String {
+        let mut out = String::new();
+        if let Some(blend) = text(n, "blendMode").and_then(css_blend) {
+            out.push_str(&format!(" style=\"mix-blend-mode:{blend}\""));
+        }
+        let effects = list(n, "effects");
+        let blur =
+            effects.iter().find(|e| text(e, "type") == Some("LAYER_BLUR") && visible(e) && num0(e, "radius") > 0.0);
+        let shadows: Vec<&Value> = if text(n, "type") == Some("TEXT") {
+            effects.iter().filter(|e| text(e, "type") == Some("DROP_SHADOW") && visible(e)).collect()
+        } else {
+            Vec::new()
+        };
+        if blur.is_none() && shadows.is_empty() {
+            return out;
+        }
+        let id = self.id("f");
+        let (w, h) = (num0(n, "width"), num0(n, "height"));
+        let offset = |e: &Value, k: &str| e.get("offset").map_or(0.0, |o| num0(o, k));
+        let reach = effects
+            .iter()
+            .map(|e| 1.5 * num0(e, "radius") + offset(e, "x").abs() + offset(e, "y").abs())
+            .fold(0.0, f64::max)
+            + w
+            + h
+            + 4.0;
+        let mut prims = String::new();
+        // Each shadow: the glyphs' alpha, offset, blurred, in its colour; the last on top.
+        for (i, e) in shadows.iter().enumerate() {
+            let c = e.get("color").unwrap_or(&Value::Null);
+            prims.push_str(&format!(
+                "<feGaussianBlur in=\"SourceAlpha\" stdDeviation=\"{}\"/><feOffset dx=\"{}\" dy=\"{}\" result=\"o{i}\"/><feFlood flood-color=\"{}\" flood-opacity=\"{}\"/><feComposite in2=\"o{i}\" operator=\"in\" result=\"s{i}\"/>",
+                f(num0(e, "radius") / 2.0),
+                f(offset(e, "x")),
+                f(offset(e, "y")),
+                rgb(c),
+                f(alpha(c))
+            ));
+        }
+        if !shadows.is_empty() {
+            let nodes: String = (0..shadows.len()).map(|i| format!("<feMergeNode in=\"s{i}\"/>")).collect();
+            prims.push_str(&format!("<feMerge result=\"m\">{nodes}<feMergeNode in=\"SourceGraphic\"/></feMerge>"));
+        }
+        if let Some(b) = blur {
+            let input = if shadows.is_empty() { "" } else { " in=\"m\"" };
+            prims.push_str(&format!("<feGaussianBlur{input} stdDeviation=\"{}\"/>", f(num0(b, "radius") / 2.0)));
+        }
+        self.defs.push(format!(
+            "<filter id=\"{id}\" filterUnits=\"userSpaceOnUse\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\">{prims}</filter>",
+            f(-reach),
+            f(-reach),
+            f(w + 2.0 * reach),
+            f(h + 2.0 * reach)
+        ));
+        out.push_str(&format!(" filter=\"url(#{id})\""));
+        out
+    }
+
+    /// Dashed strokes: the line along the middle of the stroke's area, dashed from the
+    /// outline's start; per-side weights each their own side's line.
+    fn dashed(&mut self, n: &Value, p: &Value, sides: [f64; 4], (out_k, in_k): (f64, f64)) -> String {
+        if text(p, "type") != Some("SOLID") || !visible(p) {
+            return String::new();
+        }
+        let c = p.get("color").unwrap_or(&Value::Null);
+        let a = num(p, "opacity").unwrap_or(1.0) * alpha(c);
+        let cap = match text(n, "strokeCap") {
+            Some("ROUND") => "round",
+            Some("SQUARE") => "square",
+            _ => "butt",
+        };
+        let dash: Vec<String> = list(n, "dashPattern").iter().map(|d| f(d.as_f64().unwrap_or(0.0))).collect();
+        let opacity = if a < 1.0 { format!(" stroke-opacity=\"{}\"", f(a)) } else { String::new() };
+        let paint = format!(
+            "fill=\"none\" stroke=\"{}\"{opacity} stroke-dasharray=\"{}\" stroke-linecap=\"{cap}\"",
+            rgb(c),
+            dash.join(" ")
+        );
+        // Where the middle of each side's stroke lies from the outline (outwards positive).
+        let mid = sides.map(|s| s * (out_k - in_k) / 2.0);
+        if sides.iter().all(|s| *s == sides[0]) {
+            return format!("<path d=\"{}\" {paint} stroke-width=\"{}\"/>", outline(n, mid), f(sides[0]));
+        }
+        let (w, h) = (num0(n, "width"), num0(n, "height"));
+        let [t, r, b, l] = mid;
+        let lines = [[-l, -t, w + r, -t], [w + r, -t, w + r, h + b], [w + r, h + b, -l, h + b], [-l, h + b, -l, -t]];
+        lines
+            .iter()
+            .zip(sides)
+            .filter(|(_, s)| *s > 0.0)
+            .map(|([x1, y1, x2, y2], s)| {
+                format!("<path d=\"M{} {}L{} {}\" {paint} stroke-width=\"{}\"/>", f(*x1), f(*y1), f(*x2), f(*y2), f(s))
+            })
+            .collect()
+    }
+
     /// A stroke as the area between two outlines, so per-side weights and alignment are exact.
     fn stroke(&mut self, n: &Value, p: &Value) -> String {
         let wt = num(n, "strokeWeight").unwrap_or(1.0);
@@ -493,6 +593,9 @@ impl<'a> Writer<'a> {
             "OUTSIDE" => (1.0, 0.0),
             _ => (0.5, 0.5),
         };
+        if !list(n, "dashPattern").is_empty() {
+            return self.dashed(n, p, sides, (out_k, in_k));
+        }
         let outer = outline(n, sides.map(|s| s * out_k));
         let inner = outline(n, sides.map(|s| -s * in_k));
         self.paint(n, p, &format!("d=\"{outer}{inner}\" fill-rule=\"evenodd\""))
@@ -656,4 +759,28 @@ pub(super) fn svg_size(text: &str) -> Option<(f64, f64)> {
         .collect();
     let from_vb = |i: usize| (vb.len() == 4).then(|| vb[i]).filter(|v| *v > 0.0 && v.is_finite());
     Some((px(attr("width")).or(from_vb(2))?, px(attr("height")).or(from_vb(3))?))
+}
+
+/// Figma's blend modes as CSS's mix-blend-mode (PASS_THROUGH and NORMAL draw as normal).
+fn css_blend(mode: &str) -> Option<&'static str> {
+    Some(match mode {
+        "MULTIPLY" => "multiply",
+        "SCREEN" => "screen",
+        "OVERLAY" => "overlay",
+        "DARKEN" => "darken",
+        "LIGHTEN" => "lighten",
+        "COLOR_DODGE" => "color-dodge",
+        "COLOR_BURN" => "color-burn",
+        "HARD_LIGHT" => "hard-light",
+        "SOFT_LIGHT" => "soft-light",
+        "DIFFERENCE" => "difference",
+        "EXCLUSION" => "exclusion",
+        "HUE" => "hue",
+        "SATURATION" => "saturation",
+        "COLOR" => "color",
+        "LUMINOSITY" => "luminosity",
+        "LINEAR_DODGE" => "plus-lighter",
+        "LINEAR_BURN" => "plus-darker",
+        _ => return None,
+    })
 }

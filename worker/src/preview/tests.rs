@@ -203,3 +203,36 @@ fn a_component_and_its_instances_are_drawn_as_frames() {
     assert_eq!((at(2, 2), at(20, 20)), (&[0, 0, 255][..], &[255, 0, 0][..]));
     assert_eq!((at(62, 2), at(80, 20)), (&[0, 0, 255][..], &[255, 0, 0][..]));
 }
+
+/// Issue 39 item 7: dashes, dots, a blend mode, a layer blur and a text's shadow are drawn.
+#[test]
+fn dashes_blends_blurs_and_text_shadows_are_drawn() {
+    let red = json!([{"type": "SOLID", "color": {"r": 1, "g": 0, "b": 0}}]);
+    let doc = json!({"type": "FRAME", "width": 100, "height": 100, "fills": [{"type": "SOLID", "color": {"r": 1, "g": 1, "b": 1}}],
+        "children": [
+        {"type": "RECTANGLE", "width": 90, "height": 20, "strokes": red, "strokeWeight": 4, "strokeAlign": "INSIDE",
+         "dashPattern": [8, 4]},
+        {"type": "RECTANGLE", "y": 30, "width": 90, "height": 20, "strokes": red, "strokeWeight": 4, "dashPattern": [0, 8],
+         "strokeCap": "ROUND", "blendMode": "MULTIPLY"},
+        {"type": "RECTANGLE", "y": 60, "width": 20, "height": 20, "fills": red, "effects": [{"type": "LAYER_BLUR", "radius": 8}]},
+        {"type": "TEXT", "x": 40, "y": 60, "characters": "Hi", "fontSize": 20, "textAutoResize": "WIDTH_AND_HEIGHT",
+         "fills": [{"type": "SOLID", "color": {"r": 0, "g": 0, "b": 0}}],
+         "fontName": {"family": "Inter", "style": "Regular"},
+         "effects": [{"type": "DROP_SHADOW", "color": {"r": 0, "g": 0, "b": 1, "a": 1}, "offset": {"x": 3, "y": 3}, "radius": 0}]}]});
+    let (text, warnings) = svg(&page(doc));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(text.contains(r#"stroke-dasharray="8 4" stroke-linecap="butt""#), "{text}");
+    assert!(text.contains(r#"stroke-dasharray="0 8" stroke-linecap="round""#), "{text}");
+    assert!(text.contains("mix-blend-mode:multiply"), "{text}");
+    assert!(text.contains(r#"<feGaussianBlur stdDeviation="4"/>"#), "{text}");
+    let rgb = draw(&tree(&text).unwrap(), 100, 100, 1.0).unwrap();
+    let at = |x: usize, y: usize| &rgb[(y * 100 + x) * 3..][..3];
+    // The top edge's line: a dash at 4, a gap at 10 (the dash of 8 from the corner, then 4 off).
+    assert_eq!(at(4, 2), [255, 0, 0]);
+    assert_eq!(at(10, 2), [255, 255, 255]);
+    // The blur spreads the red square past its edge, fading.
+    let past = at(22, 70);
+    assert!(past[0] > 240 && past[1] < 250 && past[1] > 30, "{past:?}");
+    // The shadow: blue ink beside the text's.
+    assert!(rgb.chunks_exact(3).any(|p| p[2] > 200 && p[0] < 80 && p[1] < 80), "a blue shadow");
+}

@@ -10,7 +10,7 @@ import { chromium } from "playwright-core";
 import { pageEditability, measureEditability, wrapLines, wrappingNodes, wrapInput, bareTag, outline } from "./editability.mjs";
 
 const PAGE = `<!doctype html><body style="margin:0;font:16px/20px 'DejaVu Sans';color:rgb(0,0,0)">
-<p id="p" style="width:300px;margin:0">Hello <a href="#x" style="color:rgb(0,0,255)">world</a> and <b>bold</b> text that wraps onto a second line here.</p>
+<p id="p" style="width:300px;margin:0">Hello <a href="#pre" style="color:rgb(0,0,255)">world</a> and <b>bold</b> text that wraps onto a second line here.</p>
 <pre id="pre" style="margin:0;font:14px/18px 'DejaVu Sans Mono'">a = 1
 b = 2</pre>
 <div id="flex" style="display:flex;flex-direction:column;width:300px;height:40px"><div>x</div></div>
@@ -126,7 +126,7 @@ test("the document issue 39 aims at meets every goal", async () => {
   assert.equal(e.bareTags.share, 0);
   assert.equal(e.sharedStyle.share, 1);
   assert.equal(e.components.share, 1);
-  // The in-page link "#x" drawn as a URL is no link to the layer: its run is missed.
+  // The in-page link "#pre" drawn as a URL is no link to the layer: its run is missed.
   const url = structuredClone(doc);
   url.children[0].segments[0].hyperlink = { type: "URL", value: "#x" };
   const u = await measure(url);

@@ -907,7 +907,10 @@ impl JsonSchema for NodeSchema {
             let (definition, description) = t.definition();
             let mut own = Map::new();
             own.insert("type".into(), serde_json::json!({"type": "string", "enum": [name]}));
-            own.extend(members.iter().filter(|(k, _)| owners(k).is_some_and(|o| o.contains(&t))).map(pair));
+            // A common member a type requires is listed again with it (a COMPONENT's `id`), so
+            // that generated types hold it as required, not as NodeCommon's optional one.
+            let mine = |k: &str| owners(k).is_some_and(|o| o.contains(&t)) || required_by(t).contains(&k);
+            own.extend(members.iter().filter(|(k, _)| mine(k)).map(pair));
             let mut required = vec!["type"];
             required.extend(required_by(t));
             let own = serde_json::json!({"type": "object", "properties": own, "required": required});

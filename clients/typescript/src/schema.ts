@@ -413,9 +413,10 @@ export interface components {
          * @description One node of a result's Figma node tree (SPEC section 4), told apart by `type`: one of the
          *     ten node types the reference plugin builds with the Figma plugin API. The result route
          *     checks every node against this schema's types, every `imageRef` (each is in the artifact's
-         *     images), every component's `id` (unique, no component inside a component or an instance)
-         *     and every instance's `componentId` (a COMPONENT before it whose layers have the instance's
-         *     types and counts, in order), the node count (at most 20 000) and the depth (at most 40), and passes the tree
+         *     images), every `id` (unique in the document; every component has one, and no component is
+         *     inside a component or an instance), every instance's `componentId` (a COMPONENT before it
+         *     whose layers have the instance's types and counts, in order), every NODE hyperlink's value
+         *     (the `id` of a node of the document), the node count (at most 20 000) and the depth (at most 40), and passes the tree
          *     through as the worker wrote it; a plugin ignores members it does not know.
          *
          *     Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas
@@ -462,6 +463,11 @@ export interface components {
             /** Format: uint32 */
             gridRowSpan?: number;
             height?: number;
+            /**
+             * @description The node's name in the document, unique in it: a COMPONENT's, for its instances; any
+             *     node's, for the NODE hyperlinks that go to it.
+             */
+            id?: string;
             /** @description The layer name (default the type's, as Figma names new layers). */
             name?: string;
             opacity?: number;
@@ -710,7 +716,10 @@ export interface components {
             gridRowGap?: number;
             /** @description Top to bottom, `gridRowCount` of them. */
             gridRowSizes?: components["schemas"]["GridTrack"][];
-            /** @description A COMPONENT's name for its instances, unique in the document. */
+            /**
+             * @description The node's name in the document, unique in it: a COMPONENT's, for its instances; any
+             *     node's, for the NODE hyperlinks that go to it.
+             */
             id: string;
             /** @description Auto layout: the gap between children. */
             itemSpacing?: number;
@@ -898,7 +907,11 @@ export interface components {
              */
             windingRule?: "NONZERO" | "EVENODD" | "NONE";
         };
-        /** @description Figma's `HyperlinkTarget`: a URL (`http`, `https` or `mailto`), or a node of the document. */
+        /**
+         * @description Figma's `HyperlinkTarget`: a URL (`http`, `https` or `mailto`), or a node of the document:
+         *     a NODE hyperlink's `value` is the `id` of a node of the same document (the plugin links to
+         *     the Figma node it built of it).
+         */
         Hyperlink: {
             /** @enum {string} */
             type: "URL" | "NODE";

@@ -198,8 +198,9 @@ fn hyperlinks(n: &mut Node, f: &mut impl FnMut(&mut Option<Hyperlink>)) {
 fn layers(root: &Node, s: &Snapshot<'_>, wanted: &HashMap<usize, ()>) -> HashMap<usize, Vec<usize>> {
     let mut own: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut inner: HashMap<usize, Vec<usize>> = HashMap::new();
-    // Pre-order, with each node's path and the path to name for it.
-    let mut stack: Vec<(&Node, Vec<usize>, Option<Vec<usize>>)> = vec![(root, Vec::new(), None)];
+    // Pre-order, with each node's path and, inside a component or an instance, that one's.
+    type Path = Vec<usize>;
+    let mut stack: Vec<(&Node, Path, Option<Path>)> = vec![(root, Vec::new(), None)];
     while let Some((n, path, boxed)) = stack.pop() {
         let name_by = boxed.clone().unwrap_or_else(|| path.clone());
         if let Some(d) = n.maker.dom {

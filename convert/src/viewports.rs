@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use crate::doc::{ArtifactWarning, Image, Node, NodeType, Paint, Style, MAX_WARNINGS};
+use crate::doc::{ArtifactWarning, HyperlinkType, Image, Node, NodeType, Paint, Style, MAX_WARNINGS};
 use crate::{convert, convert_at, ConvertError, Output, Renderer, Timings};
 
 /// The space between two frames of the root, in pixels.
@@ -68,6 +68,13 @@ pub fn combine(frames: Vec<(u32, Output)>) -> Output {
         let images = merged.images(out.images);
         let styles = merged.styles(doc.styles.take().unwrap_or_default(), &name);
         each_node(&mut doc, &mut |n| rename(n, &images, &styles));
+        // Each frame was converted alone and names its layers alike ("component-1",
+        // "anchor-1"): past the first, its names take the frame's number, so the document's ids
+        // stay unique and each frame's components and links stay its own.
+        if i > 0 {
+            let tag = format!("v{}-", i + 1);
+            each_node(&mut doc, &mut |n| scope_ids(n, &tag));
+        }
         merged.warnings(out.warnings, i as u32);
         (doc.name, doc.x, doc.y) = (name, x, 0.0);
         x += doc.width + VIEWPORT_GAP;
@@ -177,6 +184,19 @@ fn each_node(node: &mut Node, f: &mut impl FnMut(&mut Node)) {
     }
 }
 
+/// A node's own names (`id`, `componentId`, NODE hyperlinks), prefixed with `tag`.
+fn scope_ids(n: &mut Node, tag: &str) {
+    for id in [&mut n.id, &mut n.component_id].into_iter().flatten() {
+        *id = format!("{tag}{id}");
+    }
+    let runs = n.segments.iter_mut().flatten().map(|g| &mut g.hyperlink);
+    for h in std::iter::once(&mut n.hyperlink).chain(runs).flatten() {
+        if h.kind == HyperlinkType::NODE {
+            h.value = format!("{tag}{}", h.value);
+        }
+    }
+}
+
 /// A node's image and style references, as the merged lists name them.
 fn rename(n: &mut Node, images: &HashMap<String, String>, styles: &HashMap<String, String>) {
     let image = |r: &mut String| {
@@ -208,6 +228,27 @@ fn rename(n: &mut Node, images: &HashMap<String, String>, styles: &HashMap<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_later_frames_names_are_its_own() {
+        use crate::doc::Hyperlink;
+        let link = |v: &str| Some(Hyperlink { kind: HyperlinkType::NODE, value: v.into() });
+        let mut n = Node {
+            id: Some("anchor-1".into()),
+            component_id: Some("component-1".into()),
+            hyperlink: link("anchor-1"),
+            ..Node::default()
+        };
+        scope_ids(&mut n, "v2-");
+        assert_eq!((n.id.as_deref(), n.component_id.as_deref()), (Some("v2-anchor-1"), Some("v2-component-1")));
+        assert_eq!(n.hyperlink, link("v2-anchor-1"));
+        let mut url = Node {
+            hyperlink: Some(Hyperlink { kind: HyperlinkType::URL, value: "https://e.test/".into() }),
+            ..Node::default()
+        };
+        scope_ids(&mut url, "v2-");
+        assert_eq!(url.hyperlink.unwrap().value, "https://e.test/", "a URL is not a name");
+    }
 
     #[test]
     fn frames_are_named_by_range_then_width() {

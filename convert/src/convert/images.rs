@@ -27,7 +27,7 @@ pub fn decode_data_url(url: &str) -> Option<(String, Vec<u8>)> {
     Some((mime, bytes))
 }
 
-fn percent_decode(s: &str) -> Vec<u8> {
+pub(super) fn percent_decode(s: &str) -> Vec<u8> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -163,21 +163,10 @@ fn pending(fragment: &str) -> Hyperlink {
     Hyperlink { kind: HyperlinkType::NODE, value: format!("{PENDING}{fragment}") }
 }
 
+/// `f` percent-decoded (as a `data:` URL is: an invalid escape stays as written), when that
+/// changes it and is UTF-8.
 fn percent_decode(f: &str) -> Option<String> {
-    let bytes = f.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok().filter(|d| d != f)
+    String::from_utf8(super::images::percent_decode(f)).ok().filter(|d| d != f)
 }
 
 /// Every hyperlink of the document (the nodes' and their runs'), mutably.

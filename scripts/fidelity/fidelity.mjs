@@ -23,6 +23,7 @@ import { pageTruth } from "./truth.mjs";
 import { matchAll } from "./match.mjs";
 import { EDIT_GOALS, pageEditability, measureEditability, wrapped, outline } from "./editability.mjs";
 import { decode, encode, fit, ssim, sideBySide, diffPicture, offShare } from "./image.mjs";
+import { webFonts, resvgFonts } from "./webfonts.mjs";
 
 /** The goals of issue 30 (item 5). */
 export const GOALS = { ssim: 0.95, texts: 0.95, images: 1.0, boxes: 0.9 };
@@ -135,11 +136,13 @@ async function reference(browser, html, width) {
   return { truth, editable, png, blocked };
 }
 
-function render(svg, width, height) {
+function render(svg, width, height, faces) {
   const resvg = new Resvg(svg, {
     fitTo: { mode: "original" },
-    // The system's fonts, as Figma would have them installed; unknown families fall back here.
-    font: { loadSystemFonts: true, defaultFontFamily: "DejaVu Sans" },
+    // The system's fonts and the capture's web fonts, as Figma would have them (it ships the
+    // Google Fonts families; a designer installs the rest); unknown families fall back to
+    // DejaVu Sans.
+    font: resvgFonts(faces),
   });
   return fit(decode(resvg.render().asPng()), width, height);
 }
@@ -208,6 +211,7 @@ async function main() {
     for (const capture of o.captures) {
       const file = basename(capture).replace(/\.[^.]*$/, "");
       const html = readFileSync(capture, "utf8");
+      const web = await webFonts(html);
       for (const view of views(loadConverted(join(o.converted, file)), html, file, o.viewports)) {
         const t0 = Date.now();
         const { name: stem, width, converted } = view;
@@ -216,10 +220,10 @@ async function main() {
         const notes = [];
         if (converted.width !== width) notes.push(`document width ${converted.width}, capture width ${width}`);
         if (Math.abs(converted.height - ref.height) > 1) notes.push(`document height ${converted.height}, page ${ref.height}`);
-        const lines = await wrapped(browser, converted.document);
-        const writer = new SvgWriter(converted.imageMap, (w) => notes.push(w), lines);
+        const lines = await wrapped(browser, converted.document, web.css);
+        const writer = new SvgWriter(converted.imageMap, (w) => notes.push(w), lines, web.faces);
         const svg = writer.write(converted.document, ref.width, ref.height);
-        const drawn = render(svg, ref.width, ref.height);
+        const drawn = render(svg, ref.width, ref.height, web.faces);
         const s = ssim(ref, drawn);
         // The converter's own screenshot (--screenshot) should be this very picture.
         let agreement = null;
@@ -243,6 +247,7 @@ async function main() {
           editability,
           referenceAgreement: agreement,
           blockedRequests: blocked,
+          webFonts: web.faces.map((f) => `${f.family} ${[...new Set(f.weight)].join("–")} ${f.style}${f.renamed ? " (renamed)" : ""}`),
           notes: [...new Set(notes)],
           seconds: (Date.now() - t0) / 1000,
         };

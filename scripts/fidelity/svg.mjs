@@ -147,7 +147,8 @@ export function autoLayout(n, kids) {
   const [cs, ce] = row ? [n.paddingTop ?? 0, n.paddingBottom ?? 0] : [n.paddingLeft ?? 0, n.paddingRight ?? 0];
   const size = row ? n.width ?? 0 : n.height ?? 0;
   const cross = row ? n.height ?? 0 : n.width ?? 0;
-  const flow = kids.filter((k) => k.visible !== false);
+  // An ABSOLUTE child stays where it is, out of the flow, in its place in the paint order.
+  const flow = kids.filter((k) => k.visible !== false && k.layoutPositioning !== "ABSOLUTE");
   const main = (k) => (row ? k.width ?? 0 : k.height ?? 0);
   const side = (k) => (row ? k.height ?? 0 : k.width ?? 0);
   const total = flow.reduce((s, k) => s + main(k), 0);
@@ -166,15 +167,15 @@ export function autoLayout(n, kids) {
       break;
     default:
   }
-  const out = [];
+  const placed = new Map();
   for (const k of flow) {
     let c = cs;
     if (n.counterAxisAlignItems === "CENTER") c = cs + (cross - cs - ce - side(k)) / 2;
     else if (n.counterAxisAlignItems === "MAX") c = cross - ce - side(k);
-    out.push(row ? { ...k, x: at, y: c } : { ...k, x: c, y: at });
+    placed.set(k, row ? { ...k, x: at, y: c } : { ...k, x: c, y: at });
     at += main(k) + gap;
   }
-  return out;
+  return kids.filter((k) => k.visible !== false).map((k) => placed.get(k) ?? k);
 }
 
 export class SvgWriter {

@@ -701,6 +701,17 @@ export function wrapLines(nodes) {
   });
 }
 
+/**
+ * Runs in the wrapLines page: every @font-face of the page loaded (a face is otherwise fetched
+ * only once text uses it, after the layout that measures it); answers the faces that failed.
+ */
+export async function loadFonts() {
+  const failed = [];
+  await Promise.all([...document.fonts].map((f) => f.load().catch(() => failed.push(`${f.family} ${f.weight} ${f.style}`))));
+  await document.fonts.ready;
+  return failed;
+}
+
 /** The wrapping TEXT nodes of a document, as wrapLines takes them. */
 export function wrappingNodes(doc) {
   return place(doc)
@@ -759,14 +770,20 @@ export function outline(doc, limit = 40) {
 /**
  * Each wrapping TEXT node of `doc` and its lines, as Chromium breaks its text at the node's
  * width (one page of `browser` for all of them): the fidelity drawing's and the preview's.
+ * `fontCss` is the capture's @font-face rules (webfonts.mjs's `css`): the page declares them
+ * and has loaded every face before it lays anything out, so the text breaks in the fonts the
+ * drawing uses.
  */
-export async function wrapped(browser, doc) {
+export async function wrapped(browser, doc, fontCss = "") {
   const nodes = wrappingNodes(doc);
   const lines = new Map();
   if (nodes.length === 0) return lines;
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
   const page = await context.newPage();
-  await page.setContent("<!doctype html><body style=\"margin:0\"></body>");
+  const style = fontCss ? `<style>${fontCss.replace(/<\/style/gi, "<\\/style")}</style>` : "";
+  await page.setContent(`<!doctype html><head>${style}</head><body style="margin:0"></body>`);
+  const failed = fontCss ? await page.evaluate(loadFonts) : [];
+  if (failed.length) console.error(`web fonts Chromium could not load: ${failed.join(", ")}`);
   const out = await page.evaluate(wrapLines, nodes.map(wrapInput));
   await context.close();
   nodes.forEach((n, i) => lines.set(n, out[i]));

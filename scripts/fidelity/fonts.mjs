@@ -1,11 +1,13 @@
 // Vertical font metrics for the SVG writer: where a TEXT node's baseline lies in its line box
 // depends on the font's ascender and descender (Figma splits the leading evenly above and
-// below them, as CSS does). The file is the one fontconfig picks for the family and style,
-// which is also what resvg (fontdb) and Chromium pick on this machine; its metrics are read
-// from the OpenType tables directly.
+// below them, as CSS does). The font is the capture's own web font when the family is one it
+// declares (webfonts.mjs), else the file fontconfig picks for the family and style, which is
+// also what resvg (fontdb) and Chromium pick on this machine; its metrics are read from the
+// OpenType tables directly.
 
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { pickFace } from "./webfonts.mjs";
 
 /** Figma style name → CSS weight and italic ("Semi Bold Italic" → 600, true). */
 export function parseStyle(style = "Regular") {
@@ -33,7 +35,11 @@ function i16(b, o) {
 
 /** head.unitsPerEm, hhea and OS/2 metrics of a TrueType/OpenType file (the first face of a collection). */
 export function readMetrics(file) {
-  const b = readFileSync(file);
+  return { ...fontMetrics(readFileSync(file)), file };
+}
+
+/** head.unitsPerEm, hhea and OS/2 metrics of TrueType/OpenType bytes (the first face of a collection). */
+export function fontMetrics(b) {
   let base = 0;
   if (b.toString("latin1", 0, 4) === "ttcf") base = b.readUInt32BE(12);
   const count = u16(b, base + 4);
@@ -57,17 +63,31 @@ export function readMetrics(file) {
       lineGap = i16(b, os2 + 72);
     }
   }
-  return { file, ascender: ascender / upm, descender: descender / upm, lineGap: lineGap / upm };
+  return { ascender: ascender / upm, descender: descender / upm, lineGap: lineGap / upm };
 }
 
 const cache = new Map();
+const webCache = new WeakMap();
 
-/** Metrics (in ems) of the font fontconfig resolves for a Figma font name. */
-export function metricsFor(family, style) {
+/**
+ * Metrics (in ems) of the font for a Figma font name: the face of `faces` (a capture's web
+ * fonts, webfonts.mjs) that CSS matching picks when the family is among them, else the font
+ * fontconfig resolves.
+ */
+export function metricsFor(family, style, faces = []) {
+  const { weight, italic } = parseStyle(style);
+  const face = pickFace(faces, family, weight, italic);
+  if (face) {
+    let wm = webCache.get(face);
+    if (!wm) {
+      wm = { ...fontMetrics(face.sfnt), file: `@font-face ${face.family}` };
+      webCache.set(face, wm);
+    }
+    return wm;
+  }
   const key = `${family}\u0000${style}`;
   let m = cache.get(key);
   if (m) return m;
-  const { weight, italic } = parseStyle(style);
   const pattern = `${family}:weight=${FC_WEIGHT[Math.round(weight / 100) * 100] ?? 80}:slant=${italic ? 100 : 0}`;
   let file;
   try {

@@ -19,6 +19,7 @@ import { Resvg } from "@resvg/resvg-js";
 import { SvgWriter } from "./svg.mjs";
 import { wrapped } from "./editability.mjs";
 import { decode, encode, fit, ssim, sideBySide } from "./image.mjs";
+import { webFonts, resvgFonts } from "./webfonts.mjs";
 
 /** The agreement issue 40 item 2 asks for on the samples. */
 export const FLOOR = 0.99;
@@ -67,9 +68,11 @@ async function main() {
       const converted = loadConverted(dir);
       const width = Math.round(converted.document.width);
       const height = Math.round(converted.document.height);
-      const writer = new SvgWriter(converted.imageMap, () => {}, await wrapped(browser, converted.document));
+      // The fidelity drawing exactly as fidelity.mjs draws it: with the capture's web fonts.
+      const web = await webFonts(readFileSync(capture, "utf8"));
+      const writer = new SvgWriter(converted.imageMap, () => {}, await wrapped(browser, converted.document, web.css), web.faces);
       const svg = writer.write(converted.document, width, height);
-      const resvg = new Resvg(svg, { fitTo: { mode: "original" }, font: { loadSystemFonts: true, defaultFontFamily: "DejaVu Sans" } });
+      const resvg = new Resvg(svg, { fitTo: { mode: "original" }, font: resvgFonts(web.faces) });
       const theirs = fit(decode(resvg.render().asPng()), width, height);
       const png = join(dir, "preview.png");
       const t0 = Date.now();

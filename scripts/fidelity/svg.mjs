@@ -185,11 +185,14 @@ export class SvgWriter {
    * @param wrapped Map from each TEXT node of fixed width to its lines (editability.mjs's
    *                wrapLines: Chromium breaking its characters at its width with its fonts, as
    *                Figma does); a node missing from it is drawn a line per "\n"
+   * @param faces   the capture's web fonts (webfonts.mjs's faces), whose vertical metrics place
+   *                the baselines of text in their families; the renderer must load them too
    */
-  constructor(images, warn = () => {}, wrapped = new Map()) {
+  constructor(images, warn = () => {}, wrapped = new Map(), faces = []) {
     this.images = images;
     this.warn = warn;
     this.wrapped = wrapped;
+    this.faces = faces;
     this.defs = [];
     this.ids = 0;
     this.uris = new Map();
@@ -506,7 +509,7 @@ export class SvgWriter {
    */
   text(n) {
     const main = textStyle(n, {});
-    const m = metricsFor(main.family, main.style);
+    const m = metricsFor(main.family, main.style, this.faces);
     const content = (m.ascender + m.descender) * main.size;
     const lh = n.lineHeight;
     let line = (m.ascender + m.descender + m.lineGap) * main.size;

@@ -24,7 +24,7 @@
 //   shared style      nodes whose fill (and TEXT nodes' type) refer to a shared style
 //   components        repeated sibling groups whose every member is an instance of one component
 
-import { place } from "./svg.mjs";
+import { origin, place } from "./svg.mjs";
 import { cssColor } from "./match.mjs";
 
 /** The goals of issue 39 (item 10): `min` shares at least, `max` at most. */
@@ -247,8 +247,13 @@ export function pageEditability() {
     const el = f.el;
     delete f.el;
     const row = f.direction === "HORIZONTAL";
+    // Every element item, an <svg> too (which the paragraphs above skip).
     const items = [...el.children].filter(
-      (c) => !skipped(c) && shown(c) && !["absolute", "fixed"].includes(cs(c).position) && c.getBoundingClientRect().width > 0,
+      (c) =>
+        !["SCRIPT", "STYLE", "TEMPLATE", "NOSCRIPT"].includes(c.tagName.toUpperCase()) &&
+        shown(c) &&
+        !["absolute", "fixed"].includes(cs(c).position) &&
+        c.getBoundingClientRect().width > 0,
     );
     if (items.length === 0) continue;
     const before = items.map((c) => c.getBoundingClientRect());
@@ -417,7 +422,7 @@ const within = (a, b) =>
  */
 function nodeLines(p, wrapped) {
   const n = p.node;
-  const pieces = wrapped.get(n) ?? (n.characters ?? "").split("\n");
+  const pieces = wrapped.get(origin(n)) ?? (n.characters ?? "").split("\n");
   const h = p.h / Math.max(1, pieces.length);
   return pieces.map((t, i) => ({ text: nonSpace(drawnCase(t, n.textCase)), top: p.y + i * h, bottom: p.y + (i + 1) * h, left: p.x }));
 }
@@ -552,8 +557,11 @@ export function measureEditability(page, doc, wrapped = new Map()) {
     if (!frame) continue;
     const [mainKey, crossKey] = row ? ["layoutSizingHorizontal", "layoutSizingVertical"] : ["layoutSizingVertical", "layoutSizingHorizontal"];
     const why = [];
+    // The frame's own children, as placed (copies of the document's nodes).
+    const own = new Set(frame.node.children ?? []);
+    const children = placed.filter((p) => own.has(origin(p.node)));
     for (const item of f.items) {
-      const fills = placed.some((p) => p.node !== frame.node && within(item.box, p) && p.node[mainKey] === "FILL");
+      const fills = children.some((p) => within(item.box, p) && p.node[mainKey] === "FILL");
       if (fills !== item.grows) why.push(`${fills ? "FILL" : "not FILL"} an item that ${item.grows ? "grows" : "does not grow"}`);
     }
     const hugs = (key) => frame.node[key] === "HUG";
@@ -786,6 +794,6 @@ export async function wrapped(browser, doc, fontCss = "") {
   if (failed.length) console.error(`web fonts Chromium could not load: ${failed.join(", ")}`);
   const out = await page.evaluate(wrapLines, nodes.map(wrapInput));
   await context.close();
-  nodes.forEach((n, i) => lines.set(n, out[i]));
+  nodes.forEach((n, i) => lines.set(origin(n), out[i]));
   return lines;
 }

@@ -125,10 +125,19 @@ export function gridLayout(n, kids) {
   const start = (from, tracks, gap, i) => from + tracks.slice(0, i).reduce((sum, v) => sum + v + gap, 0);
   return flow.map((k) => ({
     ...k,
+    [ORIGIN]: origin(k),
     x: start(pl, cols, n.gridColumnGap ?? 0, k.gridColumnAnchorIndex ?? 0),
     y: start(pt, rows, n.gridRowGap ?? 0, k.gridRowAnchorIndex ?? 0),
   }));
 }
+
+// A child placed by auto layout or grid is a copy of the document's node with its place: it
+// keeps the node it was copied from here, so what is known of that node (its wrapped lines)
+// is found from the copy.
+const ORIGIN = Symbol("the document's node");
+
+/** The document's node a placed copy was made of (itself when it is one). */
+export const origin = (n) => n[ORIGIN] ?? n;
 
 /** A frame's children where Figma puts them: by auto layout, by grid, or as they are. */
 export function laidOut(n, kids) {
@@ -172,7 +181,7 @@ export function autoLayout(n, kids) {
     let c = cs;
     if (n.counterAxisAlignItems === "CENTER") c = cs + (cross - cs - ce - side(k)) / 2;
     else if (n.counterAxisAlignItems === "MAX") c = cross - ce - side(k);
-    placed.set(k, row ? { ...k, x: at, y: c } : { ...k, x: c, y: at });
+    placed.set(k, { ...k, [ORIGIN]: origin(k), ...(row ? { x: at, y: c } : { x: c, y: at }) });
     at += main(k) + gap;
   }
   return kids.filter((k) => k.visible !== false).map((k) => placed.get(k) ?? k);
@@ -522,7 +531,7 @@ export class SvgWriter {
     const align = fixed ? n.textAlignHorizontal ?? "LEFT" : "LEFT";
     const anchor = align === "CENTER" ? "middle" : align === "RIGHT" ? "end" : "start";
     const ax = align === "CENTER" ? (n.width ?? 0) / 2 : align === "RIGHT" ? n.width ?? 0 : 0;
-    return lineRanges(chars, fixed ? this.wrapped.get(n) : undefined)
+    return lineRanges(chars, fixed ? this.wrapped.get(origin(n)) : undefined)
       .map(([start, end], i) => {
         // Spaces at a line's end hang past it, as Figma and CSS leave them.
         while (end > start && chars[end - 1] === " ") end--;

@@ -39,7 +39,8 @@ fn stack_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &m
     let mut absolute = vec![false; kids.len()];
     for (i, k) in kids.iter().enumerate() {
         match block_flow(s, n, k) {
-            Some(true) => {}
+            // Figma's auto layout gives a hidden layer no room: it stays where it is.
+            Some(true) => absolute[i] = k.visible == Some(false),
             Some(false) => absolute[i] = true,
             None => return,
         }
@@ -139,7 +140,11 @@ fn top_block(s: &Snapshot<'_>, n: usize, mut d: usize) -> Option<usize> {
 /// frame's as in CSS where Figma's sizing gives the same size: FILL for `flex-grow` and
 /// `align-self: stretch`, HUG for a frame its content sizes. Otherwise nothing changes.
 fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
-    let Some(absolute) = items_and_loose_text(s, n, kids) else { return };
+    let Some(mut absolute) = items_and_loose_text(s, n, kids) else { return };
+    // Figma's auto layout gives a hidden layer no room: it stays where it is.
+    for (out, k) in absolute.iter_mut().zip(kids.iter()) {
+        *out |= k.visible == Some(false);
+    }
     let row = s.style(l, "flex-direction").starts_with("row");
     let main = |k: &Node| main_axis(k, row);
     let mut order: Vec<usize> = (0..kids.len()).filter(|i| !absolute[*i]).collect();
@@ -191,6 +196,7 @@ fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mu
     frame.padding_top = Some(round(pt));
     frame.padding_bottom = Some(round(pb));
     let (hug_h, hug_v) = if row { (hug_main, hug_cross) } else { (hug_cross, hug_main) };
+    let hug_h = hug_h && shrinks_to_fit(s, n, l, fw);
     if hug_h {
         frame.layout_sizing_horizontal = Some(LayoutSizing::HUG);
     }
@@ -219,6 +225,26 @@ fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mu
             *k = p;
         }
     }
+}
+
+/// Whether element `n`'s width is its content's in CSS: an `inline-flex`, a float, a box
+/// positioned absolutely or fixed, an item of a flex row; and, as a width of 100 % looks the
+/// same as content that happens to fill it, narrower than its parent's content box. A block's
+/// width is its container's, whatever its content.
+fn shrinks_to_fit(s: &Snapshot<'_>, n: usize, l: usize, width: f64) -> bool {
+    let parent = usize::try_from(s.parent[n]).ok().and_then(|p| s.layout_of[p].map(|pl| (p, pl)));
+    let in_row = parent.is_some_and(|(_, pl)| {
+        matches!(s.style(pl, "display"), "flex" | "inline-flex") && s.style(pl, "flex-direction").starts_with("row")
+    });
+    let fits = s.style(l, "display") == "inline-flex"
+        || !matches!(s.style(l, "float"), "none" | "")
+        || matches!(s.style(l, "position"), "absolute" | "fixed")
+        || in_row;
+    let room = parent.map(|(_, pl)| {
+        let (a, b) = css_padding(s, pl, true);
+        s.l_bounds[pl][2] - a - b
+    });
+    fits && room.is_none_or(|r| width < r - TOLERANCE)
 }
 
 /// The main axis alignment CSS asks for (`justify-content`) with the frame's padding and
@@ -272,12 +298,14 @@ fn stretched(s: &Snapshot<'_>, l: usize, k: &Node) -> bool {
     }
 }
 
-/// An item's size across the axis as its content makes it: a stretched item's is what its
-/// children and padding take (none: 0), not the container's it was stretched to.
+/// An item's size across the axis as its content makes it: a stretched box's is what its
+/// children and padding take (none: 0), not the container's it was stretched to; an image's
+/// or a text's is its own.
 fn own_cross(s: &Snapshot<'_>, l: usize, k: &Node, row: bool) -> f64 {
     let size = cross_axis(k, row).1;
     let hugs = if row { k.layout_sizing_vertical } else { k.layout_sizing_horizontal } == Some(LayoutSizing::HUG);
-    let Some(kl) = item_layout(s, k).filter(|_| !hugs && stretched(s, l, k)) else { return size };
+    let boxed = k.kind == NodeType::FRAME && !hugs && stretched(s, l, k);
+    let Some(kl) = item_layout(s, k).filter(|_| boxed) else { return size };
     let (start, end) = css_padding(s, kl, !row);
     let content = k.children.iter().flatten().map(|c| cross_axis(c, row).0 + cross_axis(c, row).1 - start).fold(0.0, f64::max);
     (start + content + end).min(size)

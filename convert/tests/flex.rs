@@ -5,7 +5,9 @@
 
 mod common;
 
-use code2des_convert::doc::{CounterAlign, LayoutMode, LayoutPositioning, LayoutSizing, NodeType, PrimaryAlign};
+use code2des_convert::doc::{
+    CounterAlign, LayoutMode, LayoutPositioning, LayoutSizing, NodeType, PrimaryAlign, TextAutoResize,
+};
 use code2des_convert::{Node, Output};
 
 fn page(body: &str) -> Output {
@@ -79,10 +81,20 @@ fn items_fill_and_hug_as_css_sizes_them() {
     // Its height hugs the items (and they keep their own, which is the row's); its width is fixed.
     assert_eq!((bar.layout_sizing_horizontal, bar.layout_sizing_vertical), (None, Some(LayoutSizing::HUG)));
     assert_eq!(kid(bar, "search").layout_sizing_horizontal, Some(LayoutSizing::FILL));
-    assert_eq!(kid(bar, "home").layout_sizing_horizontal, None);
+    // A button's words: the box hugs them both ways, and the text follows its words.
+    let home = kid(bar, "home");
+    assert_eq!(
+        (home.layout_sizing_horizontal, home.layout_sizing_vertical),
+        (Some(LayoutSizing::HUG), Some(LayoutSizing::HUG))
+    );
+    assert_eq!(home.layout_mode, Some(LayoutMode::VERTICAL));
+    assert_eq!(kid(home, "Home").text_auto_resize, Some(TextAutoResize::WIDTH_AND_HEIGHT));
     // An inline-flex chip is as wide and as tall as its content.
     let chip = frame(&out, "chip");
-    assert_eq!((chip.layout_sizing_horizontal, chip.layout_sizing_vertical), (Some(LayoutSizing::HUG), Some(LayoutSizing::HUG)));
+    assert_eq!(
+        (chip.layout_sizing_horizontal, chip.layout_sizing_vertical),
+        (Some(LayoutSizing::HUG), Some(LayoutSizing::HUG))
+    );
 
     // A fixed height: items stretched to it FILL it, and the row does not hug.
     let out = page(

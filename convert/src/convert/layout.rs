@@ -64,36 +64,94 @@ fn stack_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &m
         .iter()
         .map(|k| {
             // A block's box or its text; an image keeps its size (FILL would stretch it).
-            let block = k.kind == NodeType::FRAME || (k.kind == NodeType::TEXT && k.text_auto_resize == Some(TextAutoResize::HEIGHT));
-            block && align == CounterAlign::MIN && (k.x - cs).abs() <= TOLERANCE && (k.width - (width - cs - ce)).abs() <= TOLERANCE
+            let block = k.kind == NodeType::FRAME
+                || (k.kind == NodeType::TEXT && k.text_auto_resize == Some(TextAutoResize::HEIGHT));
+            block
+                && align == CounterAlign::MIN
+                && (k.x - cs).abs() <= TOLERANCE
+                && (k.width - (width - cs - ce)).abs() <= TOLERANCE
         })
         .collect();
 
-    frame.layout_mode = Some(LayoutMode::VERTICAL);
-    frame.item_spacing = Some(round(gap.max(0.0)));
-    frame.primary_axis_align_items = Some(PrimaryAlign::MIN);
-    frame.counter_axis_align_items = Some(align);
-    frame.padding_left = Some(round(cs));
-    frame.padding_right = Some(round(ce));
-    frame.padding_top = Some(round(ps));
-    frame.padding_bottom = Some(round(pe));
-    if hug {
-        frame.layout_sizing_vertical = Some(LayoutSizing::HUG);
-    }
-    let mut placed: Vec<Node> = order.iter().map(|i| kids[*i].clone()).collect();
-    for (k, fill) in placed.iter_mut().zip(fills) {
-        if fill {
+    // A label (a link's, a button's words) in a box as wide as its content: the box HUGs
+    // its text, which follows its words (WIDTH_AND_HEIGHT), as a designer builds a button.
+    let label = flow.len() == 1 && single_line(flow[0]) && shrinks_to_fit(s, n, l, width);
+    let padding = [cs, ce, ps, pe];
+    set_auto_layout(
+        frame,
+        Auto { mode: LayoutMode::VERTICAL, gap, primary: PrimaryAlign::MIN, align, padding, hug: (label, hug) },
+    );
+    place_kids(kids, &order, &absolute, |i, k| {
+        if label {
+            k.text_auto_resize = Some(TextAutoResize::WIDTH_AND_HEIGHT);
+        } else if fills[i] {
             k.layout_sizing_horizontal = Some(LayoutSizing::FILL);
         }
+    });
+}
+
+/// A frame's auto layout: its axis, the gap, the alignments, the paddings (left, right, top,
+/// bottom) and whether it HUGs its content (horizontally, vertically).
+struct Auto {
+    mode: LayoutMode,
+    gap: f64,
+    primary: PrimaryAlign,
+    align: CounterAlign,
+    padding: [f64; 4],
+    hug: (bool, bool),
+}
+
+fn set_auto_layout(frame: &mut Node, a: Auto) {
+    frame.layout_mode = Some(a.mode);
+    frame.item_spacing = Some(round(a.gap.max(0.0)));
+    frame.primary_axis_align_items = Some(a.primary);
+    frame.counter_axis_align_items = Some(a.align);
+    let [pl, pr, pt, pb] = a.padding.map(round);
+    (frame.padding_left, frame.padding_right, frame.padding_top, frame.padding_bottom) =
+        (Some(pl), Some(pr), Some(pt), Some(pb));
+    if a.hug.0 {
+        frame.layout_sizing_horizontal = Some(LayoutSizing::HUG);
+    }
+    if a.hug.1 {
+        frame.layout_sizing_vertical = Some(LayoutSizing::HUG);
+    }
+}
+
+/// Auto layout places children in list order: the kids in the flow (`order`, each given its
+/// sizing by `edit` with its place in the flow) go in the places of the flow's kids, in that
+/// order; the others are ABSOLUTE and keep their places in the paint order.
+fn place_kids(kids: &mut [Node], order: &[usize], absolute: &[bool], mut edit: impl FnMut(usize, &mut Node)) {
+    let mut placed: Vec<Node> = order.iter().map(|i| kids[*i].clone()).collect();
+    for (i, k) in placed.iter_mut().enumerate() {
+        edit(i, k);
     }
     let mut placed = placed.into_iter();
     for (k, out) in kids.iter_mut().zip(absolute) {
-        if out {
+        if *out {
             k.layout_positioning = Some(LayoutPositioning::ABSOLUTE);
         } else if let Some(p) = placed.next() {
             *k = p;
         }
     }
+}
+
+/// Whether `k` is a paragraph's TEXT node drawn on one line (at most one and a half lines
+/// high), which the same words fill whatever the box's width.
+fn single_line(k: &Node) -> bool {
+    use crate::doc::LineHeightUnit;
+    if k.kind != NodeType::TEXT
+        || k.text_auto_resize != Some(TextAutoResize::HEIGHT)
+        || k.characters.as_deref().is_none_or(|c| c.contains('\n'))
+    {
+        return false;
+    }
+    let size = k.font_size.unwrap_or(16.0);
+    let line = match &k.line_height {
+        Some(h) if h.unit == LineHeightUnit::PIXELS => h.value.unwrap_or(size * 1.2),
+        Some(h) if h.unit == LineHeightUnit::PERCENT => size * h.value.unwrap_or(120.0) / 100.0,
+        _ => size * 1.25,
+    };
+    k.height < line * 1.5
 }
 
 /// Where kid `k` of block container `n`'s frame lies: `Some(true)` in the normal flow,
@@ -159,11 +217,50 @@ fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mu
     let Some((align, cs, ce)) = cross_alignment(s, l, row, &flow, size_cross) else { return };
     let (primary, ps, pe) = primary_alignment(s, l, row, &flow, size_main);
     let fill_main = fill_main(s, row, &flow, size_main - ps - pe, gap);
-    // The frame's own size is its content's (HUG) where CSS sized it by its content: the room
-    // after the content is CSS's padding and border and the last item's margin, nothing more
-    // (`height: auto`, an `inline-flex`), and Figma's sum gives the same size. Never on the
-    // main axis with an item that fills it; across, a frame that hugs its items leaves them as
-    // they are (their stretch is then their own size).
+    let (hug_main, hug_cross) = flex_hugs(s, l, row, &flow, (primary, ps, pe), (cs, ce, size_cross), &fill_main);
+    // A frame that hugs its items across leaves them as they are (their stretch is then their
+    // own size); else the stretched ones FILL it.
+    let fill_cross: Vec<bool> = flow
+        .iter()
+        .map(|k| {
+            let (start, size) = cross_axis(k, row);
+            !hug_cross
+                && stretched(s, l, k)
+                && (start - cs).abs() <= TOLERANCE
+                && (size - (size_cross - cs - ce)).abs() <= TOLERANCE
+        })
+        .collect();
+    let (mode, padding) = match row {
+        true => (LayoutMode::HORIZONTAL, [ps, pe, cs, ce]),
+        false => (LayoutMode::VERTICAL, [cs, ce, ps, pe]),
+    };
+    let (hug_h, hug_v) = if row { (hug_main, hug_cross) } else { (hug_cross, hug_main) };
+    let hug = (hug_h && shrinks_to_fit(s, n, l, frame.width), hug_v);
+    set_auto_layout(frame, Auto { mode, gap, primary, align, padding, hug });
+    place_kids(kids, &order, &absolute, |i, k| {
+        let (fill_h, fill_v) = if row { (fill_main[i], fill_cross[i]) } else { (fill_cross[i], fill_main[i]) };
+        if fill_h {
+            k.layout_sizing_horizontal = Some(LayoutSizing::FILL);
+        }
+        if fill_v {
+            k.layout_sizing_vertical = Some(LayoutSizing::FILL);
+        }
+    });
+}
+
+/// Whether a flex container's frame HUGs its items along and across: where CSS sized it by its
+/// content (the room after the content is CSS's padding and border and the last item's
+/// margin, nothing more: `height: auto`, an `inline-flex`) and Figma's sum gives the same size;
+/// never along with an item that fills it.
+fn flex_hugs(
+    s: &Snapshot<'_>,
+    l: usize,
+    row: bool,
+    flow: &[&Node],
+    (primary, ps, pe): (PrimaryAlign, f64, f64),
+    (cs, ce, size_cross): (f64, f64, f64),
+    fill_main: &[bool],
+) -> (bool, bool) {
     let (pad_ms, pad_me) = css_padding(s, l, row);
     let (pad_cs, pad_ce) = css_padding(s, l, !row);
     let last = flow[flow.len() - 1];
@@ -175,56 +272,7 @@ fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mu
     let widest = flow.iter().map(|k| cross_axis(k, row).1).fold(0.0, f64::max);
     let hug_cross = (pad_cs + outer.fold(0.0, f64::max) + pad_ce - size_cross).abs() <= TOLERANCE
         && (cs + widest + ce - size_cross).abs() <= TOLERANCE;
-    let fill_cross: Vec<bool> = flow
-        .iter()
-        .map(|k| {
-            let (start, size) = cross_axis(k, row);
-            !hug_cross
-                && stretched(s, l, k)
-                && (start - cs).abs() <= TOLERANCE
-                && (size - (size_cross - cs - ce)).abs() <= TOLERANCE
-        })
-        .collect();
-
-    frame.layout_mode = Some(if row { LayoutMode::HORIZONTAL } else { LayoutMode::VERTICAL });
-    frame.item_spacing = Some(round(gap.max(0.0)));
-    frame.primary_axis_align_items = Some(primary);
-    frame.counter_axis_align_items = Some(align);
-    let (pl, pr, pt, pb) = if row { (ps, pe, cs, ce) } else { (cs, ce, ps, pe) };
-    frame.padding_left = Some(round(pl));
-    frame.padding_right = Some(round(pr));
-    frame.padding_top = Some(round(pt));
-    frame.padding_bottom = Some(round(pb));
-    let (hug_h, hug_v) = if row { (hug_main, hug_cross) } else { (hug_cross, hug_main) };
-    let hug_h = hug_h && shrinks_to_fit(s, n, l, fw);
-    if hug_h {
-        frame.layout_sizing_horizontal = Some(LayoutSizing::HUG);
-    }
-    if hug_v {
-        frame.layout_sizing_vertical = Some(LayoutSizing::HUG);
-    }
-
-    // Auto layout places children in list order: the main axis order, in the places of the
-    // items (an ABSOLUTE child keeps its place in the paint order).
-    let sizing: Vec<(bool, bool)> = fill_main.into_iter().zip(fill_cross).collect();
-    let mut placed: Vec<Node> = order.iter().map(|i| kids[*i].clone()).collect();
-    for (k, (fm, fc)) in placed.iter_mut().zip(sizing) {
-        let (fill_h, fill_v) = if row { (fm, fc) } else { (fc, fm) };
-        if fill_h {
-            k.layout_sizing_horizontal = Some(LayoutSizing::FILL);
-        }
-        if fill_v {
-            k.layout_sizing_vertical = Some(LayoutSizing::FILL);
-        }
-    }
-    let mut placed = placed.into_iter();
-    for (k, out) in kids.iter_mut().zip(absolute) {
-        if out {
-            k.layout_positioning = Some(LayoutPositioning::ABSOLUTE);
-        } else if let Some(p) = placed.next() {
-            *k = p;
-        }
-    }
+    (hug_main, hug_cross)
 }
 
 /// Whether element `n`'s width is its content's in CSS: an `inline-flex`, a float, a box
@@ -255,7 +303,8 @@ fn primary_alignment(s: &Snapshot<'_>, l: usize, row: bool, flow: &[&Node], size
     let start = main_axis(flow[0], row).0;
     let last = main_axis(flow[flow.len() - 1], row);
     let (before, after) = (start - ps, size - pe - (last.0 + last.1));
-    let forward = matches!(s.style(l, "flex-direction"), "row" | "column") && (!row || s.style(l, "direction") != "rtl");
+    let forward =
+        matches!(s.style(l, "flex-direction"), "row" | "column") && (!row || s.style(l, "direction") != "rtl");
     let near = |a: f64, b: f64| (a - b).abs() <= TOLERANCE;
     match s.style(l, "justify-content") {
         "center" if forward && before > TOLERANCE && near(before, after) => (PrimaryAlign::CENTER, ps, pe),
@@ -280,7 +329,8 @@ fn fill_main(s: &Snapshot<'_>, row: bool, flow: &[&Node], room: f64, gap: f64) -
     }
     let others: f64 = flow.iter().zip(&grows).filter(|(_, g)| !**g).map(|(k, _)| main_axis(k, row).1).sum();
     let share = (room - others - gap * (flow.len() - 1) as f64) / count as f64;
-    let exact = flow.iter().zip(&grows).filter(|(_, g)| **g).all(|(k, _)| (main_axis(k, row).1 - share).abs() <= TOLERANCE);
+    let exact =
+        flow.iter().zip(&grows).filter(|(_, g)| **g).all(|(k, _)| (main_axis(k, row).1 - share).abs() <= TOLERANCE);
     if exact {
         grows
     } else {
@@ -307,7 +357,8 @@ fn own_cross(s: &Snapshot<'_>, l: usize, k: &Node, row: bool) -> f64 {
     let boxed = k.kind == NodeType::FRAME && !hugs && stretched(s, l, k);
     let Some(kl) = item_layout(s, k).filter(|_| boxed) else { return size };
     let (start, end) = css_padding(s, kl, !row);
-    let content = k.children.iter().flatten().map(|c| cross_axis(c, row).0 + cross_axis(c, row).1 - start).fold(0.0, f64::max);
+    let content =
+        k.children.iter().flatten().map(|c| cross_axis(c, row).0 + cross_axis(c, row).1 - start).fold(0.0, f64::max);
     (start + content + end).min(size)
 }
 
@@ -387,7 +438,9 @@ fn out_of_flow(s: &Snapshot<'_>, n: usize, k: &Node) -> bool {
         return true;
     }
     loop {
-        if s.node_type[d] == 1 && s.layout_of[d].is_some_and(|dl| matches!(s.style(dl, "position"), "absolute" | "fixed")) {
+        if s.node_type[d] == 1
+            && s.layout_of[d].is_some_and(|dl| matches!(s.style(dl, "position"), "absolute" | "fixed"))
+        {
             return true;
         }
         match usize::try_from(s.parent[d]) {
@@ -452,7 +505,13 @@ fn even_gap(kids: &[Node], order: &[usize], row: bool) -> Option<f64> {
 
 /// The cross axis alignment that puts every kid where it is, and the padding before and after
 /// it on that axis; `None` when there is none. `kids` in main axis order.
-fn cross_alignment(s: &Snapshot<'_>, l: usize, row: bool, kids: &[&Node], size_cross: f64) -> Option<(CounterAlign, f64, f64)> {
+fn cross_alignment(
+    s: &Snapshot<'_>,
+    l: usize,
+    row: bool,
+    kids: &[&Node],
+    size_cross: f64,
+) -> Option<(CounterAlign, f64, f64)> {
     let first = kids[0];
     let cross = |k: &Node| cross_axis(k, row);
     // Cross axis: the CSS padding and border, then whichever alignment puts every item where it is.

@@ -783,7 +783,7 @@ mod tests {
         let absolute_fill = text(json!({"layoutPositioning": "ABSOLUTE", "layoutSizingVertical": "FILL"}));
         assert!(reason(doc(row, absolute_fill)).contains("out of the flow"));
         // An unknown value is the wire's to refuse.
-        assert!(reason(doc(plain, text(json!({"layoutSizingVertical": "STRETCH"}))).contains("layoutSizingVertical"));
+        assert!(reason(doc(plain, text(json!({"layoutSizingVertical": "STRETCH"})))).contains("layoutSizingVertical"));
     }
 
     #[test]

@@ -412,20 +412,6 @@ export class Builder {
     if (doc.width !== undefined && doc.height !== undefined) {
       frame.resize(Math.max(doc.width, 0.01), Math.max(doc.height, 0.01));
     }
-    for (const [made, child] of built) {
-      const item = made as SceneNode & AutoLayoutChildrenMixin & LayoutMixin;
-      if (child.layoutPositioning === "ABSOLUTE") {
-        // Out of the flow: Figma keeps it where it is set after.
-        item.layoutPositioning = "ABSOLUTE";
-        item.x = child.x ?? 0;
-        item.y = child.y ?? 0;
-      } else if (child.layoutSizingHorizontal === "FILL" || child.layoutSizingVertical === "FILL") {
-        if (child.layoutSizingHorizontal === "FILL") item.layoutSizingHorizontal = "FILL";
-        if (child.layoutSizingVertical === "FILL") item.layoutSizingVertical = "FILL";
-      }
-    }
-    if (doc.layoutSizingHorizontal === "HUG") frame.layoutSizingHorizontal = "HUG";
-    if (doc.layoutSizingVertical === "HUG") frame.layoutSizingVertical = "HUG";
   }
 
   /** A child of a GRID frame: its cell and spans, its own size kept. */
@@ -456,6 +442,20 @@ export class Builder {
     if (doc.width !== undefined && doc.height !== undefined) {
       frame.resize(Math.max(doc.width, 0.01), Math.max(doc.height, 0.01));
     }
+    for (const [made, child] of built) {
+      const item = made as SceneNode & AutoLayoutChildrenMixin & LayoutMixin;
+      if (child.layoutPositioning === "ABSOLUTE") {
+        // Out of the flow: Figma keeps it where it is set after.
+        item.layoutPositioning = "ABSOLUTE";
+        item.x = child.x ?? 0;
+        item.y = child.y ?? 0;
+      } else if (child.layoutSizingHorizontal === "FILL" || child.layoutSizingVertical === "FILL") {
+        if (child.layoutSizingHorizontal === "FILL") item.layoutSizingHorizontal = "FILL";
+        if (child.layoutSizingVertical === "FILL") item.layoutSizingVertical = "FILL";
+      }
+    }
+    if (doc.layoutSizingHorizontal === "HUG") frame.layoutSizingHorizontal = "HUG";
+    if (doc.layoutSizingVertical === "HUG") frame.layoutSizingVertical = "HUG";
   }
 
   /** What every built node shares: its indices, name, geometry, paints, opacity, visibility. */

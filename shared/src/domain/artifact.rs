@@ -431,7 +431,8 @@ fn auto_layout(n: &Node) -> bool {
 /// a TEXT node.
 fn layout_problem(n: &Node, in_flow: bool) -> Option<String> {
     use wire::node::{LayoutPositioning, LayoutSizing};
-    let sizing = [("layoutSizingHorizontal", n.layout_sizing_horizontal), ("layoutSizingVertical", n.layout_sizing_vertical)];
+    let sizing =
+        [("layoutSizingHorizontal", n.layout_sizing_horizontal), ("layoutSizingVertical", n.layout_sizing_vertical)];
     if !in_flow && n.layout_positioning == Some(LayoutPositioning::ABSOLUTE) {
         return Some("layoutPositioning ABSOLUTE on a node whose parent has no auto layout".into());
     }

@@ -146,10 +146,10 @@ fn transform_of(p: &Value) -> [[f64; 3]; 2] {
 }
 
 /// A child placed by its frame: its node and where it goes.
-struct Placed<'a> {
+pub(super) struct Placed<'a> {
     node: &'a Value,
-    x: f64,
-    y: f64,
+    pub(super) x: f64,
+    pub(super) y: f64,
 }
 
 /// A GRID frame's tracks in px, as Figma sizes them: FIXED as given; HUG as the largest child
@@ -257,7 +257,7 @@ fn auto_layout<'a>(n: &Value, kids: &'a [Value]) -> Vec<Placed<'a>> {
 }
 
 /// A frame's children where Figma puts them: by auto layout, by grid, or as they are.
-fn laid_out<'a>(n: &Value, kids: &'a [Value]) -> Vec<Placed<'a>> {
+pub(super) fn laid_out<'a>(n: &Value, kids: &'a [Value]) -> Vec<Placed<'a>> {
     match text(n, "layoutMode") {
         Some("HORIZONTAL" | "VERTICAL") => auto_layout(n, kids),
         Some("GRID") => grid_layout(n, kids),

@@ -152,6 +152,8 @@ pub const STYLES: &[&str] = &[
     "overflow-x",
     "overflow-y",
     "position",
+    // A float lies beside the blocks it sits among: no vertical auto layout (convert/layout).
+    "float",
     "background-color",
     "background-image",
     "background-size",
@@ -192,6 +194,9 @@ pub const STYLES: &[&str] = &[
     "flex-wrap",
     "justify-content",
     "align-items",
+    // How an item's size follows its container's (convert/layout: FILL).
+    "align-self",
+    "flex-grow",
     "row-gap",
     "column-gap",
     "padding-top",
@@ -207,6 +212,8 @@ pub const STYLES: &[&str] = &[
     "vertical-align",
     "margin-left",
     "margin-right",
+    "margin-top",
+    "margin-bottom",
     // A grid container's tracks, as laid out (px), for Figma's GRID (convert/layout).
     "grid-template-columns",
     "grid-template-rows",

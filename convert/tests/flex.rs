@@ -1,11 +1,13 @@
-//! Flex containers as auto layout (issue 39, item 2): text lying loose in a flex container is an
+//! Flex containers and stacked blocks as auto layout (issue 39, item 2): text lying loose in a flex container is an
 //! anonymous flex item, and a wrapping container whose items lie on one line is auto layout too;
 //! where Figma could not put every item where Chromium did, the frame keeps absolute positions.
 //! Against real Chromium.
 
 mod common;
 
-use code2des_convert::doc::{CounterAlign, LayoutMode, NodeType};
+use code2des_convert::doc::{
+    CounterAlign, LayoutMode, LayoutPositioning, LayoutSizing, NodeType, PrimaryAlign, TextAutoResize,
+};
 use code2des_convert::{Node, Output};
 
 fn page(body: &str) -> Output {
@@ -56,5 +58,115 @@ fn what_auto_layout_cannot_reproduce_keeps_absolute_positions() {
         assert_eq!(f.layout_mode, None, "{name}");
         let kids = f.children.as_deref().unwrap_or_default();
         assert!(kids.len() >= 2, "{name}: its items are still drawn where they are");
+    }
+}
+
+fn kid<'a>(f: &'a Node, name: &str) -> &'a Node {
+    f.children.iter().flatten().find(|k| k.name == name).unwrap_or_else(|| panic!("{name} in {}", f.name))
+}
+
+#[test]
+fn items_fill_and_hug_as_css_sizes_them() {
+    // A toolbar: a search box that grows between two buttons, every item stretched to the
+    // row's height; the row's height is its items' (height: auto), its width its parent's.
+    let out = page(
+        "<div id=bar class=f style=\"align-items: stretch; width: 500px\">\
+         <div id=home style=\"background:#ccc;padding:4px 10px\">Home</div>\
+         <div id=search style=\"flex-grow:1;background:#fff\"></div>\
+         <div id=help style=\"background:#ccc;padding:4px 10px\">Help</div></div>\
+         <div id=chip class=f style=\"display:inline-flex;width:auto;padding:4px 6px\"><span class=dot></span>Tag</div>",
+    );
+    let bar = frame(&out, "bar");
+    assert_eq!(bar.layout_mode, Some(LayoutMode::HORIZONTAL));
+    // Its height hugs the items (and they keep their own, which is the row's); its width is fixed.
+    assert_eq!((bar.layout_sizing_horizontal, bar.layout_sizing_vertical), (None, Some(LayoutSizing::HUG)));
+    assert_eq!(kid(bar, "search").layout_sizing_horizontal, Some(LayoutSizing::FILL));
+    // A button's words: the box hugs them both ways, and the text follows its words.
+    let home = kid(bar, "home");
+    assert_eq!(
+        (home.layout_sizing_horizontal, home.layout_sizing_vertical),
+        (Some(LayoutSizing::HUG), Some(LayoutSizing::HUG))
+    );
+    assert_eq!(home.layout_mode, Some(LayoutMode::VERTICAL));
+    assert_eq!(kid(home, "Home").text_auto_resize, Some(TextAutoResize::WIDTH_AND_HEIGHT));
+    // An inline-flex chip is as wide and as tall as its content.
+    let chip = frame(&out, "chip");
+    assert_eq!(
+        (chip.layout_sizing_horizontal, chip.layout_sizing_vertical),
+        (Some(LayoutSizing::HUG), Some(LayoutSizing::HUG))
+    );
+
+    // A fixed height: items stretched to it FILL it, and the row does not hug.
+    let out = page(
+        "<div id=tall class=f style=\"align-items: stretch; height: 60px\">\
+         <div id=a style=\"background:#ccc;width:50px\"></div><div id=b style=\"background:#ccc;width:50px;align-self:flex-start;height:20px\"></div></div>",
+    );
+    let tall = frame(&out, "tall");
+    assert_eq!(tall.layout_sizing_vertical, None);
+    assert_eq!(kid(tall, "a").layout_sizing_vertical, Some(LayoutSizing::FILL));
+    assert_eq!(kid(tall, "b").layout_sizing_vertical, None);
+}
+
+#[test]
+fn justify_content_is_figma_s_alignment_where_it_puts_items_alike() {
+    let out = page(
+        "<div id=centred class=f style=\"justify-content:center\"><span class=dot></span><span class=dot></span></div>\
+         <div id=ends class=f style=\"justify-content:flex-end\"><span class=dot></span><span class=dot></span></div>\
+         <div id=apart class=f style=\"justify-content:space-between\"><span class=dot></span><span class=dot></span><span class=dot></span></div>\
+         <div id=reversed class=f style=\"justify-content:center;flex-direction:row-reverse\"><span class=dot></span><span class=dot></span></div>",
+    );
+    let align = |name: &str| {
+        let f = frame(&out, name);
+        (f.primary_axis_align_items, f.padding_left, f.padding_right)
+    };
+    assert_eq!(align("centred"), (Some(PrimaryAlign::CENTER), Some(8.0), Some(8.0)));
+    assert_eq!(align("ends"), (Some(PrimaryAlign::MAX), Some(8.0), Some(8.0)));
+    assert_eq!(align("apart"), (Some(PrimaryAlign::SPACE_BETWEEN), Some(8.0), Some(8.0)));
+    // Reversed, the items are in the other order: placed from where the first one starts.
+    assert_eq!(frame(&out, "reversed").primary_axis_align_items, Some(PrimaryAlign::MIN));
+}
+
+#[test]
+fn a_positioned_child_is_absolute_and_the_items_still_auto_layout() {
+    let out = page(
+        "<div id=card class=f style=\"position:relative\"><span class=dot></span>Inbox\
+         <span id=badge style=\"position:absolute;right:-4px;top:-4px;width:8px;height:8px;background:#d00\"></span></div>",
+    );
+    let card = frame(&out, "card");
+    assert_eq!(card.layout_mode, Some(LayoutMode::HORIZONTAL));
+    let kids: Vec<(&str, Option<LayoutPositioning>)> =
+        card.children.iter().flatten().map(|k| (k.name.as_str(), k.layout_positioning)).collect();
+    assert_eq!(kids, [("dot", None), ("Inbox", None), ("badge", Some(LayoutPositioning::ABSOLUTE))]);
+    let badge = kid(card, "badge");
+    // Where Chromium put it: 4 px past the card's right edge (400 + 2 × 8 padding wide).
+    assert_eq!((badge.x, badge.y), (416.0 + 4.0 - 8.0, -4.0));
+}
+
+#[test]
+fn blocks_with_one_gap_stack_as_vertical_auto_layout() {
+    // A card: a heading and two paragraphs, margins alike; a menu whose items have different
+    // gaps, and a box with a float, stay placed as they are.
+    let out = page(
+        "<div id=card style=\"position:relative;width:300px;padding:16px;background:#eef\">\
+         <h3 style=\"margin:0 0 8px;font-size:16px\">Plan</h3><p style=\"margin:0 0 8px\">Monthly, with a trial.</p>\
+         <p style=\"margin:0 0 8px\">Cancel any time.</p>\
+         <span id=flag style=\"position:absolute;top:0;right:0;width:6px;height:6px;background:#d00\"></span></div>\
+         <div id=uneven style=\"width:300px;background:#efe\"><p style=\"margin:0 0 4px\">a</p><p style=\"margin:0 0 12px\">b</p><p style=margin:0>c</p></div>\
+         <div id=floats style=\"width:300px;background:#fee\"><p style=\"margin:0;float:left\">a</p><p style=margin:0>b</p></div>",
+    );
+    let card = frame(&out, "card");
+    assert_eq!(card.layout_mode, Some(LayoutMode::VERTICAL));
+    assert_eq!(card.item_spacing, Some(8.0));
+    assert_eq!((card.padding_left, card.padding_right), (Some(16.0), Some(16.0)));
+    // The padding, to where the heading's text box starts (its line box, within a pixel).
+    assert!(card.padding_top.is_some_and(|p| (p - 16.0).abs() <= 1.0), "{:?}", card.padding_top);
+    // The last margin and the padding follow the last paragraph: the card's height is its content's.
+    assert_eq!(card.layout_sizing_vertical, Some(LayoutSizing::HUG));
+    let texts: Vec<_> = card.children.iter().flatten().filter(|k| k.kind == NodeType::TEXT).collect();
+    assert_eq!(texts.len(), 3);
+    assert!(texts.iter().all(|t| t.layout_sizing_horizontal == Some(LayoutSizing::FILL)), "{texts:?}");
+    assert_eq!(kid(card, "flag").layout_positioning, Some(LayoutPositioning::ABSOLUTE));
+    for name in ["uneven", "floats"] {
+        assert_eq!(frame(&out, name).layout_mode, None, "{name}");
     }
 }

@@ -156,11 +156,13 @@ export class Builder {
         // A grid's tracks first: each child is placed in its cell as it is added.
         if (doc.layoutMode === "GRID") this.grid(frame, doc);
         // A frame is its children's coordinate space.
+        const built: [SceneNode, Node][] = [];
         for (const [i, child] of (doc.children ?? []).entries()) {
           const made = await this.node(child, frame, 0, 0, [...at, i]);
           if (doc.layoutMode === "GRID" && made[0]) this.gridCell(made[0], child);
+          if (made[0]) built.push([made[0], child]);
         }
-        if (doc.layoutMode !== "GRID") this.autoLayout(frame, doc);
+        if (doc.layoutMode !== "GRID") this.autoLayout(frame, doc, built);
         if (doc.type === "COMPONENT") this.components.set(doc.id, { node: frame as ComponentNode, doc });
         return [frame];
       }
@@ -420,7 +422,12 @@ export class Builder {
     if ((doc.gridColumnSpan ?? 1) > 1) child.gridColumnSpan = doc.gridColumnSpan ?? 1;
   }
 
-  private autoLayout(frame: FrameNode | ComponentNode, doc: FrameDoc): void {
+  /**
+   * Auto layout, once the children are built: the frame's axis, spacing, padding and
+   * alignment, then each child's place in it (ABSOLUTE where it is, FILL its room) and the
+   * frame's own sizing (HUG its content) last, as `resize` makes a frame FIXED again.
+   */
+  private autoLayout(frame: FrameNode | ComponentNode, doc: FrameDoc, built: [SceneNode, Node][]): void {
     if (doc.layoutMode === undefined || doc.layoutMode === "NONE") return;
     frame.layoutMode = doc.layoutMode;
     frame.primaryAxisSizingMode = "FIXED";
@@ -435,6 +442,20 @@ export class Builder {
     if (doc.width !== undefined && doc.height !== undefined) {
       frame.resize(Math.max(doc.width, 0.01), Math.max(doc.height, 0.01));
     }
+    for (const [made, child] of built) {
+      const item = made as SceneNode & AutoLayoutChildrenMixin & LayoutMixin;
+      if (child.layoutPositioning === "ABSOLUTE") {
+        // Out of the flow: Figma keeps it where it is set after.
+        item.layoutPositioning = "ABSOLUTE";
+        item.x = child.x ?? 0;
+        item.y = child.y ?? 0;
+      } else if (child.layoutSizingHorizontal === "FILL" || child.layoutSizingVertical === "FILL") {
+        if (child.layoutSizingHorizontal === "FILL") item.layoutSizingHorizontal = "FILL";
+        if (child.layoutSizingVertical === "FILL") item.layoutSizingVertical = "FILL";
+      }
+    }
+    if (doc.layoutSizingHorizontal === "HUG") frame.layoutSizingHorizontal = "HUG";
+    if (doc.layoutSizingVertical === "HUG") frame.layoutSizingVertical = "HUG";
   }
 
   /** What every built node shares: its indices, name, geometry, paints, opacity, visibility. */

@@ -720,3 +720,89 @@ test("CSS that Figma draws (issue 39 item 7): dashes, dots, blends, blurs, rotat
   });
   assert.equal(text.ranges[0]?.textDecorationStyle, undefined);
 });
+
+test("auto layout as CSS sizes it (issue 39 item 2): items that FILL, a frame that HUGs, a badge kept ABSOLUTE", async () => {
+  const label = (name: string, x: number, width: number): Node => ({
+    type: "TEXT",
+    name,
+    x,
+    y: 12,
+    width,
+    height: 20,
+    characters: name,
+    fontSize: 14,
+    fontName: { family: "Inter", style: "Regular" },
+    textAutoResize: "WIDTH_AND_HEIGHT",
+  });
+  const item = (name: string, x: number, width: number, fill: boolean): Node => ({
+    type: "FRAME",
+    name,
+    x,
+    y: 0,
+    width,
+    height: 44,
+    layoutMode: "HORIZONTAL",
+    paddingTop: 12,
+    paddingBottom: 12,
+    paddingLeft: 16,
+    paddingRight: 16,
+    ...(fill ? { layoutSizingHorizontal: "FILL" as const } : { layoutSizingHorizontal: "HUG" as const }),
+    layoutSizingVertical: "FILL",
+    children: [label(name, 16, width - 32)],
+  });
+  const doc: Node = {
+    type: "FRAME",
+    name: "Page",
+    width: 640,
+    height: 120,
+    children: [
+      {
+        type: "FRAME",
+        name: "Navigation",
+        x: 0,
+        y: 0,
+        width: 640,
+        height: 44,
+        layoutMode: "HORIZONTAL",
+        itemSpacing: 8,
+        paddingLeft: 0,
+        paddingRight: 0,
+        paddingTop: 0,
+        paddingBottom: 0,
+        primaryAxisAlignItems: "MIN",
+        counterAxisAlignItems: "MIN",
+        layoutSizingVertical: "HUG",
+        children: [
+          { type: "RECTANGLE", name: "Badge", x: 600, y: -6, width: 12, height: 12, layoutPositioning: "ABSOLUTE" },
+          item("Home", 0, 80, false),
+          item("Search", 88, 472, true),
+          item("Help", 568, 72, false),
+        ],
+      },
+    ],
+  };
+  const { t, built } = await build(doc, { raster: new Map(), svg: new Map() });
+  assert.deepEqual(built.warnings, []);
+  const { diffs, compared } = compareTree(doc, built.root, t, { raster: new Map(), svg: new Map() });
+  assert.deepEqual(diffs, []);
+  assert.equal(compared, countNodes(doc));
+  const nav = (built.root as FrameNode).children[0] as FrameNode;
+  const [badge, home, search] = nav.children as (SceneNode & LayoutMixin & AutoLayoutChildrenMixin)[];
+  // Set after the frame's resize, which makes a frame FIXED again: the HUG holds.
+  assert.equal(nav.layoutSizingVertical, "HUG");
+  assert.equal(nav.layoutSizingHorizontal, "FIXED");
+  assert.deepEqual([badge?.layoutPositioning, badge?.x, badge?.y], ["ABSOLUTE", 600, -6]);
+  assert.deepEqual([home?.layoutSizingHorizontal, home?.layoutSizingVertical], ["HUG", "FILL"]);
+  assert.deepEqual([search?.layoutSizingHorizontal, search?.layoutPositioning], ["FILL", "AUTO"]);
+
+  // The stub refuses what Figma refuses: FILL before the parent has auto layout, and a HUG
+  // set before the resize is lost to it (the order the builder keeps).
+  const alone = t.figma.createFrame();
+  assert.throws(() => {
+    (alone as FrameNode).layoutSizingHorizontal = "FILL";
+  }, /FILL outside an auto layout frame/);
+  alone.layoutMode = "VERTICAL";
+  alone.layoutSizingVertical = "HUG";
+  alone.resize(10, 10);
+  assert.equal(alone.layoutSizingVertical, "FIXED");
+});

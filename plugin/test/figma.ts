@@ -142,9 +142,49 @@ export function testFigma(): TestFigma {
     });
     return node;
   };
+  // figma-api-stub 0.0.57 has no auto layout sizing either: a node's layoutSizingHorizontal,
+  // layoutSizingVertical and layoutPositioning are refused where Figma refuses them (FILL and
+  // ABSOLUTE outside an auto layout frame, HUG on a layer that is neither text nor an auto
+  // layout frame), and resizing an auto layout frame makes it FIXED again, as in Figma.
+  const autoLayout = (n: BaseNode | null) => {
+    const mode = (n as { layoutMode?: string } | null)?.layoutMode;
+    return mode === "HORIZONTAL" || mode === "VERTICAL";
+  };
+  const sized = (node: SceneNode) => {
+    const g = node as SceneNode & { _h?: string; _v?: string; _pos?: string; resize(w: number, h: number): void };
+    const sizing = (key: "_h" | "_v", member: string) => ({
+      get: () => g[key] ?? "FIXED",
+      set: (v: string) => {
+        if (v === "FILL" && !autoLayout(g.parent)) throw new Error(`Error: ${member} FILL outside an auto layout frame`);
+        if (v === "HUG" && g.type !== "TEXT" && !autoLayout(g)) throw new Error(`Error: ${member} HUG on a layer without auto layout`);
+        g[key] = v;
+      },
+      configurable: true,
+    });
+    Object.defineProperties(g, {
+      layoutSizingHorizontal: sizing("_h", "layoutSizingHorizontal"),
+      layoutSizingVertical: sizing("_v", "layoutSizingVertical"),
+      layoutPositioning: {
+        get: () => g._pos ?? "AUTO",
+        set: (v: string) => {
+          if (v === "ABSOLUTE" && !autoLayout(g.parent)) throw new Error("Error: ABSOLUTE outside an auto layout frame");
+          g._pos = v;
+        },
+        configurable: true,
+      },
+    });
+    const resize = g.resize;
+    if (typeof resize === "function") {
+      g.resize = function (this: typeof g, w: number, h: number) {
+        resize.call(this, w, h);
+        if (autoLayout(this)) this._h = this._v = "FIXED";
+      };
+    }
+    return node;
+  };
   for (const name of ["createFrame", "createRectangle", "createEllipse", "createVector", "createLine"] as const) {
     const create = (figma[name] as () => SceneNode).bind(figma);
-    (figma as unknown as Record<string, () => SceneNode>)[name] = () => gridded(create());
+    (figma as unknown as Record<string, () => SceneNode>)[name] = () => sized(gridded(create()));
   }
 
   // figma-api-stub's components are no frames (no grid, no styles) and their instances copy
@@ -197,7 +237,7 @@ export function testFigma(): TestFigma {
   // font not loaded, as Figma refuses them.
   const createText = figma.createText.bind(figma);
   figma.createText = () => {
-    const text = createText() as TextNode & { ranges?: RangeStyle[] };
+    const text = sized(createText()) as TextNode & { ranges?: RangeStyle[] };
     const record = (field: keyof RangeStyle) => (start: number, end: number, value: unknown) => {
       if (!(start >= 0 && end > start && end <= text.characters.length)) {
         throw new Error(`Error: range ${start}..${end} outside ${text.characters.length} characters`);
@@ -413,6 +453,12 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
     if (d.type === "TEXT" && d.textStyleId !== undefined) {
       eq(path, "text style", styleName((node as { textStyleId?: unknown }).textStyleId), docStyle(d.textStyleId));
     }
+    // Auto layout: the document's sizing and positioning, where it gives them.
+    const laid = node as SceneNode & Partial<LayoutMixin & AutoLayoutChildrenMixin>;
+    if (d.layoutPositioning !== undefined) eq(path, "layoutPositioning", laid.layoutPositioning, d.layoutPositioning);
+    if (d.layoutSizingHorizontal !== undefined) eq(path, "layoutSizingHorizontal", laid.layoutSizingHorizontal, d.layoutSizingHorizontal);
+    if (d.layoutSizingVertical !== undefined) eq(path, "layoutSizingVertical", laid.layoutSizingVertical, d.layoutSizingVertical);
+    if (frameLike(d) && (d.layoutMode === "HORIZONTAL" || d.layoutMode === "VERTICAL")) eq(path, "layoutMode", (node as FrameNode).layoutMode, d.layoutMode);
     if (d.gridRowAnchorIndex !== undefined) {
       const c = node as SceneNode & { gridRowAnchorIndex?: number; gridColumnAnchorIndex?: number };
       eq(path, "grid cell", [c.gridRowAnchorIndex, c.gridColumnAnchorIndex], [d.gridRowAnchorIndex, d.gridColumnAnchorIndex]);

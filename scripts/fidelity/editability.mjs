@@ -15,12 +15,16 @@
 //                     a link as a hyperlink
 //   stray newlines    TEXT nodes holding a "\n" where Chromium broke no line
 //   flex → auto layout every flex container's frame (same box) has auto layout in its direction
+//   auto layout sizing every flex container's auto layout frame resizes as the page's
+//                     container does, tried on the page: the items that grow when the container
+//                     is made longer are FILL (and only they), and the frame HUGs on each axis
+//                     where the container grows with its largest item
 //   grid → GRID       every grid container's frame has layoutMode GRID
 //   bare-tag names    non-TEXT layers named by an HTML tag ("div", "span.btn", "td#x")
 //   shared style      nodes whose fill (and TEXT nodes' type) refer to a shared style
 //   components        repeated sibling groups whose every member is an instance of one component
 
-import { place } from "./svg.mjs";
+import { origin, place } from "./svg.mjs";
 import { cssColor } from "./match.mjs";
 
 /** The goals of issue 39 (item 10): `min` shares at least, `max` at most. */
@@ -30,6 +34,7 @@ export const EDIT_GOALS = {
   runs: { min: 0.95 },
   strayNewlines: { max: 0 },
   flex: { min: 0.9 },
+  sizing: { min: 0.9 },
   grid: { min: 0.9 },
   bareTags: { max: 0.1 },
   sharedStyle: { min: 0.95 },
@@ -222,12 +227,53 @@ export function pageEditability() {
     const r = el.getBoundingClientRect();
     if (r.width <= 0 || r.height <= 0) continue;
     if (d === "flex" || d === "inline-flex") {
-      flex.push({ path: describe(el), box: box(r), direction: cs(el).flexDirection.startsWith("column") ? "VERTICAL" : "HORIZONTAL" });
+      flex.push({ el, path: describe(el), box: box(r), direction: cs(el).flexDirection.startsWith("column") ? "VERTICAL" : "HORIZONTAL" });
     } else if (d === "grid" || d === "inline-grid") {
       grid.push({ path: describe(el), box: box(r) });
     }
   }
   for (const p of paragraphs) for (const run of p.runs) delete run.key;
+
+  // --- how each flex container and its items resize, tried on the page itself: the container
+  // made 100 px longer (which items grow with it: a FILL), and an item made 20 px larger on
+  // each axis (whether the container follows: a HUG). Every change is undone at once.
+  const restyle = (el, props) => {
+    const saved = el.getAttribute("style");
+    for (const [k, v] of Object.entries(props)) el.style.setProperty(k, v, "important");
+    return () => (saved === null ? el.removeAttribute("style") : el.setAttribute("style", saved));
+  };
+  const size = (el, row) => (row ? el.getBoundingClientRect().width : el.getBoundingClientRect().height);
+  for (const f of flex) {
+    const el = f.el;
+    delete f.el;
+    const row = f.direction === "HORIZONTAL";
+    // Every element item, an <svg> too (which the paragraphs above skip).
+    const items = [...el.children].filter(
+      (c) =>
+        !["SCRIPT", "STYLE", "TEMPLATE", "NOSCRIPT"].includes(c.tagName.toUpperCase()) &&
+        shown(c) &&
+        !["absolute", "fixed"].includes(cs(c).position) &&
+        c.getBoundingClientRect().width > 0,
+    );
+    if (items.length === 0) continue;
+    const before = items.map((c) => c.getBoundingClientRect());
+    const undo = restyle(el, { "box-sizing": "border-box", [row ? "width" : "height"]: `${size(el, row) + 100}px` });
+    const grew = items.map((c, i) => size(c, row) - (row ? before[i].width : before[i].height) > 0.5);
+    undo();
+    const follows = (axisRow) => {
+      // The item largest on that axis: a smaller one may grow without moving the container's edge.
+      const at = before.reduce((best, r, i) => ((axisRow ? r.width : r.height) > (axisRow ? before[best].width : before[best].height) ? i : best), 0);
+      const was = size(el, axisRow);
+      const key = axisRow ? "min-width" : "min-height";
+      const back = restyle(items[at], { [key]: `${(axisRow ? before[at].width : before[at].height) + 20}px`, "flex-shrink": "0" });
+      const now = size(el, axisRow);
+      back();
+      return now - was > 0.5;
+    };
+    f.items = before.map((r, i) => ({ box: box(r), grows: grew[i] }));
+    f.hugMain = follows(row);
+    f.hugCross = follows(!row);
+  }
 
   // --- repeated groups: ≥ 3 consecutive element siblings with the same structure.
   const signature = (el) => {
@@ -376,7 +422,7 @@ const within = (a, b) =>
  */
 function nodeLines(p, wrapped) {
   const n = p.node;
-  const pieces = wrapped.get(n) ?? (n.characters ?? "").split("\n");
+  const pieces = wrapped.get(origin(n)) ?? (n.characters ?? "").split("\n");
   const h = p.h / Math.max(1, pieces.length);
   return pieces.map((t, i) => ({ text: nonSpace(drawnCase(t, n.textCase)), top: p.y + i * h, bottom: p.y + (i + 1) * h, left: p.x }));
 }
@@ -499,6 +545,30 @@ export function measureEditability(page, doc, wrapped = new Map()) {
     return { any: same.length > 0, ok: same.some((f) => ok(f.node)) };
   };
   const flex = page.flex.map((f) => framed(f.box, (n) => n.layoutMode === f.direction));
+
+  // Sizing: in each flex container that has its auto layout frame, the items that grew with
+  // the container are FILL on its axis (and only they), and the frame HUGs on each axis where
+  // the page's container followed its item.
+  const sizing = [];
+  for (const f of page.flex) {
+    if (!f.items) continue;
+    const row = f.direction === "HORIZONTAL";
+    const frame = frames.find((p) => within(f.box, p) && p.node.layoutMode === f.direction);
+    if (!frame) continue;
+    const [mainKey, crossKey] = row ? ["layoutSizingHorizontal", "layoutSizingVertical"] : ["layoutSizingVertical", "layoutSizingHorizontal"];
+    const why = [];
+    // The frame's own children, as placed (copies of the document's nodes).
+    const own = new Set(frame.node.children ?? []);
+    const children = placed.filter((p) => own.has(origin(p.node)));
+    for (const item of f.items) {
+      const fills = children.some((p) => within(item.box, p) && p.node[mainKey] === "FILL");
+      if (fills !== item.grows) why.push(`${fills ? "FILL" : "not FILL"} an item that ${item.grows ? "grows" : "does not grow"}`);
+    }
+    const hugs = (key) => frame.node[key] === "HUG";
+    if (hugs(mainKey) !== f.hugMain) why.push(`${hugs(mainKey) ? "HUG" : "no HUG"} along, the page's ${f.hugMain ? "follows" : "does not follow"} its items`);
+    if (hugs(crossKey) !== f.hugCross) why.push(`${hugs(crossKey) ? "HUG" : "no HUG"} across, the page's ${f.hugCross ? "follows" : "does not follow"} its items`);
+    sizing.push({ path: f.path, ok: why.length === 0, why: why.join("; ") });
+  }
   const grid = page.grid.map((g) => framed(g.box, (n) => n.layoutMode === "GRID"));
 
   // Names.
@@ -536,6 +606,7 @@ export function measureEditability(page, doc, wrapped = new Map()) {
     strayNewlines: { n: strayNodes, chars: strayChars, total: texts.length },
     flex: { ...fig(flex.filter((f) => f.ok).length, flex.length), noFrame: flex.filter((f) => !f.any).length },
     grid: { ...fig(grid.filter((f) => f.ok).length, grid.length), noFrame: grid.filter((f) => !f.any).length },
+    sizing: fig(sizing.filter((z) => z.ok).length, sizing.length),
     bareTags: { ...fig(bare.length, layers.length), names: [...new Set(bare.map((p) => p.node.name))].slice(0, 12) },
     sharedStyle: fig(styled, styleable),
     components: { ...fig(made, page.groups.length), members: page.groups.reduce((s, g) => s + g.size, 0) },
@@ -545,6 +616,7 @@ export function measureEditability(page, doc, wrapped = new Map()) {
       runs: runMisses,
       flex: containerMisses(page.flex, flex, "auto layout in its direction"),
       grid: containerMisses(page.grid, grid, "layoutMode GRID"),
+      sizing: sizing.filter((z) => !z.ok).map(({ path, why }) => ({ path, why })),
       groups: page.groups.map((g) => `${g.path} ×${g.size}`),
     },
   };
@@ -722,6 +794,6 @@ export async function wrapped(browser, doc, fontCss = "") {
   if (failed.length) console.error(`web fonts Chromium could not load: ${failed.join(", ")}`);
   const out = await page.evaluate(wrapLines, nodes.map(wrapInput));
   await context.close();
-  nodes.forEach((n, i) => lines.set(n, out[i]));
+  nodes.forEach((n, i) => lines.set(origin(n), out[i]));
   return lines;
 }

@@ -157,6 +157,7 @@ const EDIT_ROWS = [
   ["runs", "styled runs reproduced"],
   ["strayNewlines", "stray newlines (TEXT nodes)"],
   ["flex", "flex → auto layout"],
+  ["sizing", "auto layout resizes as the page"],
   ["grid", "grid → GRID"],
   ["bareTags", "bare-tag names"],
   ["sharedStyle", "nodes on a shared style"],

@@ -4,7 +4,7 @@
 //   text run   a TEXT node with the same words (in the case each side draws), every edge of
 //              its box within 4 px, the same font size (±0.05 px) and colour (±1.5/255 a
 //              channel, ±0.01 alpha); or a paragraph (a TEXT node of fixed width, which wraps
-//              its text) whose box holds the run's (4 px) and whose characters hold its words
+//              its text, or one of several styled runs) whose box holds the run's (4 px) and whose characters hold its words
 //              drawn at that size and colour: one paragraph holds many runs
 //   image      a node drawing an image (an SVG node, or an IMAGE fill), every edge within 4 px
 //   box        a node with a fill of the element's background colour (as above) and, for each
@@ -128,7 +128,10 @@ const holds = (p, t) =>
 
 export function matchAll(truth, doc) {
   const placed = place(doc);
-  const paragraphs = placed.filter((p) => p.node.type === "TEXT" && p.node.textAutoResize && p.node.textAutoResize !== "WIDTH_AND_HEIGHT");
+  // A text of several runs (segments) holds them as a paragraph does, also on one line.
+  const paragraphs = placed.filter(
+    (p) => p.node.type === "TEXT" && ((p.node.textAutoResize && p.node.textAutoResize !== "WIDTH_AND_HEIGHT") || (p.node.segments ?? []).length > 1),
+  );
   const texts = placed.filter((p) => p.node.type === "TEXT" && !paragraphs.includes(p));
   const inParagraph = (t) =>
     paragraphs.some((p) => {

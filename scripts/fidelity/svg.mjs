@@ -125,10 +125,19 @@ export function gridLayout(n, kids) {
   const start = (from, tracks, gap, i) => from + tracks.slice(0, i).reduce((sum, v) => sum + v + gap, 0);
   return flow.map((k) => ({
     ...k,
+    [ORIGIN]: origin(k),
     x: start(pl, cols, n.gridColumnGap ?? 0, k.gridColumnAnchorIndex ?? 0),
     y: start(pt, rows, n.gridRowGap ?? 0, k.gridRowAnchorIndex ?? 0),
   }));
 }
+
+// A child placed by auto layout or grid is a copy of the document's node with its place: it
+// keeps the node it was copied from here, so what is known of that node (its wrapped lines)
+// is found from the copy.
+const ORIGIN = Symbol("the document's node");
+
+/** The document's node a placed copy was made of (itself when it is one). */
+export const origin = (n) => n[ORIGIN] ?? n;
 
 /** A frame's children where Figma puts them: by auto layout, by grid, or as they are. */
 export function laidOut(n, kids) {
@@ -147,7 +156,8 @@ export function autoLayout(n, kids) {
   const [cs, ce] = row ? [n.paddingTop ?? 0, n.paddingBottom ?? 0] : [n.paddingLeft ?? 0, n.paddingRight ?? 0];
   const size = row ? n.width ?? 0 : n.height ?? 0;
   const cross = row ? n.height ?? 0 : n.width ?? 0;
-  const flow = kids.filter((k) => k.visible !== false);
+  // An ABSOLUTE child stays where it is, out of the flow, in its place in the paint order.
+  const flow = kids.filter((k) => k.visible !== false && k.layoutPositioning !== "ABSOLUTE");
   const main = (k) => (row ? k.width ?? 0 : k.height ?? 0);
   const side = (k) => (row ? k.height ?? 0 : k.width ?? 0);
   const total = flow.reduce((s, k) => s + main(k), 0);
@@ -166,15 +176,15 @@ export function autoLayout(n, kids) {
       break;
     default:
   }
-  const out = [];
+  const placed = new Map();
   for (const k of flow) {
     let c = cs;
     if (n.counterAxisAlignItems === "CENTER") c = cs + (cross - cs - ce - side(k)) / 2;
     else if (n.counterAxisAlignItems === "MAX") c = cross - ce - side(k);
-    out.push(row ? { ...k, x: at, y: c } : { ...k, x: c, y: at });
+    placed.set(k, { ...k, [ORIGIN]: origin(k), ...(row ? { x: at, y: c } : { x: c, y: at }) });
     at += main(k) + gap;
   }
-  return out;
+  return kids.filter((k) => k.visible !== false).map((k) => placed.get(k) ?? k);
 }
 
 export class SvgWriter {
@@ -521,7 +531,7 @@ export class SvgWriter {
     const align = fixed ? n.textAlignHorizontal ?? "LEFT" : "LEFT";
     const anchor = align === "CENTER" ? "middle" : align === "RIGHT" ? "end" : "start";
     const ax = align === "CENTER" ? (n.width ?? 0) / 2 : align === "RIGHT" ? n.width ?? 0 : 0;
-    return lineRanges(chars, fixed ? this.wrapped.get(n) : undefined)
+    return lineRanges(chars, fixed ? this.wrapped.get(origin(n)) : undefined)
       .map(([start, end], i) => {
         // Spaces at a line's end hang past it, as Figma and CSS leave them.
         while (end > start && chars[end - 1] === " ") end--;

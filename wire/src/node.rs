@@ -234,7 +234,8 @@ pub struct Node {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effects: Option<Vec<Effect>>,
     /// Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the
-    /// frame keeping its `width` and `height`; their `x` and `y` are then ignored.
+    /// frame keeping its `width` and `height` (unless it HUGs); their `x` and `y` are then
+    /// ignored, but for an ABSOLUTE child's (`layoutPositioning`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layout_mode: Option<LayoutMode>,
     /// Auto layout: the gap between children.
@@ -279,6 +280,20 @@ pub struct Node {
     /// Left to right, `gridColumnCount` of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grid_column_sizes: Option<Vec<GridTrack>>,
+    /// A child of an auto layout frame (`layoutMode` HORIZONTAL or VERTICAL): ABSOLUTE keeps
+    /// it at its `x` and `y`, out of the flow (Figma's `layoutPositioning`; CSS `position:
+    /// absolute` inside a flex container, and what the frame draws of itself). Default AUTO.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout_positioning: Option<LayoutPositioning>,
+    /// How the node's width and height follow the layout (Figma's `layoutSizingHorizontal`
+    /// and `layoutSizingVertical`; default FIXED): HUG on an auto layout frame or a TEXT node,
+    /// its content's size (CSS `height: auto`, `inline-flex`); FILL on a child of an auto layout
+    /// frame, the room its parent leaves it (CSS `flex-grow`, `align-self: stretch`). `width`
+    /// and `height` are the size either gives as the page was laid out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout_sizing_horizontal: Option<LayoutSizing>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout_sizing_vertical: Option<LayoutSizing>,
     /// A child of a GRID frame: its cell (0-based row and column) and how many tracks it spans.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grid_row_anchor_index: Option<u32>,
@@ -554,6 +569,25 @@ wire_enum! {
         HORIZONTAL = "HORIZONTAL",
         VERTICAL = "VERTICAL",
         GRID = "GRID",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum LayoutPositioning {
+        AUTO = "AUTO",
+        ABSOLUTE = "ABSOLUTE",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms)]
+    pub enum LayoutSizing {
+        FIXED = "FIXED",
+        HUG = "HUG",
+        FILL = "FILL",
     }
 }
 
@@ -868,7 +902,9 @@ checks every node against this schema's types, every `imageRef` (each is in the 
 images), every `id` (unique in the document; every component has one, and no component is
 inside a component or an instance), every instance's `componentId` (a COMPONENT before it
 whose layers have the instance's types and counts, in order), every NODE hyperlink's value
-(the `id` of a node of the document), the node count (at most 20 000) and the depth (at most 40), and passes the tree
+(the `id` of a node of the document), every auto layout member as Figma takes it (FILL and
+ABSOLUTE on the children of a HORIZONTAL or VERTICAL frame only, never FILL on an ABSOLUTE
+child, HUG on such a frame or a TEXT node only), the node count (at most 20 000) and the depth (at most 40), and passes the tree
 through as the worker wrote it; a plugin ignores members it does not know.
 
 Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas

@@ -416,7 +416,9 @@ export interface components {
          *     images), every `id` (unique in the document; every component has one, and no component is
          *     inside a component or an instance), every instance's `componentId` (a COMPONENT before it
          *     whose layers have the instance's types and counts, in order), every NODE hyperlink's value
-         *     (the `id` of a node of the document), the node count (at most 20 000) and the depth (at most 40), and passes the tree
+         *     (the `id` of a node of the document), every auto layout member as Figma takes it (FILL and
+         *     ABSOLUTE on the children of a HORIZONTAL or VERTICAL frame only, never FILL on an ABSOLUTE
+         *     child, HUG on such a frame or a TEXT node only), the node count (at most 20 000) and the depth (at most 40), and passes the tree
          *     through as the worker wrote it; a plugin ignores members it does not know.
          *
          *     Geometry is in pixels: `x`, `y` from the top-left of the parent node (of the canvas
@@ -468,6 +470,24 @@ export interface components {
              *     node's, for the NODE hyperlinks that go to it.
              */
             id?: string;
+            /**
+             * @description A child of an auto layout frame (`layoutMode` HORIZONTAL or VERTICAL): ABSOLUTE keeps
+             *     it at its `x` and `y`, out of the flow (Figma's `layoutPositioning`; CSS `position:
+             *     absolute` inside a flex container, and what the frame draws of itself). Default AUTO.
+             * @enum {string}
+             */
+            layoutPositioning?: "AUTO" | "ABSOLUTE";
+            /**
+             * @description How the node's width and height follow the layout (Figma's `layoutSizingHorizontal`
+             *     and `layoutSizingVertical`; default FIXED): HUG on an auto layout frame or a TEXT node,
+             *     its content's size (CSS `height: auto`, `inline-flex`); FILL on a child of an auto layout
+             *     frame, the room its parent leaves it (CSS `flex-grow`, `align-self: stretch`). `width`
+             *     and `height` are the size either gives as the page was laid out.
+             * @enum {string}
+             */
+            layoutSizingHorizontal?: "FIXED" | "HUG" | "FILL";
+            /** @enum {string} */
+            layoutSizingVertical?: "FIXED" | "HUG" | "FILL";
             /** @description The layer name (default the type's, as Figma names new layers). */
             name?: string;
             opacity?: number;
@@ -529,7 +549,8 @@ export interface components {
             itemSpacing?: number;
             /**
              * @description Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the
-             *     frame keeping its `width` and `height`; their `x` and `y` are then ignored.
+             *     frame keeping its `width` and `height` (unless it HUGs); their `x` and `y` are then
+             *     ignored, but for an ABSOLUTE child's (`layoutPositioning`).
              * @enum {string}
              */
             layoutMode?: "NONE" | "HORIZONTAL" | "VERTICAL" | "GRID";
@@ -725,7 +746,8 @@ export interface components {
             itemSpacing?: number;
             /**
              * @description Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the
-             *     frame keeping its `width` and `height`; their `x` and `y` are then ignored.
+             *     frame keeping its `width` and `height` (unless it HUGs); their `x` and `y` are then
+             *     ignored, but for an ABSOLUTE child's (`layoutPositioning`).
              * @enum {string}
              */
             layoutMode?: "NONE" | "HORIZONTAL" | "VERTICAL" | "GRID";
@@ -783,7 +805,8 @@ export interface components {
             itemSpacing?: number;
             /**
              * @description Auto layout (Figma's `layoutMode`): children placed in list order along the axis, the
-             *     frame keeping its `width` and `height`; their `x` and `y` are then ignored.
+             *     frame keeping its `width` and `height` (unless it HUGs); their `x` and `y` are then
+             *     ignored, but for an ABSOLUTE child's (`layoutPositioning`).
              * @enum {string}
              */
             layoutMode?: "NONE" | "HORIZONTAL" | "VERTICAL" | "GRID";

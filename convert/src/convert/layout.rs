@@ -2,7 +2,10 @@
 //! grid container whose items each fill their cells as Figma's GRID.
 
 use super::{px, round, Snapshot};
-use crate::doc::{CounterAlign, GridTrack, GridTrackType, LayoutMode, Node, NodeType, PrimaryAlign, TextAutoResize};
+use crate::doc::{
+    CounterAlign, GridTrack, GridTrackType, LayoutMode, LayoutPositioning, LayoutSizing, Node, NodeType, PrimaryAlign,
+    TextAutoResize,
+};
 
 /// Auto layout for a flex container's frame, GRID for a grid container's, where exact.
 pub(super) fn lay_out(
@@ -17,40 +20,370 @@ pub(super) fn lay_out(
         auto_layout(s, n, l, frame, kids);
     } else if grid {
         grid_layout(s, n, l, frame, kids);
+    } else {
+        stack_layout(s, n, l, frame, kids);
+    }
+}
+
+/// Makes a block container's frame vertical auto layout where its blocks stack as Figma's
+/// would put them: every child in the normal flow (none floats; those positioned absolutely
+/// or fixed are ABSOLUTE, where they are), one under the other with one gap between each
+/// (their margins all alike, as a list's items or a card's lines), aligned alike across. A
+/// child as wide as the content FILLs it, and the frame HUGs its height where nothing but its
+/// padding, border and the last block's margin follows the last block. Otherwise nothing
+/// changes: different margins between blocks are no auto layout of Figma's.
+fn stack_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
+    if kids.is_empty() || !matches!(s.style(l, "display"), "block" | "flow-root" | "list-item") {
+        return;
+    }
+    let mut absolute = vec![false; kids.len()];
+    for (i, k) in kids.iter().enumerate() {
+        match block_flow(s, n, k) {
+            // Figma's auto layout gives a hidden layer no room: it stays where it is.
+            Some(true) => absolute[i] = k.visible == Some(false),
+            Some(false) => absolute[i] = true,
+            None => return,
+        }
+    }
+    let mut order: Vec<usize> = (0..kids.len()).filter(|i| !absolute[*i]).collect();
+    if order.is_empty() {
+        return;
+    }
+    order.sort_by(|a, b| kids[*a].y.total_cmp(&kids[*b].y).then(kids[*a].x.total_cmp(&kids[*b].x)));
+    let Some(gap) = even_gap(kids, &order, false) else { return };
+    let flow: Vec<&Node> = order.iter().map(|i| &kids[*i]).collect();
+    let (width, height) = (frame.width, frame.height);
+    let Some((align, cs, ce)) = cross_alignment(s, l, false, &flow, width) else { return };
+    let first = flow[0];
+    let last = flow[flow.len() - 1];
+    let (ps, pe) = (first.y, (height - (last.y + last.height)).max(0.0));
+    let (_, pad_bottom) = css_padding(s, l, false);
+    let after_last = last.maker.dom.and_then(|d| top_block(s, n, d)).map_or(0.0, |b| s.px(b, "margin-bottom"));
+    let hug = (pe - pad_bottom).abs() <= TOLERANCE || (pe - pad_bottom - after_last).abs() <= TOLERANCE;
+    let fills: Vec<bool> = flow
+        .iter()
+        .map(|k| {
+            // A block's box or its text; an image keeps its size (FILL would stretch it).
+            let block = k.kind == NodeType::FRAME
+                || (k.kind == NodeType::TEXT && k.text_auto_resize == Some(TextAutoResize::HEIGHT));
+            block
+                && align == CounterAlign::MIN
+                && (k.x - cs).abs() <= TOLERANCE
+                && (k.width - (width - cs - ce)).abs() <= TOLERANCE
+        })
+        .collect();
+
+    // A label (a link's, a button's words) in a box as wide as its content: the box HUGs
+    // its text, which follows its words (WIDTH_AND_HEIGHT), as a designer builds a button.
+    let label = flow.len() == 1 && single_line(flow[0]) && shrinks_to_fit(s, n, l, width);
+    let padding = [cs, ce, ps, pe];
+    set_auto_layout(
+        frame,
+        Auto { mode: LayoutMode::VERTICAL, gap, primary: PrimaryAlign::MIN, align, padding, hug: (label, hug) },
+    );
+    place_kids(kids, &order, &absolute, |i, k| {
+        if label {
+            k.text_auto_resize = Some(TextAutoResize::WIDTH_AND_HEIGHT);
+        } else if fills[i] {
+            k.layout_sizing_horizontal = Some(LayoutSizing::FILL);
+        }
+    });
+}
+
+/// A frame's auto layout: its axis, the gap, the alignments, the paddings (left, right, top,
+/// bottom) and whether it HUGs its content (horizontally, vertically).
+struct Auto {
+    mode: LayoutMode,
+    gap: f64,
+    primary: PrimaryAlign,
+    align: CounterAlign,
+    padding: [f64; 4],
+    hug: (bool, bool),
+}
+
+fn set_auto_layout(frame: &mut Node, a: Auto) {
+    frame.layout_mode = Some(a.mode);
+    frame.item_spacing = Some(round(a.gap.max(0.0)));
+    frame.primary_axis_align_items = Some(a.primary);
+    frame.counter_axis_align_items = Some(a.align);
+    let [pl, pr, pt, pb] = a.padding.map(round);
+    (frame.padding_left, frame.padding_right, frame.padding_top, frame.padding_bottom) =
+        (Some(pl), Some(pr), Some(pt), Some(pb));
+    if a.hug.0 {
+        frame.layout_sizing_horizontal = Some(LayoutSizing::HUG);
+    }
+    if a.hug.1 {
+        frame.layout_sizing_vertical = Some(LayoutSizing::HUG);
+    }
+}
+
+/// Auto layout places children in list order: the kids in the flow (`order`, each given its
+/// sizing by `edit` with its place in the flow) go in the places of the flow's kids, in that
+/// order; the others are ABSOLUTE and keep their places in the paint order.
+fn place_kids(kids: &mut [Node], order: &[usize], absolute: &[bool], mut edit: impl FnMut(usize, &mut Node)) {
+    let mut placed: Vec<Node> = order.iter().map(|i| kids[*i].clone()).collect();
+    for (i, k) in placed.iter_mut().enumerate() {
+        edit(i, k);
+    }
+    let mut placed = placed.into_iter();
+    for (k, out) in kids.iter_mut().zip(absolute) {
+        if *out {
+            k.layout_positioning = Some(LayoutPositioning::ABSOLUTE);
+        } else if let Some(p) = placed.next() {
+            *k = p;
+        }
+    }
+}
+
+/// Whether `k` is a paragraph's TEXT node drawn on one line (at most one and a half lines
+/// high), which the same words fill whatever the box's width.
+fn single_line(k: &Node) -> bool {
+    use crate::doc::LineHeightUnit;
+    if k.kind != NodeType::TEXT
+        || k.text_auto_resize != Some(TextAutoResize::HEIGHT)
+        || k.characters.as_deref().is_none_or(|c| c.contains('\n'))
+    {
+        return false;
+    }
+    let size = k.font_size.unwrap_or(16.0);
+    let line = match &k.line_height {
+        Some(h) if h.unit == LineHeightUnit::PIXELS => h.value.unwrap_or(size * 1.2),
+        Some(h) if h.unit == LineHeightUnit::PERCENT => size * h.value.unwrap_or(120.0) / 100.0,
+        _ => size * 1.25,
+    };
+    k.height < line * 1.5
+}
+
+/// Where kid `k` of block container `n`'s frame lies: `Some(true)` in the normal flow,
+/// `Some(false)` out of it (positioned absolutely or fixed, or drawn by `n` itself), `None`
+/// floated or made elsewhere (no stack).
+fn block_flow(s: &Snapshot<'_>, n: usize, k: &Node) -> Option<bool> {
+    let mut d = k.maker.dom?;
+    if d == n {
+        // Its own inline content (a paragraph) flows; what else it draws does not.
+        return Some(k.kind == NodeType::TEXT);
+    }
+    loop {
+        if let Some(dl) = s.layout_of[d].filter(|_| s.node_type[d] == 1) {
+            if matches!(s.style(dl, "position"), "absolute" | "fixed") {
+                return Some(false);
+            }
+            if !matches!(s.style(dl, "float"), "none" | "") {
+                return None;
+            }
+        }
+        match usize::try_from(s.parent[d]) {
+            Ok(p) if p == n => return Some(true),
+            Ok(p) => d = p,
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The layout object of the child of `n` that DOM node `d` is in (or is).
+fn top_block(s: &Snapshot<'_>, n: usize, mut d: usize) -> Option<usize> {
+    loop {
+        match usize::try_from(s.parent[d]) {
+            Ok(p) if p == n => return s.layout_of[d].filter(|_| s.node_type[d] == 1),
+            Ok(p) => d = p,
+            Err(_) => return None,
+        }
     }
 }
 
 /// Makes `frame` an auto layout frame when Figma would put every child exactly where it is:
 /// all children are the boxes of in-flow flex items, evenly spaced on the main axis, aligned
-/// alike on the cross axis. Otherwise nothing changes.
+/// alike on the cross axis, or lie out of the flow (`layoutPositioning: ABSOLUTE`, where they
+/// are). The alignment is CSS's where Figma's matches it, and each item's size follows the
+/// frame's as in CSS where Figma's sizing gives the same size: FILL for `flex-grow` and
+/// `align-self: stretch`, HUG for a frame its content sizes. Otherwise nothing changes.
 fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) {
-    if kids.is_empty() || !items_and_loose_text(s, n, kids) {
-        return;
+    let Some(mut absolute) = items_and_loose_text(s, n, kids) else { return };
+    // Figma's auto layout gives a hidden layer no room: it stays where it is.
+    for (out, k) in absolute.iter_mut().zip(kids.iter()) {
+        *out |= k.visible == Some(false);
     }
     let row = s.style(l, "flex-direction").starts_with("row");
     let main = |k: &Node| main_axis(k, row);
-    let mut order: Vec<usize> = (0..kids.len()).collect();
+    let mut order: Vec<usize> = (0..kids.len()).filter(|i| !absolute[*i]).collect();
+    if order.is_empty() {
+        return;
+    }
     order.sort_by(|a, b| main(&kids[*a]).0.total_cmp(&main(&kids[*b]).0));
-    let first = &kids[order[0]];
     let Some(gap) = even_gap(kids, &order, row) else { return };
+    let flow: Vec<&Node> = order.iter().map(|i| &kids[*i]).collect();
     let (fw, fh) = (frame.width, frame.height);
     let (size_main, size_cross) = if row { (fw, fh) } else { (fh, fw) };
-    let last = main(&kids[*order.last().unwrap_or(&0)]);
-    let pad_start = main(first).0;
-    let pad_end = (size_main - (last.0 + last.1)).max(0.0);
-    let Some((align, cs, ce)) = cross_alignment(s, l, row, kids, first, size_cross) else { return };
-    frame.layout_mode = Some(if row { LayoutMode::HORIZONTAL } else { LayoutMode::VERTICAL });
-    frame.item_spacing = Some(round(gap.max(0.0)));
-    frame.primary_axis_align_items = Some(PrimaryAlign::MIN);
-    frame.counter_axis_align_items = Some(align);
-    let (pl, pr, pt, pb) = if row { (pad_start, pad_end, cs, ce) } else { (cs, ce, pad_start, pad_end) };
-    frame.padding_left = Some(round(pl));
-    frame.padding_right = Some(round(pr));
-    frame.padding_top = Some(round(pt));
-    frame.padding_bottom = Some(round(pb));
-    // Auto layout places children in list order: the main axis order.
-    let sorted: Vec<Node> = order.iter().map(|i| kids[*i].clone()).collect();
-    kids.clone_from_slice(&sorted);
+    let Some((align, cs, ce)) = cross_alignment(s, l, row, &flow, size_cross) else { return };
+    let (primary, ps, pe) = primary_alignment(s, l, row, &flow, size_main);
+    let fill_main = fill_main(s, row, &flow, size_main - ps - pe, gap);
+    let (hug_main, hug_cross) = flex_hugs(s, l, row, &flow, (primary, ps, pe), (cs, ce, size_cross), &fill_main);
+    // A frame that hugs its items across leaves them as they are (their stretch is then their
+    // own size); else the stretched ones FILL it.
+    let fill_cross: Vec<bool> = flow
+        .iter()
+        .map(|k| {
+            let (start, size) = cross_axis(k, row);
+            !hug_cross
+                && stretched(s, l, k)
+                && (start - cs).abs() <= TOLERANCE
+                && (size - (size_cross - cs - ce)).abs() <= TOLERANCE
+        })
+        .collect();
+    let (mode, padding) = match row {
+        true => (LayoutMode::HORIZONTAL, [ps, pe, cs, ce]),
+        false => (LayoutMode::VERTICAL, [cs, ce, ps, pe]),
+    };
+    let (hug_h, hug_v) = if row { (hug_main, hug_cross) } else { (hug_cross, hug_main) };
+    let hug = (hug_h && shrinks_to_fit(s, n, l, frame.width), hug_v);
+    set_auto_layout(frame, Auto { mode, gap, primary, align, padding, hug });
+    place_kids(kids, &order, &absolute, |i, k| {
+        let (fill_h, fill_v) = if row { (fill_main[i], fill_cross[i]) } else { (fill_cross[i], fill_main[i]) };
+        if fill_h {
+            k.layout_sizing_horizontal = Some(LayoutSizing::FILL);
+        }
+        if fill_v {
+            k.layout_sizing_vertical = Some(LayoutSizing::FILL);
+        }
+    });
+}
+
+/// Whether a flex container's frame HUGs its items along and across: where CSS sized it by its
+/// content (the room after the content is CSS's padding and border and the last item's
+/// margin, nothing more: `height: auto`, an `inline-flex`) and Figma's sum gives the same size;
+/// never along with an item that fills it.
+fn flex_hugs(
+    s: &Snapshot<'_>,
+    l: usize,
+    row: bool,
+    flow: &[&Node],
+    (primary, ps, pe): (PrimaryAlign, f64, f64),
+    (cs, ce, size_cross): (f64, f64, f64),
+    fill_main: &[bool],
+) -> (bool, bool) {
+    let (pad_ms, pad_me) = css_padding(s, l, row);
+    let (pad_cs, pad_ce) = css_padding(s, l, !row);
+    let last = flow[flow.len() - 1];
+    let hug_main = primary == PrimaryAlign::MIN
+        && fill_main.iter().all(|f| !f)
+        && (ps - pad_ms - margin_start(s, flow[0], row)).abs() <= TOLERANCE
+        && (pe - pad_me - margin_end(s, last, row)).abs() <= TOLERANCE;
+    let outer = flow.iter().map(|k| margin_start(s, k, !row) + own_cross(s, l, k, row) + margin_end(s, k, !row));
+    let widest = flow.iter().map(|k| cross_axis(k, row).1).fold(0.0, f64::max);
+    let hug_cross = (pad_cs + outer.fold(0.0, f64::max) + pad_ce - size_cross).abs() <= TOLERANCE
+        && (cs + widest + ce - size_cross).abs() <= TOLERANCE;
+    (hug_main, hug_cross)
+}
+
+/// Whether element `n`'s width is its content's in CSS: an `inline-flex`, a float, a box
+/// positioned absolutely or fixed, an item of a flex row; and, as a width of 100 % looks the
+/// same as content that happens to fill it, narrower than its parent's content box. A block's
+/// width is its container's, whatever its content.
+fn shrinks_to_fit(s: &Snapshot<'_>, n: usize, l: usize, width: f64) -> bool {
+    let parent = usize::try_from(s.parent[n]).ok().and_then(|p| s.layout_of[p].map(|pl| (p, pl)));
+    let in_row = parent.is_some_and(|(_, pl)| {
+        matches!(s.style(pl, "display"), "flex" | "inline-flex") && s.style(pl, "flex-direction").starts_with("row")
+    });
+    let fits = s.style(l, "display") == "inline-flex"
+        || !matches!(s.style(l, "float"), "none" | "")
+        || matches!(s.style(l, "position"), "absolute" | "fixed")
+        || in_row;
+    let room = parent.map(|(_, pl)| {
+        let (a, b) = css_padding(s, pl, true);
+        s.l_bounds[pl][2] - a - b
+    });
+    fits && room.is_none_or(|r| width < r - TOLERANCE)
+}
+
+/// The main axis alignment CSS asks for (`justify-content`) with the frame's padding and
+/// border, where Figma's puts every item where it is; else MIN, from where the first item
+/// starts to where the last ends. A reversed direction reads the other way: MIN.
+fn primary_alignment(s: &Snapshot<'_>, l: usize, row: bool, flow: &[&Node], size: f64) -> (PrimaryAlign, f64, f64) {
+    let (ps, pe) = css_padding(s, l, row);
+    let start = main_axis(flow[0], row).0;
+    let last = main_axis(flow[flow.len() - 1], row);
+    let (before, after) = (start - ps, size - pe - (last.0 + last.1));
+    let forward =
+        matches!(s.style(l, "flex-direction"), "row" | "column") && (!row || s.style(l, "direction") != "rtl");
+    let near = |a: f64, b: f64| (a - b).abs() <= TOLERANCE;
+    match s.style(l, "justify-content") {
+        "center" if forward && before > TOLERANCE && near(before, after) => (PrimaryAlign::CENTER, ps, pe),
+        "flex-end" | "end" if forward && before > TOLERANCE && near(after, 0.0) => (PrimaryAlign::MAX, ps, pe),
+        "space-between" if forward && flow.len() > 1 && near(before, 0.0) && near(after, 0.0) => {
+            (PrimaryAlign::SPACE_BETWEEN, ps, pe)
+        }
+        _ => (PrimaryAlign::MIN, start, (size - (last.0 + last.1)).max(0.0)),
+    }
+}
+
+/// Which items fill the main axis (FILL, CSS `flex-grow`): where Figma, sharing the room left
+/// (`room`, inside the padding) equally among them, gives each its size as laid out.
+fn fill_main(s: &Snapshot<'_>, row: bool, flow: &[&Node], room: f64, gap: f64) -> Vec<bool> {
+    let grows: Vec<bool> = flow
+        .iter()
+        .map(|k| item_layout(s, k).is_some_and(|kl| s.style(kl, "flex-grow").parse::<f64>().unwrap_or(0.0) > 0.0))
+        .collect();
+    let count = grows.iter().filter(|g| **g).count();
+    if count == 0 {
+        return grows;
+    }
+    let others: f64 = flow.iter().zip(&grows).filter(|(_, g)| !**g).map(|(k, _)| main_axis(k, row).1).sum();
+    let share = (room - others - gap * (flow.len() - 1) as f64) / count as f64;
+    let exact =
+        flow.iter().zip(&grows).filter(|(_, g)| **g).all(|(k, _)| (main_axis(k, row).1 - share).abs() <= TOLERANCE);
+    if exact {
+        grows
+    } else {
+        vec![false; flow.len()]
+    }
+}
+
+/// Whether item `k` is stretched across the axis (`align-self: stretch`, or `auto` in a
+/// container whose `align-items` is `normal` or `stretch`), as Figma's FILL is.
+fn stretched(s: &Snapshot<'_>, l: usize, k: &Node) -> bool {
+    let Some(kl) = item_layout(s, k) else { return false };
+    match s.style(kl, "align-self") {
+        "auto" | "normal" | "" => matches!(s.style(l, "align-items"), "normal" | "stretch"),
+        own => own == "stretch",
+    }
+}
+
+/// An item's size across the axis as its content makes it: a stretched box's is what its
+/// children and padding take (none: 0), not the container's it was stretched to; an image's
+/// or a text's is its own.
+fn own_cross(s: &Snapshot<'_>, l: usize, k: &Node, row: bool) -> f64 {
+    let size = cross_axis(k, row).1;
+    let hugs = if row { k.layout_sizing_vertical } else { k.layout_sizing_horizontal } == Some(LayoutSizing::HUG);
+    let boxed = k.kind == NodeType::FRAME && !hugs && stretched(s, l, k);
+    let Some(kl) = item_layout(s, k).filter(|_| boxed) else { return size };
+    let (start, end) = css_padding(s, kl, !row);
+    let content =
+        k.children.iter().flatten().map(|c| cross_axis(c, row).0 + cross_axis(c, row).1 - start).fold(0.0, f64::max);
+    (start + content + end).min(size)
+}
+
+/// The layout object of the element a flex item's node was made of (none for loose text).
+fn item_layout(s: &Snapshot<'_>, k: &Node) -> Option<usize> {
+    let d = k.maker.dom.filter(|_| k.maker.flex_item)?;
+    s.layout_of[d]
+}
+
+/// Padding and border before and after the content on an axis (a row's: left and right).
+fn css_padding(s: &Snapshot<'_>, l: usize, row: bool) -> (f64, f64) {
+    let side = |edge: &str| s.px(l, &format!("padding-{edge}")) + s.px(l, &format!("border-{edge}-width"));
+    if row {
+        (side("left"), side("right"))
+    } else {
+        (side("top"), side("bottom"))
+    }
+}
+
+/// An item's margin at the start or the end of an axis (a row's: left, right).
+fn margin_start(s: &Snapshot<'_>, k: &Node, row: bool) -> f64 {
+    item_layout(s, k).map_or(0.0, |kl| s.px(kl, if row { "margin-left" } else { "margin-top" }))
+}
+fn margin_end(s: &Snapshot<'_>, k: &Node, row: bool) -> f64 {
+    item_layout(s, k).map_or(0.0, |kl| s.px(kl, if row { "margin-right" } else { "margin-bottom" }))
 }
 
 /// How far from exact a child may be, in px.
@@ -76,22 +409,45 @@ fn cross_axis(k: &Node, row: bool) -> (f64, f64) {
 
 /// The kids of flex container `n` are its items, one each: its element items' boxes, and for
 /// each run of text directly inside it (an anonymous flex item, `<span class=dot></span>Harbor`)
-/// one single-line TEXT node, which is that item's box.
-fn items_and_loose_text(s: &Snapshot<'_>, n: usize, kids: &[Node]) -> bool {
+/// one single-line TEXT node, which is that item's box; the other kids lie out of the flow.
+/// Which kids are out of the flow, when so.
+fn items_and_loose_text(s: &Snapshot<'_>, n: usize, kids: &[Node]) -> Option<Vec<bool>> {
     let runs = loose_text_runs(s, n);
     let elements = kids.iter().filter(|k| k.maker.flex_item).count();
     let mut texts = vec![0; runs.len()];
-    for k in kids.iter().filter(|k| !k.maker.flex_item) {
+    let mut absolute = vec![false; kids.len()];
+    for (i, k) in kids.iter().enumerate().filter(|(_, k)| !k.maker.flex_item) {
         let single_line = k.kind == NodeType::TEXT
             && k.text_auto_resize == Some(TextAutoResize::WIDTH_AND_HEIGHT)
             && !k.characters.as_deref().unwrap_or_default().contains('\n');
         let run = k.maker.dom.and_then(|d| runs.iter().position(|r| r.contains(&d)));
         match run {
             Some(r) if single_line => texts[r] += 1,
+            _ if out_of_flow(s, n, k) => absolute[i] = true,
+            _ => return None,
+        }
+    }
+    (texts.iter().all(|t| *t == 1) && element_items(s, n) == elements).then_some(absolute)
+}
+
+/// Whether kid `k` of element `n`'s frame lies out of its flow: drawn by `n` itself, or made of
+/// an element positioned absolutely or fixed inside it (or of that element's content).
+fn out_of_flow(s: &Snapshot<'_>, n: usize, k: &Node) -> bool {
+    let Some(mut d) = k.maker.dom else { return false };
+    if d == n {
+        return true;
+    }
+    loop {
+        if s.node_type[d] == 1
+            && s.layout_of[d].is_some_and(|dl| matches!(s.style(dl, "position"), "absolute" | "fixed"))
+        {
+            return true;
+        }
+        match usize::try_from(s.parent[d]) {
+            Ok(p) if p != n => d = p,
             _ => return false,
         }
     }
-    texts.iter().all(|t| *t == 1) && element_items(s, n) == elements
 }
 
 /// The runs of visible text directly inside element `n`, each broken by an element child.
@@ -148,15 +504,15 @@ fn even_gap(kids: &[Node], order: &[usize], row: bool) -> Option<f64> {
 }
 
 /// The cross axis alignment that puts every kid where it is, and the padding before and after
-/// it on that axis; `None` when there is none. `first` is the first kid on the main axis.
+/// it on that axis; `None` when there is none. `kids` in main axis order.
 fn cross_alignment(
     s: &Snapshot<'_>,
     l: usize,
     row: bool,
-    kids: &[Node],
-    first: &Node,
+    kids: &[&Node],
     size_cross: f64,
 ) -> Option<(CounterAlign, f64, f64)> {
+    let first = kids[0];
     let cross = |k: &Node| cross_axis(k, row);
     // Cross axis: the CSS padding and border, then whichever alignment puts every item where it is.
     let (ps, pe) = if row {
@@ -170,9 +526,11 @@ fn cross_alignment(
             s.px(l, "padding-right") + s.px(l, "border-right-width"),
         )
     };
-    let all = |f: &dyn Fn(&Node) -> bool| kids.iter().all(f);
+    let all = |f: &dyn Fn(&Node) -> bool| kids.iter().all(|k| f(k));
     if all(&|k| (cross(k).0 - cross(first).0).abs() <= TOLERANCE) {
-        Some((CounterAlign::MIN, cross(first).0, 0.0))
+        // The room after the furthest item, for an item that FILLs across to it.
+        let end = kids.iter().map(|k| cross(k).0 + cross(k).1).fold(0.0, f64::max);
+        Some((CounterAlign::MIN, cross(first).0, (size_cross - end).max(0.0)))
     } else if all(&|k| (cross(k).0 + cross(k).1 / 2.0 - (ps + (size_cross - ps - pe) / 2.0)).abs() <= TOLERANCE) {
         Some((CounterAlign::CENTER, ps, pe))
     } else if all(&|k| ((cross(k).0 + cross(k).1) - (cross(first).0 + cross(first).1)).abs() <= TOLERANCE) {

@@ -12,7 +12,7 @@ use super::paint::{
 use super::paragraph::paragraph;
 use super::text::{symbol_marker, text};
 use super::{key, round, Container, Ctx, Open, MAX_FRAME_DEPTH, MAX_NODES, MAX_WALK_DEPTH};
-use crate::doc::{LayoutMode, Maker, Node, NodeType, WarningCode};
+use crate::doc::{LayoutMode, LayoutPositioning, Maker, Node, NodeType, WarningCode};
 use crate::{names, stack, warn};
 
 /// DOM node `n` and its content, drawn in `into` or in the frame CSS paints them in;
@@ -400,16 +400,22 @@ fn double_line(
     l: usize,
     node: &mut Node,
     mut paint: BoxPaint,
-    line: Vec<Node>,
+    mut line: Vec<Node>,
     kids: &mut Vec<Node>,
 ) {
-    if node.layout_mode.is_some_and(|m| m != LayoutMode::NONE) {
+    if matches!(node.layout_mode, Some(LayoutMode::HORIZONTAL | LayoutMode::VERTICAL)) {
+        // Out of the flow, where it is: auto layout places only the items.
+        for k in &mut line {
+            k.layout_positioning = Some(LayoutPositioning::ABSOLUTE);
+        }
+    }
+    if node.layout_mode == Some(LayoutMode::GRID) {
         paint.line = Line::Solid;
         paint.fills = node.fills.take().unwrap_or_default();
         apply_paint(node, paint);
         node.children = None;
         collapsed_border(cx.s, l, node);
-        let message = "border-style: double drawn solid: an auto layout frame would place its inner line".into();
+        let message = "border-style: double drawn solid: a GRID frame would place its inner line in a cell".into();
         cx.css(n, &node.name, "border-style", message);
     } else {
         cx.count += line.len();

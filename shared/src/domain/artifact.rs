@@ -373,9 +373,10 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
     // Each node's (parent's link, index among its parent's children): its path is rendered only
     // for a problem.
     let mut links: Vec<(usize, usize)> = Vec::new();
-    // With each node: whether it is inside a COMPONENT or an INSTANCE.
-    let mut stack: Vec<(&Node, usize, usize, bool)> = vec![(&root, usize::MAX, 0, false)];
-    while let Some((n, parent, i, inside)) = stack.pop() {
+    // With each node: whether it is inside a COMPONENT or an INSTANCE, and whether its parent
+    // has auto layout.
+    let mut stack: Vec<(&Node, usize, usize, bool, bool)> = vec![(&root, usize::MAX, 0, false, false)];
+    while let Some((n, parent, i, inside, in_flow)) = stack.pop() {
         links.push((parent, i));
         let me = links.len() - 1;
         for (at, name) in n.image_refs() {
@@ -402,10 +403,14 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
                 r.add(format!("{}.effects[{i}]", render(&links, me)), problem)?;
             }
         }
+        if let Some(problem) = layout_problem(n, in_flow) {
+            r.add(render(&links, me), problem)?;
+        }
         let inside = inside || matches!(n.kind, NodeType::COMPONENT | NodeType::INSTANCE);
+        let auto = auto_layout(n);
         // Reversed, so the walk (and thus image order) follows document order.
         let kids = n.children.as_deref().unwrap_or_default().iter().enumerate().rev();
-        stack.extend(kids.map(|(i, c)| (c, me, i, inside)));
+        stack.extend(kids.map(|(i, c)| (c, me, i, inside, auto)));
     }
     for (value, at) in node_links {
         if !ids.contains(value) {
@@ -413,6 +418,39 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
         }
     }
     Ok(refs)
+}
+
+/// Whether node `n` lays its children out in a row or a column (Figma's auto layout).
+fn auto_layout(n: &Node) -> bool {
+    use wire::node::LayoutMode;
+    matches!(n.layout_mode, Some(LayoutMode::HORIZONTAL | LayoutMode::VERTICAL))
+}
+
+/// What Figma would refuse of node `n`'s place in a layout, if anything: FILL and ABSOLUTE
+/// are for the children of an auto layout frame (`in_flow`), HUG for an auto layout frame or
+/// a TEXT node.
+fn layout_problem(n: &Node, in_flow: bool) -> Option<String> {
+    use wire::node::{LayoutPositioning, LayoutSizing};
+    let sizing =
+        [("layoutSizingHorizontal", n.layout_sizing_horizontal), ("layoutSizingVertical", n.layout_sizing_vertical)];
+    if !in_flow && n.layout_positioning == Some(LayoutPositioning::ABSOLUTE) {
+        return Some("layoutPositioning ABSOLUTE on a node whose parent has no auto layout".into());
+    }
+    for (member, value) in sizing {
+        match value {
+            Some(LayoutSizing::FILL) if !in_flow => {
+                return Some(format!("{member} FILL on a node whose parent has no auto layout"))
+            }
+            Some(LayoutSizing::FILL) if n.layout_positioning == Some(LayoutPositioning::ABSOLUTE) => {
+                return Some(format!("{member} FILL on an ABSOLUTE node, which is out of the flow"))
+            }
+            Some(LayoutSizing::HUG) if n.kind != NodeType::TEXT && !auto_layout(n) => {
+                return Some(format!("{member} HUG on a node that is neither TEXT nor an auto layout frame"))
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// What is wrong with an effect, if anything: a shadow needs its colour and offset (Figma's
@@ -714,6 +752,39 @@ mod tests {
         // A URL hyperlink names no node.
         let url = json!({"type": "URL", "value": "https://example.com/"});
         assert!(validate(&doc("anchor-1", url.clone(), runs(url)), &expect(&n), &l).is_ok());
+    }
+
+    #[test]
+    fn fill_hug_and_absolute_only_where_figma_takes_them() {
+        let n = nonce();
+        let l = Limits::default();
+        let doc = |frame: Value, child: Value| {
+            let mut f = json!({"type": "FRAME", "width": 200, "height": 40, "children": [child]});
+            f.as_object_mut().unwrap().extend(frame.as_object().unwrap().clone());
+            art(json!({"type": "FRAME", "children": [f]}), json!({}))
+        };
+        let row = json!({"layoutMode": "HORIZONTAL", "layoutSizingVertical": "HUG"});
+        let text = |more: Value| {
+            let mut t = json!({"type": "TEXT", "characters": "Buy", "width": 30, "height": 20});
+            t.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+            t
+        };
+        let ok = |d: Vec<u8>| validate(&d, &expect(&n), &l).is_ok();
+        let reason = |d: Vec<u8>| validate(&d, &expect(&n), &l).unwrap_err();
+        // In a row: a child filling it, a text hugging its words, one kept where it is.
+        assert!(ok(doc(row.clone(), text(json!({"layoutSizingHorizontal": "FILL", "layoutSizingVertical": "HUG"})))));
+        assert!(ok(doc(row.clone(), text(json!({"layoutPositioning": "ABSOLUTE"})))));
+        // Without auto layout, Figma refuses FILL and ABSOLUTE; HUG needs auto layout or text.
+        let plain = json!({});
+        let got = reason(doc(plain.clone(), text(json!({"layoutSizingHorizontal": "FILL"}))));
+        assert!(got.contains("layoutSizingHorizontal FILL on a node whose parent has no auto layout"), "{got}");
+        assert!(reason(doc(plain.clone(), text(json!({"layoutPositioning": "ABSOLUTE"})))).contains("ABSOLUTE"));
+        let hugging_frame = json!({"layoutSizingVertical": "HUG"});
+        assert!(reason(doc(hugging_frame, text(json!({})))).contains("neither TEXT nor an auto layout frame"));
+        let absolute_fill = text(json!({"layoutPositioning": "ABSOLUTE", "layoutSizingVertical": "FILL"}));
+        assert!(reason(doc(row, absolute_fill)).contains("out of the flow"));
+        // An unknown value is the wire's to refuse.
+        assert!(reason(doc(plain, text(json!({"layoutSizingVertical": "STRETCH"})))).contains("layoutSizingVertical"));
     }
 
     #[test]

@@ -146,10 +146,10 @@ fn transform_of(p: &Value) -> [[f64; 3]; 2] {
 }
 
 /// A child placed by its frame: its node and where it goes.
-struct Placed<'a> {
+pub(super) struct Placed<'a> {
     node: &'a Value,
-    x: f64,
-    y: f64,
+    pub(super) x: f64,
+    pub(super) y: f64,
 }
 
 /// A GRID frame's tracks in px, as Figma sizes them: FIXED as given; HUG as the largest child
@@ -225,7 +225,9 @@ fn auto_layout<'a>(n: &Value, kids: &'a [Value]) -> Vec<Placed<'a>> {
     };
     let (main_k, side_k) = if row { ("width", "height") } else { ("height", "width") };
     let (size, cross) = (num0(n, main_k), num0(n, side_k));
-    let flow: Vec<&Value> = kids.iter().filter(|k| visible(k)).collect();
+    // An ABSOLUTE child stays where it is, out of the flow, in its place in the paint order.
+    let absolute = |k: &Value| text(k, "layoutPositioning") == Some("ABSOLUTE");
+    let flow: Vec<&Value> = kids.iter().filter(|k| visible(k) && !absolute(k)).collect();
     let total: f64 = flow.iter().map(|k| num0(k, main_k)).sum();
     let mut gap = num0(n, "itemSpacing");
     let free = size - ps - pe - total - gap * (flow.len().max(1) - 1) as f64;
@@ -236,8 +238,12 @@ fn auto_layout<'a>(n: &Value, kids: &'a [Value]) -> Vec<Placed<'a>> {
         Some("SPACE_BETWEEN") if flow.len() > 1 => gap = (size - ps - pe - total) / (flow.len() - 1) as f64,
         _ => {}
     }
-    let mut out = Vec::with_capacity(flow.len());
-    for k in flow {
+    let mut out = Vec::with_capacity(kids.len());
+    for k in kids.iter().filter(|k| visible(k)) {
+        if absolute(k) {
+            out.push(Placed { node: k, x: num0(k, "x"), y: num0(k, "y") });
+            continue;
+        }
         let c = match text(n, "counterAxisAlignItems") {
             Some("CENTER") => cs + (cross - cs - ce - num0(k, side_k)) / 2.0,
             Some("MAX") => cross - ce - num0(k, side_k),
@@ -251,7 +257,7 @@ fn auto_layout<'a>(n: &Value, kids: &'a [Value]) -> Vec<Placed<'a>> {
 }
 
 /// A frame's children where Figma puts them: by auto layout, by grid, or as they are.
-fn laid_out<'a>(n: &Value, kids: &'a [Value]) -> Vec<Placed<'a>> {
+pub(super) fn laid_out<'a>(n: &Value, kids: &'a [Value]) -> Vec<Placed<'a>> {
     match text(n, "layoutMode") {
         Some("HORIZONTAL" | "VERTICAL") => auto_layout(n, kids),
         Some("GRID") => grid_layout(n, kids),

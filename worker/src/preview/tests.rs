@@ -236,3 +236,23 @@ fn dashes_blends_blurs_and_text_shadows_are_drawn() {
     // The shadow: blue ink beside the text's.
     assert!(rgb.chunks_exact(3).any(|p| p[2] > 200 && p[0] < 80 && p[1] < 80), "a blue shadow");
 }
+
+/// An ABSOLUTE child of an auto layout frame is drawn where it is and takes no room; the items
+/// after it follow one another as Figma places them.
+#[test]
+fn an_absolute_child_of_auto_layout_stays_where_it_is() {
+    let rect = |x: f64, y: f64, more: Value| {
+        let mut r = json!({"type": "RECTANGLE", "x": x, "y": y, "width": 10, "height": 10});
+        r.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+        r
+    };
+    let frame = json!({"type": "FRAME", "width": 100, "height": 20, "layoutMode": "HORIZONTAL", "itemSpacing": 5,
+        "paddingLeft": 2, "paddingTop": 3});
+    let kids = vec![
+        rect(0.0, 0.0, json!({})),
+        rect(80.0, -4.0, json!({"layoutPositioning": "ABSOLUTE"})),
+        rect(0.0, 0.0, json!({})),
+    ];
+    let placed: Vec<(f64, f64)> = svg::laid_out(&frame, &kids).iter().map(|p| (p.x, p.y)).collect();
+    assert_eq!(placed, [(2.0, 3.0), (80.0, -4.0), (17.0, 3.0)]);
+}

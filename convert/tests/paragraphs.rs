@@ -158,3 +158,16 @@ fn colours_and_type_used_three_times_are_shared_styles_named_by_role() {
         }
     }
 }
+
+#[test]
+fn a_label_clipped_to_nothing_is_not_drawn() {
+    // rustdoc's toggle: `summary::after { content: "Collapse"; position: absolute; width: 0;
+    // height: 0; overflow: hidden }` shows nothing; drawn, it was a text 0 px wide, a letter a line.
+    let out =
+        run("<style>summary::after { content: 'Collapse'; position: absolute; width: 0; height: 0; overflow: hidden }\
+         .gone { display: inline-block; width: 0; overflow: hidden }</style>\
+         <details open><summary>Shown</summary><p>Body <span class=gone>Hidden words</span></p></details>");
+    let all: Vec<&str> = texts(&out).iter().filter_map(|t| t.characters.as_deref()).collect();
+    assert!(all.iter().any(|c| c.contains("Shown")) && all.iter().any(|c| c.contains("Body")), "{all:?}");
+    assert!(!all.iter().any(|c| c.contains("Collapse") || c.contains("Hidden")), "{all:?}");
+}

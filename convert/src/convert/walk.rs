@@ -11,7 +11,7 @@ use super::paint::{
 };
 use super::paragraph::paragraph;
 use super::text::{symbol_marker, text};
-use super::{key, round, Container, Ctx, Open, MAX_FRAME_DEPTH, MAX_NODES, MAX_WALK_DEPTH};
+use super::{key, round, Container, Ctx, Open, Snapshot, MAX_FRAME_DEPTH, MAX_NODES, MAX_WALK_DEPTH};
 use crate::doc::{LayoutMode, LayoutPositioning, Maker, Node, NodeType, WarningCode};
 use crate::{names, stack, warn};
 
@@ -189,6 +189,9 @@ fn flatten(cx: &mut Ctx<'_, '_>, n: usize, into: &mut Container) {
 pub(super) fn element(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Container, flex_item: bool) {
     let s = cx.s;
     let b = s.l_bounds[l];
+    if clipped_away(s, l, b) {
+        return;
+    }
     let name = s.name(n);
     let visible = s.style(l, "visibility") != "hidden";
     // Generated content (::before, ::after, ::marker) converts like any box; it is named so.
@@ -238,6 +241,13 @@ pub(super) fn element(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &mut Conta
         }
     }
     frame(cx, n, l, node, paint, into);
+}
+
+/// Whether a box clips all it holds: no width with `overflow-x` clipping, or no height with
+/// `overflow-y` (a label hidden as rustdoc's toggle hides "Collapse": `width: 0; height: 0;
+/// overflow: hidden`). CSS draws none of it, its border aside, which has no width either.
+fn clipped_away(s: &Snapshot<'_>, l: usize, b: [f64; 4]) -> bool {
+    (b[2] <= 0.0 && s.style(l, "overflow-x") != "visible") || (b[3] <= 0.0 && s.style(l, "overflow-y") != "visible")
 }
 
 /// The children of element `n`'s frame `open`, in paint order: its own, and those moved into

@@ -42,6 +42,11 @@ pub fn containing_block(s: &Snapshot<'_>, n: usize, l: usize) -> Option<usize> {
         .map(|(p, _)| p)
 }
 
+/// `d` and its DOM ancestors, nearest first, up to the document.
+pub fn self_and_ancestors<'s>(s: &'s Snapshot<'_>, d: usize) -> impl Iterator<Item = usize> + 's {
+    std::iter::successors(Some(d), move |p| parent(s, *p))
+}
+
 /// `a` is a DOM ancestor of `d`.
 pub fn is_ancestor(s: &Snapshot<'_>, a: usize, d: usize) -> bool {
     std::iter::successors(parent(s, d), |p| parent(s, *p)).any(|p| p == a)

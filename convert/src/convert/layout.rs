@@ -6,6 +6,7 @@ use crate::doc::{
     CounterAlign, GridTrack, GridTrackType, LayoutMode, LayoutPositioning, LayoutSizing, Node, NodeType, PrimaryAlign,
     TextAutoResize,
 };
+use crate::stack::self_and_ancestors;
 
 /// Auto layout for a flex container's frame, GRID for a grid container's, where exact.
 pub(super) fn lay_out(
@@ -158,37 +159,29 @@ fn single_line(k: &Node) -> bool {
 /// `Some(false)` out of it (positioned absolutely or fixed, or drawn by `n` itself), `None`
 /// floated or made elsewhere (no stack).
 fn block_flow(s: &Snapshot<'_>, n: usize, k: &Node) -> Option<bool> {
-    let mut d = k.maker.dom?;
+    let d = k.maker.dom?;
     if d == n {
         // Its own inline content (a paragraph) flows; what else it draws does not.
         return Some(k.kind == NodeType::TEXT);
     }
-    loop {
-        if let Some(dl) = s.layout_of[d].filter(|_| s.node_type[d] == 1) {
-            if matches!(s.style(dl, "position"), "absolute" | "fixed") {
-                return Some(false);
-            }
-            if !matches!(s.style(dl, "float"), "none" | "") {
-                return None;
-            }
+    for a in self_and_ancestors(s, d) {
+        if positioned(s, a) {
+            return Some(false);
         }
-        match usize::try_from(s.parent[d]) {
-            Ok(p) if p == n => return Some(true),
-            Ok(p) => d = p,
-            Err(_) => return None,
+        if s.node_type[a] == 1 && s.layout_of[a].is_some_and(|al| !matches!(s.style(al, "float"), "none" | "")) {
+            return None;
+        }
+        if usize::try_from(s.parent[a]).is_ok_and(|p| p == n) {
+            return Some(true);
         }
     }
+    None
 }
 
 /// The layout object of the child of `n` that DOM node `d` is in (or is).
-fn top_block(s: &Snapshot<'_>, n: usize, mut d: usize) -> Option<usize> {
-    loop {
-        match usize::try_from(s.parent[d]) {
-            Ok(p) if p == n => return s.layout_of[d].filter(|_| s.node_type[d] == 1),
-            Ok(p) => d = p,
-            Err(_) => return None,
-        }
-    }
+fn top_block(s: &Snapshot<'_>, n: usize, d: usize) -> Option<usize> {
+    let top = self_and_ancestors(s, d).find(|a| usize::try_from(s.parent[*a]).is_ok_and(|p| p == n))?;
+    s.layout_of[top].filter(|_| s.node_type[top] == 1)
 }
 
 /// Makes `frame` an auto layout frame when Figma would put every child exactly where it is:
@@ -433,21 +426,13 @@ fn items_and_loose_text(s: &Snapshot<'_>, n: usize, kids: &[Node]) -> Option<Vec
 /// Whether kid `k` of element `n`'s frame lies out of its flow: drawn by `n` itself, or made of
 /// an element positioned absolutely or fixed inside it (or of that element's content).
 fn out_of_flow(s: &Snapshot<'_>, n: usize, k: &Node) -> bool {
-    let Some(mut d) = k.maker.dom else { return false };
-    if d == n {
-        return true;
-    }
-    loop {
-        if s.node_type[d] == 1
-            && s.layout_of[d].is_some_and(|dl| matches!(s.style(dl, "position"), "absolute" | "fixed"))
-        {
-            return true;
-        }
-        match usize::try_from(s.parent[d]) {
-            Ok(p) if p != n => d = p,
-            _ => return false,
-        }
-    }
+    let Some(d) = k.maker.dom else { return false };
+    d == n || self_and_ancestors(s, d).take_while(|a| *a != n).any(|a| positioned(s, a))
+}
+
+/// Whether DOM node `d` is an element positioned absolutely or fixed.
+fn positioned(s: &Snapshot<'_>, d: usize) -> bool {
+    s.node_type[d] == 1 && s.layout_of[d].is_some_and(|dl| matches!(s.style(dl, "position"), "absolute" | "fixed"))
 }
 
 /// The runs of visible text directly inside element `n`, each broken by an element child.

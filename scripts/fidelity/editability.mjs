@@ -242,7 +242,8 @@ export function pageEditability() {
     for (const [k, v] of Object.entries(props)) el.style.setProperty(k, v, "important");
     return () => (saved === null ? el.removeAttribute("style") : el.setAttribute("style", saved));
   };
-  const size = (el, row) => (row ? el.getBoundingClientRect().width : el.getBoundingClientRect().height);
+  const extent = (r, row) => (row ? r.width : r.height);
+  const size = (el, row) => extent(el.getBoundingClientRect(), row);
   for (const f of flex) {
     const el = f.el;
     delete f.el;
@@ -258,14 +259,14 @@ export function pageEditability() {
     if (items.length === 0) continue;
     const before = items.map((c) => c.getBoundingClientRect());
     const undo = restyle(el, { "box-sizing": "border-box", [row ? "width" : "height"]: `${size(el, row) + 100}px` });
-    const grew = items.map((c, i) => size(c, row) - (row ? before[i].width : before[i].height) > 0.5);
+    const grew = items.map((c, i) => size(c, row) - extent(before[i], row) > 0.5);
     undo();
     const follows = (axisRow) => {
       // The item largest on that axis: a smaller one may grow without moving the container's edge.
-      const at = before.reduce((best, r, i) => ((axisRow ? r.width : r.height) > (axisRow ? before[best].width : before[best].height) ? i : best), 0);
+      const at = before.reduce((best, r, i) => (extent(r, axisRow) > extent(before[best], axisRow) ? i : best), 0);
       const was = size(el, axisRow);
       const key = axisRow ? "min-width" : "min-height";
-      const back = restyle(items[at], { [key]: `${(axisRow ? before[at].width : before[at].height) + 20}px`, "flex-shrink": "0" });
+      const back = restyle(items[at], { [key]: `${extent(before[at], axisRow) + 20}px`, "flex-shrink": "0" });
       const now = size(el, axisRow);
       back();
       return now - was > 0.5;

@@ -449,7 +449,7 @@ export class Builder {
         item.layoutPositioning = "ABSOLUTE";
         item.x = child.x ?? 0;
         item.y = child.y ?? 0;
-      } else if (child.layoutSizingHorizontal === "FILL" || child.layoutSizingVertical === "FILL") {
+      } else {
         if (child.layoutSizingHorizontal === "FILL") item.layoutSizingHorizontal = "FILL";
         if (child.layoutSizingVertical === "FILL") item.layoutSizingVertical = "FILL";
       }

@@ -57,6 +57,10 @@ async fn lying_s3(canned: Canned) -> (String, Arc<AtomicU64>) {
 }
 
 fn bucket(endpoint: &str) -> ArtifactBucket {
+    ArtifactBucket::new(client(endpoint), "b")
+}
+
+fn client(endpoint: &str) -> aws_sdk_s3::Client {
     let conf = aws_sdk_s3::config::Builder::new()
         .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
         .region(aws_sdk_s3::config::Region::new("us-east-1"))
@@ -66,7 +70,7 @@ fn bucket(endpoint: &str) -> ArtifactBucket {
         // One attempt: a retried GET would only repeat the lie.
         .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
         .build();
-    ArtifactBucket::new(aws_sdk_s3::Client::from_conf(conf), "b")
+    aws_sdk_s3::Client::from_conf(conf)
 }
 
 const LIMIT: u64 = 64 * 1024;
@@ -110,4 +114,31 @@ async fn an_honest_body_is_read_whole() {
     let (ep, _) = lying_s3(Canned { head, body: body.clone(), repeat: 1 }).await;
     let read = bucket(&ep).get_bounded("k", LIMIT).await.expect("read");
     assert_eq!(read, body);
+}
+
+/// A bucket whose client a thread of the blocking pool builds (as each function's is, since
+/// the client left the init's path) reads as one built before, on the current-thread runtime
+/// the functions run on; concurrent first reads wait for the one build.
+#[tokio::test(flavor = "current_thread")]
+async fn a_bucket_whose_client_is_built_beside_the_runtime_reads_as_any() {
+    let body = br#"{"ok":true}"#.to_vec();
+    let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
+    let (ep, _) = lying_s3(Canned { head, body: body.clone(), repeat: 1 }).await;
+    let builds = Arc::new(AtomicU64::new(0));
+    let counted = builds.clone();
+    let endpoint = ep.clone();
+    let building = ArtifactBucket::building(
+        async move {
+            counted.fetch_add(1, Ordering::Relaxed);
+            // The SDK's own (async) configuration step, as `aws::sdk::s3_client` awaits it.
+            tokio::task::yield_now().await;
+            client(&endpoint)
+        },
+        "b",
+    );
+    let copy = building.clone();
+    let (a, b) = tokio::join!(building.get_bounded("k", LIMIT), copy.get_bounded("k", LIMIT));
+    assert_eq!(a.expect("read"), body);
+    assert_eq!(b.expect("read"), body);
+    assert_eq!(builds.load(Ordering::Relaxed), 1);
 }

@@ -167,12 +167,15 @@ impl Resources {
         Ok(self.pool_and_key().await?.1)
     }
 
-    /// The artifact bucket, with an S3 client for this instance.
+    /// The artifact bucket, with an S3 client for this instance, which a thread of its own
+    /// builds while the caller goes on (`ArtifactBucket::building`).
     pub async fn bucket(&self) -> Result<ArtifactBucket, SetupError> {
         self.bucket
             .get_or_try_init(|| async {
                 let name = self.settings.bucket()?.to_owned();
-                Ok::<_, SetupError>(ArtifactBucket::new(crate::aws::sdk::s3_client(&self.settings).await, name))
+                let settings = self.settings.clone();
+                let build = async move { crate::aws::sdk::s3_client(&settings).await };
+                Ok::<_, SetupError>(ArtifactBucket::building(build, name))
             })
             .await
             .cloned()

@@ -5,6 +5,7 @@
 //! its body is read, so a bounded read needs no HEAD first (SPEC section 7 / issue 13: a
 //! result GET costs 1 + images requests).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_sdk_s3::error::SdkError;
@@ -22,8 +23,15 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(12);
 /// One artifact bucket and the client that reaches it.
 #[derive(Clone, Debug)]
 pub struct ArtifactBucket {
-    client: aws_sdk_s3::Client,
+    client: Arc<S3Client>,
     name: String,
+}
+
+/// The S3 client, built or being built on a thread of its own (see [`ArtifactBucket::building`]).
+#[derive(Debug)]
+struct S3Client {
+    ready: tokio::sync::OnceCell<aws_sdk_s3::Client>,
+    building: Mutex<Option<tokio::task::JoinHandle<aws_sdk_s3::Client>>>,
 }
 
 /// Why an object could not be read or written.
@@ -143,7 +151,49 @@ fn fault<E: std::error::Error + 'static>(op: &'static str, err: &E) -> BucketErr
 
 impl ArtifactBucket {
     pub fn new(client: aws_sdk_s3::Client, name: impl Into<String>) -> Self {
-        Self { client, name: name.into() }
+        let client = S3Client { ready: tokio::sync::OnceCell::new_with(Some(client)), building: Mutex::new(None) };
+        Self { client: Arc::new(client), name: name.into() }
+    }
+
+    /// The bucket of a client still being built by `build`, on a thread of the runtime's
+    /// blocking pool; the first call that needs it waits for it. A function's S3 client is
+    /// about half of its init's instructions (the SDK's endpoint table, its trust store:
+    /// docs/PERFORMANCE.md section 1): built beside the runtime instead of before it, it
+    /// overlaps the first poll for an event and the request's database work that comes before
+    /// any S3 call, where it used to delay both.
+    pub fn building<F>(build: F, name: impl Into<String>) -> Self
+    where
+        F: std::future::Future<Output = aws_sdk_s3::Client> + Send + 'static,
+    {
+        let runtime = tokio::runtime::Handle::current();
+        let handle = tokio::task::spawn_blocking(move || runtime.block_on(build));
+        let client = S3Client { ready: tokio::sync::OnceCell::new(), building: Mutex::new(Some(handle)) };
+        Self { client: Arc::new(client), name: name.into() }
+    }
+
+    async fn client(&self) -> Result<&aws_sdk_s3::Client, BucketError> {
+        self.client
+            .ready
+            .get_or_try_init(|| async {
+                let handle = self.client.building.lock().unwrap_or_else(|e| e.into_inner()).take();
+                match handle {
+                    Some(handle) => match handle.await {
+                        Ok(client) => Ok(client),
+                        // Building a client has no input: a panic there is a defect, and it
+                        // goes on as one, as it did when the client was built at init.
+                        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                        Err(e) => {
+                            tracing::error!(dependency = "artifact storage", error = %e, "the S3 client was not built");
+                            Err(BucketError::Unavailable)
+                        }
+                    },
+                    None => {
+                        tracing::error!(dependency = "artifact storage", "the S3 client was not built");
+                        Err(BucketError::Unavailable)
+                    }
+                }
+            })
+            .await
     }
 
     pub fn name(&self) -> &str {
@@ -152,8 +202,14 @@ impl ArtifactBucket {
 
     /// Writes a JSON document (a manifest) at `key`.
     pub async fn put_json(&self, key: &str, body: Vec<u8>) -> Result<(), BucketError> {
-        let put =
-            self.client.put_object().bucket(&self.name).key(key).content_type("application/json").body(body.into());
+        let put = self
+            .client()
+            .await?
+            .put_object()
+            .bucket(&self.name)
+            .key(key)
+            .content_type("application/json")
+            .body(body.into());
         match bounded(CALL_TIMEOUT, put.send()).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(fault("PutObject", &e)),
@@ -164,7 +220,8 @@ impl ArtifactBucket {
     /// Opens `key` with one GET; refuses it by its size header, before reading, when it is
     /// over `limit` (the connection is dropped unread).
     pub async fn open(&self, key: &str, limit: u64) -> Result<Opened, BucketError> {
-        let out = match bounded(CALL_TIMEOUT, self.client.get_object().bucket(&self.name).key(key).send()).await {
+        let get = self.client().await?.get_object().bucket(&self.name).key(key);
+        let out = match bounded(CALL_TIMEOUT, get.send()).await {
             Ok(Ok(out)) => out,
             Ok(Err(e)) => return Err(read_error("GetObject", e)),
             Err(why) => return Err(timed_out("GetObject", why)),
@@ -190,11 +247,11 @@ impl ArtifactBucket {
     /// there is not an error, so a retried purge finishes what an interrupted one began.
     pub async fn delete_prefix(&self, prefix: &str) -> Result<u64, BucketError> {
         use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+        let client = self.client().await?;
         let mut deleted = 0;
         loop {
             // Always the first page: the previous one was just deleted.
-            let page = self
-                .client
+            let page = client
                 .list_objects_v2()
                 .bucket(&self.name)
                 .prefix(prefix)
@@ -216,8 +273,7 @@ impl ArtifactBucket {
                 .quiet(true)
                 .build()
                 .map_err(|e| fault("DeleteObjects", &e))?;
-            let out = self
-                .client
+            let out = client
                 .delete_objects()
                 .bucket(&self.name)
                 .delete(batch)

@@ -2,5 +2,6 @@
 //! of the crate but the domain.
 
 pub mod metrics;
+pub mod otlp_http;
 pub mod telemetry;
 pub mod trace;

@@ -11,11 +11,12 @@
 use std::sync::OnceLock;
 
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState, TracerProvider};
-use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt};
 use tracing_subscriber::registry::LookupSpan;
 
+use super::otlp_http::ExportClient;
 use crate::domain::trace::{Traceparent, SAMPLED};
 
 /// The process's provider, once [`layer`] built one.
@@ -72,14 +73,16 @@ where
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(protocol()?)
+        .with_http_client(ExportClient::from_env().map_err(|e| TraceSetupError::Exporter(e.to_string()))?)
         .build()
         .map_err(|e| TraceSetupError::Exporter(e.to_string()))?;
     let mut resource = opentelemetry_sdk::Resource::builder();
     if env("OTEL_SERVICE_NAME").is_none() {
         resource = resource.with_service_name(service.to_owned());
     }
-    // The batch processor exports from a thread of its own with a blocking client, so a flush
-    // from the single-threaded runtime (the Lambda's) waits on that thread, never on itself.
+    // The batch processor exports from a thread of its own (the client drives each request on
+    // a runtime of its own there), so a flush from the single-threaded runtime (the Lambda's)
+    // waits on that thread, never on itself.
     let provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build();
     let tracer = provider.tracer("code2des");
     if PROVIDER.set(provider).is_err() {

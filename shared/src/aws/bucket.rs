@@ -172,25 +172,21 @@ impl ArtifactBucket {
     }
 
     async fn client(&self) -> Result<&aws_sdk_s3::Client, BucketError> {
+        let not_built = |why: &dyn std::fmt::Display| {
+            tracing::error!(dependency = "artifact storage", error = %why, "the S3 client was not built");
+            BucketError::Unavailable
+        };
         self.client
             .ready
             .get_or_try_init(|| async {
                 let handle = self.client.building.lock().unwrap_or_else(|e| e.into_inner()).take();
-                match handle {
-                    Some(handle) => match handle.await {
-                        Ok(client) => Ok(client),
-                        // Building a client has no input: a panic there is a defect, and it
-                        // goes on as one, as it did when the client was built at init.
-                        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                        Err(e) => {
-                            tracing::error!(dependency = "artifact storage", error = %e, "the S3 client was not built");
-                            Err(BucketError::Unavailable)
-                        }
-                    },
-                    None => {
-                        tracing::error!(dependency = "artifact storage", "the S3 client was not built");
-                        Err(BucketError::Unavailable)
-                    }
+                let Some(handle) = handle else { return Err(not_built(&"its build was cancelled before")) };
+                match handle.await {
+                    Ok(client) => Ok(client),
+                    // Building a client has no input: a panic there is a defect, and it goes on
+                    // as one, as it did when the client was built at init.
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(e) => Err(not_built(&e)),
                 }
             })
             .await

@@ -20,7 +20,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// An [`HttpClient`] for OTLP/HTTP, plain or TLS (Mozilla's roots, compiled in).
 #[derive(Debug)]
 pub struct ExportClient {
-    inner: Arc<dyn HttpClient>,
+    inner: Box<dyn HttpClient>,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -43,7 +43,7 @@ impl ExportClient {
             .with_no_client_auth();
         let connector =
             hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
-        Ok(Self { inner: Arc::new(HyperClient::new(connector, timeout, None)), runtime })
+        Ok(Self { inner: Box::new(HyperClient::new(connector, timeout, None)), runtime })
     }
 }
 

@@ -171,3 +171,22 @@ fn a_label_clipped_to_nothing_is_not_drawn() {
     assert!(all.iter().any(|c| c.contains("Shown")) && all.iter().any(|c| c.contains("Body")), "{all:?}");
     assert!(!all.iter().any(|c| c.contains("Collapse") || c.contains("Hidden")), "{all:?}");
 }
+
+#[test]
+fn a_highlighted_code_lines_background_starts_where_its_line_does() {
+    // rustdoc's `<pre><code>`: each line of the code's background starts at the line's start,
+    // also where the line opens with a span of the highlighting (a keyword), not the code's own
+    // text.
+    let out = run("<pre style=\"margin: 0; font: 16px/20px 'DejaVu Sans Mono'\"><code style=\"background: #eee\">\
+         <span style=\"color: #00f\">let</span> x = 1;\n<span style=\"color: #00f\">fn</span> f() {}</code></pre>");
+    let grey = |n: &Node| {
+        n.kind == NodeType::RECTANGLE
+            && n.fills
+                .iter()
+                .flatten()
+                .any(|f| matches!(f, Paint::Solid { color, .. } if (color.r - 238.0 / 255.0).abs() < 0.01))
+    };
+    let lines: Vec<&Node> = out.document.walk().map(|(n, _)| n).filter(|n| grey(n)).collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(lines.iter().all(|n| n.x.abs() < 0.5), "{lines:#?}");
+}

@@ -383,8 +383,11 @@ pub(super) fn inline_lines(s: &Snapshot<'_>, n: usize) -> Vec<[f64; 4]> {
         .map(|line| {
             let own = line.iter().any(|(_, o)| *o);
             let it = || line.iter().filter(|(_, o)| *o || !own).map(|(b, _)| b);
-            let x0 = it().map(|b| b[0]).fold(f64::MAX, f64::min);
-            let x1 = it().map(|b| b[0] + b[2]).fold(f64::MIN, f64::max);
+            // Across, the fragment holds all its content, its descendants' text too (a
+            // highlighted `<pre><code>` line starts with a keyword's span); down, a descendant
+            // of another size would stretch it, so its own text decides where it has some.
+            let x0 = line.iter().map(|(b, _)| b[0]).fold(f64::MAX, f64::min);
+            let x1 = line.iter().map(|(b, _)| b[0] + b[2]).fold(f64::MIN, f64::max);
             let y0 = it().map(|b| b[1]).fold(f64::MAX, f64::min);
             let y1 = it().map(|b| b[1] + b[3]).fold(f64::MIN, f64::max);
             [x0, y0, x1 - x0, y1 - y0]

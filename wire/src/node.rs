@@ -68,7 +68,7 @@ impl NodeType {
             ),
             Self::INSTANCE => (
                 "InstanceNode",
-                "An instance of a component (`component.createInstance()`): `componentId` names a COMPONENT that comes before it in the document (depth first). Its children are the component's, in the same order and of the same types, as this instance shows them: what differs is an override (text and its runs, fills and images, names, and the sizes and positions that follow from them). A reader that does not know components can draw it as a FRAME.",
+                "An instance of a component (`component.createInstance()`): `componentId` names a COMPONENT that comes before it in the document (depth first). Its children are the component's, in the same order and of the same types, as this instance shows them: what differs is an override (text and its runs, fills and images, names, the component of a nested INSTANCE, swapped (`swapComponent`), and the sizes and positions that follow from them). A reader that does not know components can draw it as a FRAME.",
             ),
             Self::SVG => (
                 "SvgNode",
@@ -102,7 +102,7 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
         | "gridColumnGap"
         | "gridRowSizes"
         | "gridColumnSizes" => &[FRAME, COMPONENT, INSTANCE],
-        "styles" => &[FRAME],
+        "styles" | "components" => &[FRAME],
         "componentId" => &[INSTANCE],
         "vectorPaths" => &[VECTOR],
         "characters"
@@ -358,6 +358,14 @@ pub struct Node {
     /// to them by `id`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub styles: Option<Vec<Style>>,
+    /// On the root: COMPONENTs that stand beside the screen, not in it, each placed from the
+    /// root's top-left (to its right). The screen's instances swap them in where a repeated
+    /// structure differs in what no override can change (each card's own icon): a nested
+    /// INSTANCE of one of them in the component, and in each instance an INSTANCE of its own.
+    /// Built before the screen, as a COMPONENT comes before its instances.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<NodeSchema>>")]
+    pub components: Option<Vec<Node>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vector_paths: Option<Vec<VectorPath>>,
     /// The node's name in the document, unique in it: a COMPONENT's, for its instances; any
@@ -517,13 +525,15 @@ pub struct GridTrack {
 
 impl Node {
     /// This node and every node under it, depth first in document order, each with its depth
-    /// (the root's is 1). Without recursion: a tree read from the wire may be as deep as the
-    /// JSON parser allows.
+    /// (the root's is 1): a node's `components` (the root's, beside the screen) before its
+    /// children, as the plugin builds them. Without recursion: a tree read from the wire may be
+    /// as deep as the JSON parser allows.
     pub fn walk(&self) -> impl Iterator<Item = (&Node, usize)> {
         let mut stack = vec![(self, 1)];
         std::iter::from_fn(move || {
             let (n, depth) = stack.pop()?;
             stack.extend(n.children.as_deref().unwrap_or_default().iter().rev().map(|c| (c, depth + 1)));
+            stack.extend(n.components.as_deref().unwrap_or_default().iter().rev().map(|c| (c, depth + 1)));
             Some((n, depth))
         })
     }
@@ -901,7 +911,8 @@ ten node types the reference plugin builds with the Figma plugin API. The result
 checks every node against this schema's types, every `imageRef` (each is in the artifact's
 images), every `id` (unique in the document; every component has one, and no component is
 inside a component or an instance), every instance's `componentId` (a COMPONENT before it
-whose layers have the instance's types and counts, in order), every NODE hyperlink's value
+whose layers have the instance's types and counts, in order; the root's `components`, all
+COMPONENTs, come before its children), every NODE hyperlink's value
 (the `id` of a node of the document), every auto layout member as Figma takes it (FILL and
 ABSOLUTE on the children of a HORIZONTAL or VERTICAL frame only, never FILL on an ABSOLUTE
 child, HUG on such a frame or a TEXT node only), the node count (at most 20 000) and the depth (at most 40), and passes the tree
@@ -1024,6 +1035,7 @@ mod tests {
             "gridRowSizes",
             "gridColumnSizes",
             "styles",
+            "components",
             "vectorPaths",
             "characters",
             "fontSize",

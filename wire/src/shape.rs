@@ -89,7 +89,7 @@ impl<'de> DeserializeSeed<'de> for NodeSeed<'_> {
     }
 }
 
-/// A node: only its `children` are looked into.
+/// A node: only its `children` (and `components`) are looked into.
 struct NodeVisitor<'a>(NodeSeed<'a>);
 
 impl<'de> Visitor<'de> for NodeVisitor<'_> {
@@ -101,7 +101,8 @@ impl<'de> Visitor<'de> for NodeVisitor<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if key == "children" {
+            // The root's `components` stand beside the screen: nodes as its children are.
+            if key == "children" || key == "components" {
                 map.next_value_seed(Children(NodeSeed { depth: self.0.depth + 1, ..self.0 }))?;
             } else {
                 map.next_value::<IgnoredAny>()?;
@@ -168,6 +169,12 @@ mod tests {
         // 40 levels hold 79 nodes.
         assert_eq!(check(&nested(40), 79, 40), Ok(()));
         assert_eq!(check(&nested(40), 78, 40), Err(ShapeFault::TooMany));
+        // The root's components count, and are as deep as its children.
+        let beside = format!(r#"{{"type":"FRAME","components":[{},{{"type":"COMPONENT"}}]}}"#, nested(40));
+        assert_eq!(check(&beside, 81, 41), Ok(()));
+        assert_eq!(check(&beside, 80, 41), Err(ShapeFault::TooMany));
+        let Err(ShapeFault::TooDeep(path)) = check(&beside, 100, 40) else { panic!("not too deep") };
+        assert_eq!(crate::json_path("$", &path[..2]), "$.components[0]");
     }
 
     #[test]

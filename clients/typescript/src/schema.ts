@@ -415,7 +415,8 @@ export interface components {
          *     checks every node against this schema's types, every `imageRef` (each is in the artifact's
          *     images), every `id` (unique in the document; every component has one, and no component is
          *     inside a component or an instance), every instance's `componentId` (a COMPONENT before it
-         *     whose layers have the instance's types and counts, in order), every NODE hyperlink's value
+         *     whose layers have the instance's types and counts, in order; the root's `components`, all
+         *     COMPONENTs, come before its children), every NODE hyperlink's value
          *     (the `id` of a node of the document), every auto layout member as Figma takes it (FILL and
          *     ABSOLUTE on the children of a HORIZONTAL or VERTICAL frame only, never FILL on an ABSOLUTE
          *     child, HUG on such a frame or a TEXT node only), the node count (at most 20 000) and the depth (at most 40), and passes the tree
@@ -524,6 +525,14 @@ export interface components {
             bottomRightRadius?: number;
             /** @description Whether children outside the frame are hidden (Figma's default for a new frame is true). */
             clipsContent?: boolean;
+            /**
+             * @description On the root: COMPONENTs that stand beside the screen, not in it, each placed from the
+             *     root's top-left (to its right). The screen's instances swap them in where a repeated
+             *     structure differs in what no override can change (each card's own icon): a nested
+             *     INSTANCE of one of them in the component, and in each instance an INSTANCE of its own.
+             *     Built before the screen, as a COMPONENT comes before its instances.
+             */
+            components?: components["schemas"]["Node"][];
             cornerRadius?: number;
             /**
              * @description Auto layout: alignment across the axis (default MIN).
@@ -772,7 +781,7 @@ export interface components {
              */
             type: "COMPONENT";
         };
-        /** @description An instance of a component (`component.createInstance()`): `componentId` names a COMPONENT that comes before it in the document (depth first). Its children are the component's, in the same order and of the same types, as this instance shows them: what differs is an override (text and its runs, fills and images, names, and the sizes and positions that follow from them). A reader that does not know components can draw it as a FRAME. */
+        /** @description An instance of a component (`component.createInstance()`): `componentId` names a COMPONENT that comes before it in the document (depth first). Its children are the component's, in the same order and of the same types, as this instance shows them: what differs is an override (text and its runs, fills and images, names, the component of a nested INSTANCE, swapped (`swapComponent`), and the sizes and positions that follow from them). A reader that does not know components can draw it as a FRAME. */
         InstanceNode: components["schemas"]["NodeCommon"] & {
             bottomLeftRadius?: number;
             bottomRightRadius?: number;

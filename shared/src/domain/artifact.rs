@@ -370,15 +370,21 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
     // further on (a table of contents), so they are checked once the walk is done.
     let mut ids: HashSet<&str> = HashSet::new();
     let mut node_links: Vec<(&str, usize)> = Vec::new();
-    // Each node's (parent's link, index among its parent's children): its path is rendered only
-    // for a problem.
-    let mut links: Vec<(usize, usize)> = Vec::new();
+    // Each node's (parent's link, where it is among its parent's nodes): its path is rendered
+    // only for a problem.
+    let mut links: Vec<(usize, Step)> = Vec::new();
     // With each node: whether it is inside a COMPONENT or an INSTANCE, and whether its parent
     // has auto layout.
-    let mut stack: Vec<(&Node, usize, usize, bool, bool)> = vec![(&root, usize::MAX, 0, false, false)];
-    while let Some((n, parent, i, inside, in_flow)) = stack.pop() {
-        links.push((parent, i));
+    let mut stack: Vec<(&Node, usize, Step, bool, bool)> = vec![(&root, usize::MAX, Step::Child(0), false, false)];
+    while let Some((n, parent, step, inside, in_flow)) = stack.pop() {
+        links.push((parent, step));
         let me = links.len() - 1;
+        if matches!(step, Step::Beside(_)) && n.kind != NodeType::COMPONENT {
+            r.add(render(&links, me), "the root's components are COMPONENTs only")?;
+        }
+        if parent != usize::MAX && n.components.is_some() {
+            r.add(render(&links, me), "components beside the screen are the root's only")?;
+        }
         for (at, name) in n.image_refs() {
             if seen.insert(name.to_owned()) {
                 refs.push((name.to_owned(), format!("{}.{at}", render(&links, me))));
@@ -408,9 +414,13 @@ fn walk_document(doc: &RawValue, limits: &Limits, r: &mut Report) -> Result<Vec<
         }
         let inside = inside || matches!(n.kind, NodeType::COMPONENT | NodeType::INSTANCE);
         let auto = auto_layout(n);
-        // Reversed, so the walk (and thus image order) follows document order.
+        // Reversed, so the walk (and thus image order) follows document order; the root's
+        // components before its children, as the plugin builds them (a component before its
+        // instances). They are beside the screen: in no component and no auto layout.
         let kids = n.children.as_deref().unwrap_or_default().iter().enumerate().rev();
-        stack.extend(kids.map(|(i, c)| (c, me, i, inside, auto)));
+        stack.extend(kids.map(|(i, c)| (c, me, Step::Child(i), inside, auto)));
+        let beside = n.components.as_deref().unwrap_or_default().iter().enumerate().rev();
+        stack.extend(beside.map(|(i, c)| (c, me, Step::Beside(i), inside, false)));
     }
     for (value, at) in node_links {
         if !ids.contains(value) {
@@ -503,16 +513,26 @@ impl Components {
     }
 }
 
+/// Where a node is among its parent's: one of its `children`, or of the root's `components`.
+#[derive(Clone, Copy)]
+enum Step {
+    Child(usize),
+    Beside(usize),
+}
+
 /// The path of the node at `at` from `$.document`, through its parents' links.
-fn render(links: &[(usize, usize)], mut at: usize) -> String {
+fn render(links: &[(usize, Step)], mut at: usize) -> String {
     let mut steps = Vec::new();
     while links[at].0 != usize::MAX {
         steps.push(links[at].1);
         at = links[at].0;
     }
     let mut out = String::from("$.document");
-    for i in steps.iter().rev() {
-        out.push_str(&format!(".children[{i}]"));
+    for step in steps.iter().rev() {
+        match step {
+            Step::Child(i) => out.push_str(&format!(".children[{i}]")),
+            Step::Beside(i) => out.push_str(&format!(".components[{i}]")),
+        }
     }
     out
 }
@@ -716,6 +736,36 @@ mod tests {
         let mut nested = component.clone();
         nested["children"].as_array_mut().unwrap().push(card("COMPONENT", json!({"id": "c2"}), "x"));
         assert!(reason(doc(vec![nested])).contains("inside a COMPONENT"));
+    }
+
+    #[test]
+    fn components_beside_the_screen_come_before_it_and_are_swapped_in() {
+        let n = nonce();
+        let l = Limits::default();
+        let icon = |id: &str| json!({"type": "COMPONENT", "id": id, "width": 22, "height": 22, "children": [{"type": "RECTANGLE"}]});
+        let uses = |id: &str| json!({"type": "INSTANCE", "componentId": id, "children": [{"type": "RECTANGLE"}]});
+        let card = |kind: &str, link: Value, icon: &str| {
+            let mut c = json!({"type": kind, "children": [uses(icon), {"type": "TEXT", "characters": "x"}]});
+            c.as_object_mut().unwrap().extend(link.as_object().unwrap().clone());
+            c
+        };
+        let screen = |beside: Value| {
+            let cards =
+                [card("COMPONENT", json!({"id": "c"}), "i1"), card("INSTANCE", json!({"componentId": "c"}), "i2")];
+            art(json!({"type": "FRAME", "components": beside, "children": cards}), json!({}))
+        };
+        assert!(validate(&screen(json!([icon("i1"), icon("i2")])), &expect(&n), &l).is_ok());
+        let problems = |d: Vec<u8>| validate_all(&d, &expect(&n), &l).unwrap_err();
+        let missing = problems(screen(json!([icon("i1")])));
+        assert_eq!(missing[0].path, "$.document.children[1].children[0]", "{missing:?}");
+        assert!(missing[0].message.contains("names no COMPONENT before it"), "{missing:?}");
+        let framed = problems(screen(json!([icon("i1"), {"type": "FRAME", "id": "i2"}])));
+        assert_eq!(framed[0].path, "$.document.components[1]", "{framed:?}");
+        assert!(framed[0].message.contains("COMPONENTs only"), "{framed:?}");
+        let deeper =
+            art(json!({"type": "FRAME", "children": [{"type": "FRAME", "components": [icon("i1")]}]}), json!({}));
+        let deeper = problems(deeper);
+        assert!(deeper[0].message.contains("the root's only"), "{deeper:?}");
     }
 
     #[test]

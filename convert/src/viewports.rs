@@ -62,19 +62,18 @@ pub fn combine(frames: Vec<(u32, Output)>) -> Output {
     let (mut x, mut height, mut blocked) = (0.0_f64, 0.0_f64, 0);
     let mut timings = Timings::default();
     let mut children = Vec::with_capacity(frames.len());
+    // The components beside each frame (its icons), beside the root now.
+    let mut beside = Vec::new();
     for (i, (width, out)) in frames.into_iter().enumerate() {
         let name = frame_name(width);
         let mut doc = out.document;
         let images = merged.images(out.images);
         let styles = merged.styles(doc.styles.take().unwrap_or_default(), &name);
-        each_node(&mut doc, &mut |n| rename(n, &images, &styles));
-        // Each frame was converted alone and names its layers alike ("component-1",
-        // "anchor-1"): past the first, its names take the frame's number, so the document's ids
-        // stay unique and each frame's components and links stay its own.
-        if i > 0 {
-            let tag = format!("v{}-", i + 1);
-            each_node(&mut doc, &mut |n| scope_ids(n, &tag));
+        let mut own = doc.components.take().unwrap_or_default();
+        for n in std::iter::once(&mut doc).chain(own.iter_mut()) {
+            adopt(n, i, &images, &styles);
         }
+        beside.append(&mut own);
         merged.warnings(out.warnings, i as u32);
         (doc.name, doc.x, doc.y) = (name, x, 0.0);
         x += doc.width + VIEWPORT_GAP;
@@ -88,6 +87,7 @@ pub fn combine(frames: Vec<(u32, Output)>) -> Output {
         children.push(doc);
     }
     let width = (x - VIEWPORT_GAP).max(0.0);
+    crate::convert::place_beside(width, &mut beside);
     let document = Node {
         kind: NodeType::FRAME,
         name: title.clone(),
@@ -97,6 +97,7 @@ pub fn combine(frames: Vec<(u32, Output)>) -> Output {
         fills: Some(Vec::new()),
         clips_content: Some(false),
         styles: (!merged.styles.is_empty()).then_some(merged.styles),
+        components: (!beside.is_empty()).then_some(beside),
         children: Some(children),
         ..Node::default()
     };
@@ -181,6 +182,18 @@ fn each_node(node: &mut Node, f: &mut impl FnMut(&mut Node)) {
     f(node);
     for child in node.children.iter_mut().flatten() {
         each_node(child, f);
+    }
+}
+
+/// The tree `n` of frame `i`, its image and style references as the merged lists name them.
+/// Each frame was converted alone and names its layers alike ("component-1", "anchor-1"):
+/// past the first, its names take the frame's number, so the document's ids stay unique and
+/// each frame's components and links stay its own.
+fn adopt(n: &mut Node, i: usize, images: &HashMap<String, String>, styles: &HashMap<String, String>) {
+    each_node(n, &mut |n| rename(n, images, styles));
+    if i > 0 {
+        let tag = format!("v{}-", i + 1);
+        each_node(n, &mut |n| scope_ids(n, &tag));
     }
 }
 
@@ -306,6 +319,35 @@ mod tests {
             screenshot: None,
             timings: Timings::default(),
         }
+    }
+
+    #[test]
+    fn each_frames_components_stand_beside_the_root_under_their_frames_names() {
+        let with_icon = |width: f64, image: &[u8]| {
+            let mut out = page(width, image, 16.0);
+            let drawing = Node { kind: NodeType::SVG, image_ref: Some("image-1".into()), ..Node::default() };
+            let icon = Node {
+                kind: NodeType::COMPONENT,
+                id: Some("icon-1".into()),
+                height: 22.0,
+                children: Some(vec![drawing]),
+                ..Node::default()
+            };
+            out.document.components = Some(vec![icon]);
+            out
+        };
+        let out = combine(vec![(1440, with_icon(1440.0, b"a")), (390, with_icon(390.0, b"b"))]);
+        let beside = out.document.components.as_deref().expect("components beside the root");
+        let frames = out.document.children.as_deref().expect("frames");
+        assert!(frames.iter().all(|f| f.components.is_none()), "no frame keeps its own");
+        // Past the last frame, one under the other; the second frame's renamed as its ids are,
+        // its drawing pointing at its own image.
+        let right = out.document.width + 80.0;
+        let placed: Vec<(Option<&str>, f64, f64)> = beside.iter().map(|c| (c.id.as_deref(), c.x, c.y)).collect();
+        assert_eq!(placed, [(Some("icon-1"), right, 0.0), (Some("v2-icon-1"), right, 62.0)]);
+        let refs: Vec<Option<&str>> =
+            beside.iter().map(|c| c.children.as_deref().unwrap_or_default()[0].image_ref.as_deref()).collect();
+        assert_eq!(refs, [Some("image-1"), Some("image-2")]);
     }
 
     #[test]

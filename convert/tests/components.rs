@@ -89,3 +89,51 @@ fn table_rows_alike_are_instances_of_one_row_and_no_component_nests_in_another()
     let component = of_kind(&out, NodeType::COMPONENT)[0];
     assert!(component.walk().skip(1).all(|(n, _)| n.kind != NodeType::COMPONENT && n.kind != NodeType::INSTANCE));
 }
+
+#[test]
+fn cards_each_with_its_own_icon_swap_icon_components_beside_the_screen() {
+    let icon = |shape: &str| {
+        format!("<svg class=icon width=22 height=22 viewBox=\"0 0 22 22\"><{shape} fill=\"#3050e0\"/></svg>")
+    };
+    let with_icon = |shape: &str, title: &str| {
+        format!("<div class=card><div class=badge>{}</div><h3>{title}</h3><p>Words.</p></div>", icon(shape))
+    };
+    let out = page(
+        &[
+            with_icon("rect width=\"22\" height=\"22\"", "One"),
+            with_icon("circle cx=\"11\" cy=\"11\" r=\"11\"", "Two"),
+            with_icon("rect width=\"22\" height=\"22\"", "Three"),
+        ]
+        .concat(),
+    );
+    // Two distinct icons (the third card draws the first's again): two components beside the
+    // screen, each drawing its SVG, to the right of the page.
+    let beside = out.document.components.as_deref().expect("components beside the screen");
+    assert_eq!(beside.len(), 2, "{beside:#?}");
+    for c in beside {
+        assert_eq!(c.kind, NodeType::COMPONENT);
+        assert!(c.x >= out.document.width, "{} is beside a screen {} wide", c.x, out.document.width);
+        let kids = c.children.as_deref().unwrap_or_default();
+        assert!(kids.len() == 1 && kids[0].kind == NodeType::SVG, "{kids:#?}");
+    }
+    let ids: Vec<&str> = beside.iter().filter_map(|c| c.id.as_deref()).collect();
+    // The card is a component, the others its instances; in each, the icon is an instance of its
+    // own icon component.
+    let cards: Vec<&Node> = all(&out)
+        .into_iter()
+        .filter(|n| n.name == "card" && matches!(n.kind, NodeType::COMPONENT | NodeType::INSTANCE))
+        .collect();
+    assert_eq!(
+        cards.iter().map(|c| c.kind).collect::<Vec<_>>(),
+        [NodeType::COMPONENT, NodeType::INSTANCE, NodeType::INSTANCE]
+    );
+    let icon_of = |card: &Node| {
+        let n = card
+            .walk()
+            .map(|(n, _)| n)
+            .find(|n| n.kind == NodeType::INSTANCE && n.component_id.as_deref().is_some_and(|c| ids.contains(&c)));
+        n.and_then(|n| n.component_id.clone()).expect("an icon instance")
+    };
+    let used: Vec<String> = cards.iter().map(|c| icon_of(c)).collect();
+    assert_eq!(used, [ids[0], ids[1], ids[0]]);
+}

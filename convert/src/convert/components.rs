@@ -10,6 +10,11 @@
 //! did: the same layers, of the same look, in the same places, differing only in what an
 //! instance can override (text and its runs, image fills, names) and in the sizes and positions
 //! that follow from that (a text's height, an auto layout's flow, the instance's own size).
+//!
+//! An instance cannot change a vector's drawing, so members differing in an SVG (each card's
+//! own icon) would be no component. Figma's way is a component for each icon, swapped in per
+//! instance (`swapComponent`): each distinct icon becomes a COMPONENT of the root's
+//! `components`, beside the screen, and the icon in every member an INSTANCE of its own.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
@@ -20,6 +25,8 @@ use crate::doc::{LayoutMode, Node, NodeType, Paint, TextAutoResize};
 
 /// Fewer alike siblings than this are not worth a component.
 const MIN_MEMBERS: usize = 3;
+/// The room between the screen and the components beside it, and between two of them, in px.
+const BESIDE_GAP: f64 = 80.0;
 /// How far apart two sizes or positions may be and still be the same, in px.
 const TOLERANCE: f64 = 0.5;
 
@@ -69,14 +76,102 @@ pub(super) fn repeated(s: &Snapshot<'_>) -> HashMap<usize, usize> {
 }
 
 /// Makes components of the repeated groups' frames under `root` (`groups`: each member
-/// element's group); answers how many components it made.
+/// element's group), and the icons they swap beside it (`root.components`); answers how many
+/// components it made in the tree.
 pub(super) fn make(root: &mut Node, groups: &HashMap<usize, usize>) -> usize {
     let mut made = 0;
-    visit(root, groups, &mut made);
+    let mut icons = Icons::default();
+    visit(root, groups, &mut made, &mut icons);
+    if !icons.made.is_empty() {
+        place_beside(root.width, &mut icons.made);
+        root.components = Some(icons.made);
+    }
     made
 }
 
-fn visit(node: &mut Node, groups: &HashMap<usize, usize>, made: &mut usize) {
+/// Stands `components` in a column to the right of a screen `width` wide, from its top.
+pub(crate) fn place_beside(width: f64, components: &mut [Node]) {
+    let mut y = 0.0;
+    for c in components {
+        (c.x, c.y) = (width + BESIDE_GAP, y);
+        y += c.height + BESIDE_GAP / 2.0;
+    }
+}
+
+/// The icons made components so far: each distinct SVG (its image) once.
+#[derive(Default)]
+struct Icons {
+    by_image: HashMap<String, String>,
+    made: Vec<Node>,
+}
+
+impl Icons {
+    /// The id of the component drawing `svg`'s image, made the first time.
+    fn of(&mut self, svg: &Node) -> String {
+        let image = svg.image_ref.clone().unwrap_or_default();
+        if let Some(id) = self.by_image.get(&image) {
+            return id.clone();
+        }
+        let id = format!("icon-{}", self.made.len() + 1);
+        self.made.push(Node {
+            kind: NodeType::COMPONENT,
+            id: Some(id.clone()),
+            name: format!("{} {}", svg.name, self.made.len() + 1),
+            width: svg.width,
+            height: svg.height,
+            fills: Some(Vec::new()),
+            clips_content: Some(false),
+            children: Some(vec![drawing(svg)]),
+            ..Node::default()
+        });
+        self.by_image.insert(image, id.clone());
+        id
+    }
+}
+
+/// An SVG node's drawing alone, at the top-left of what holds it.
+fn drawing(svg: &Node) -> Node {
+    Node {
+        kind: NodeType::SVG,
+        name: svg.name.clone(),
+        width: svg.width,
+        height: svg.height,
+        image_ref: svg.image_ref.clone(),
+        ..Node::default()
+    }
+}
+
+/// Where the members at `at` (the component first) draw different SVGs, each becomes an
+/// INSTANCE of its icon's component, in the SVG's place: the component's nested instance,
+/// swapped in each of its instances.
+fn swap_icons(members: &mut [&mut Node], icons: &mut Icons) {
+    let differ = members.iter().any(|m| m.image_ref != members[0].image_ref);
+    if members[0].kind == NodeType::SVG && differ {
+        for m in members.iter_mut() {
+            let inner = drawing(m);
+            let component_id = Some(icons.of(m));
+            **m = Node {
+                kind: NodeType::INSTANCE,
+                image_ref: None,
+                component_id,
+                children: Some(vec![inner]),
+                ..m.clone()
+            };
+        }
+        return;
+    }
+    let (count, many) = (members[0].children.as_ref().map_or(0, Vec::len), members.len());
+    let mut kids: Vec<std::slice::IterMut<'_, Node>> =
+        members.iter_mut().map(|m| m.children.as_deref_mut().unwrap_or_default().iter_mut()).collect();
+    for _ in 0..count {
+        let mut at: Vec<&mut Node> = kids.iter_mut().filter_map(Iterator::next).collect();
+        if at.len() == many {
+            swap_icons(&mut at, icons);
+        }
+    }
+}
+
+fn visit(node: &mut Node, groups: &HashMap<usize, usize>, made: &mut usize, icons: &mut Icons) {
     let Some(kids) = node.children.as_mut() else { return };
     // The group of each child that is a member's frame, in order.
     let mut by_group: Vec<(usize, Vec<usize>)> = Vec::new();
@@ -101,13 +196,16 @@ fn visit(node: &mut Node, groups: &HashMap<usize, usize>, made: &mut usize) {
                     kids[*m].kind = NodeType::INSTANCE;
                     kids[*m].component_id = Some(id.clone());
                 }
+                let mut group: Vec<&mut Node> =
+                    kids.iter_mut().enumerate().filter(|(i, _)| alike.contains(i)).map(|(_, k)| k).collect();
+                swap_icons(&mut group, icons);
             }
             members = rest;
         }
     }
     // Figma makes no component inside a component or an instance.
     for k in kids.iter_mut().filter(|k| k.kind == NodeType::FRAME || k.kind == NodeType::GROUP) {
-        visit(k, groups, made);
+        visit(k, groups, made, icons);
     }
 }
 
@@ -149,8 +247,8 @@ fn alike(a: &Node, b: &Node, place: Place) -> bool {
 }
 
 /// A node without what an instance may show otherwise than its component: its name, place and
-/// size and grid cell, text and runs, the images of its fills, and its children (compared one
-/// by one).
+/// size and grid cell, text and runs, the images of its fills, the drawing of an SVG (an icon
+/// swapped in), and its children (compared one by one).
 fn look(n: &Node) -> Node {
     let blank = |paints: &Option<Vec<Paint>>| {
         let mut paints = paints.clone();
@@ -171,6 +269,7 @@ fn look(n: &Node) -> Node {
         segments: None,
         hyperlink: None,
         fills: blank(&n.fills),
+        image_ref: None,
         grid_row_anchor_index: None,
         grid_column_anchor_index: None,
         grid_row_span: None,

@@ -48,6 +48,7 @@ use serde_json::Value;
 use crate::doc::{ArtifactWarning, Image, Node, NodeType, Warning};
 use crate::stack;
 
+pub(crate) use components::place_beside;
 pub(crate) use css::{blend_mode, full_ellipse};
 pub use gradient::parse_linear_gradient;
 pub use images::decode_data_url;

@@ -56,6 +56,11 @@ function row(r: number[] | undefined): [number, number, number] {
 
 export interface Built {
   root: SceneNode;
+  /**
+   * The components built beside the root (the document root's `components`: icons its
+   * instances swap in), placed from its top-left: whoever moves the root moves them too.
+   */
+  beside: SceneNode[];
   /** Figma nodes created, the root included. */
   nodes: number;
   /** What could not be rendered as the document asked (font fallbacks, empty groups, …). */
@@ -96,11 +101,17 @@ export class Builder {
     this.ids.clear();
     this.nodeLinks = [];
     this.styles = await this.localStyles(doc.type === "FRAME" ? doc.styles ?? [] : []);
+    // The components beside the screen first: the screen's instances swap them in. They are
+    // no layer of the screen, so their warnings name them by name, with the root's indices.
+    const beside: SceneNode[] = [];
+    for (const c of doc.type === "FRAME" ? doc.components ?? [] : []) {
+      beside.push(...(await this.node(c, parent, doc.x ?? 0, doc.y ?? 0, [])));
+    }
     const roots = await this.node(doc, parent, 0, 0, []);
     const root = roots[0];
     if (!root) throw new Error("the document built no node");
     this.linkNodes();
-    return { root, nodes: this.count, warnings: this.warnings };
+    return { root, beside, nodes: this.count, warnings: this.warnings };
   }
 
   /** Points each NODE hyperlink at the Figma node built of the document node it names. */
@@ -309,11 +320,22 @@ export class Builder {
     const c = laidOutAs(was);
     for (const [i, node] of made.entries()) {
       const d = w[i];
-      const o = c[i];
+      let o = c[i];
       if (!d || !o) continue;
       const here = [...at, d.index];
       this.count++;
       node.setPluginData(INDICES_KEY, indexKey(here));
+      // A nested instance of another component (each card's own icon): swapped, then given
+      // what the document shows otherwise than that component.
+      if (d.node.type === "INSTANCE" && o.node.type === "INSTANCE" && d.node.componentId !== o.node.componentId && node.type === "INSTANCE") {
+        const swap = this.components.get(d.node.componentId);
+        if (swap) {
+          node.swapComponent(swap.node);
+          o = { ...o, node: swap.doc };
+        } else {
+          this.warn("instance_unresolved", `component ${JSON.stringify(d.node.componentId)} is not built before its instance: left as ${JSON.stringify(o.node.componentId)}`, d.node, here);
+        }
+      }
       if (d.node.name !== undefined && d.node.name !== o.node.name) node.name = d.node.name;
       if (d.node.type === "TEXT" && o.node.type === "TEXT" && !sameText(d.node, o.node)) {
         await this.textContent(node as TextNode, d.node, here);

@@ -82,8 +82,14 @@ figma.ui.onmessage = async (msg: UiToMain) => {
         const root = built.root;
         // Put the new design where the user is looking, and show it.
         const center = figma.viewport.center;
+        const [x0, y0] = [root.x, root.y];
         root.x = Math.round(center.x - root.width / 2);
         root.y = Math.round(center.y - root.height / 2);
+        // The components beside it (its icons) stay beside it.
+        for (const c of built.beside) {
+          c.x += root.x - x0;
+          c.y += root.y - y0;
+        }
         root.setPluginData(JOB_KEY, msg.code2desId);
         const report = composeReport(msg.warnings, msg.warningCount, built.warnings);
         try {

@@ -499,6 +499,57 @@ test("a component is built once and its instances show their own text and images
   assert.deepEqual(lone.built.warnings.map((w) => [w.code, w.indices]), [["instance_unresolved", [0]]]);
 });
 
+test("icons beside the screen are components, swapped into each instance (issue 39 item 4)", async () => {
+  const svg = (fill: string) => `<svg xmlns="http://www.w3.org/2000/svg" width="22" height="22"><rect width="22" height="22" fill="${fill}"/></svg>`;
+  const images: Images = { raster: new Map(), svg: new Map([["s1", svg("red")], ["s2", svg("green")], ["s3", svg("blue")]]) };
+  const drawing = (ref: string): Node => ({ type: "SVG", name: "Icon", width: 22, height: 22, imageRef: ref });
+  const icon = (k: number): Node => ({
+    type: "COMPONENT",
+    id: `icon-${k}`,
+    name: `Icon ${k}`,
+    x: 780,
+    y: (k - 1) * 62,
+    width: 22,
+    height: 22,
+    fills: [],
+    children: [drawing(`s${k}`)],
+  });
+  const card = (i: number): Node =>
+    ({
+      ...(i === 0 ? { type: "COMPONENT", id: "card" } : { type: "INSTANCE", componentId: "card" }),
+      name: `Card ${i + 1}`,
+      x: 10 + i * 210,
+      y: 10,
+      width: 200,
+      height: 80,
+      children: [
+        { type: "INSTANCE", componentId: `icon-${i + 1}`, name: "Icon", x: 10, y: 10, width: 22, height: 22, children: [drawing(`s${i + 1}`)] },
+        { type: "TEXT", name: "Title", x: 10, y: 40, width: 180, height: 20, characters: `Card ${i + 1}`, fontSize: 16, fontName: { family: "Inter", style: "Regular" } },
+      ],
+    }) as Node;
+  const doc: Node = { type: "FRAME", name: "Page", width: 700, height: 200, components: [icon(1), icon(2), icon(3)], children: [card(0), card(1), card(2)] };
+  const { t, built } = await build(doc, images);
+  const { diffs, compared } = compareTree(doc, built.root, t, images, built.beside);
+  assert.deepEqual(diffs, []);
+  assert.equal(compared, countNodes(doc));
+  assert.equal(built.nodes, countNodes(doc));
+  assert.deepEqual(built.warnings, []);
+  // Beside the screen, in its parent, not in it.
+  const icons = built.beside as ComponentNode[];
+  assert.deepEqual(icons.map((c) => [c.type, c.name, c.x, c.y, c.parent === built.root.parent]), [
+    ["COMPONENT", "Icon 1", 780, 0, true],
+    ["COMPONENT", "Icon 2", 780, 62, true],
+    ["COMPONENT", "Icon 3", 780, 124, true],
+  ]);
+  // The card component holds an instance of the first icon; each card instance shows its own,
+  // swapped in, drawn from that icon's SVG.
+  const cards = (built.root as FrameNode).children as (ComponentNode | InstanceNode)[];
+  const nested = cards.map((c) => c.children[0] as InstanceNode);
+  assert.deepEqual(nested.map((n) => n.type), ["INSTANCE", "INSTANCE", "INSTANCE"]);
+  assert.deepEqual(nested.map((n) => n.mainComponent), icons);
+  assert.deepEqual(nested.map((n) => t.svgSource.get(n.children[0] as object)), [svg("red"), svg("green"), svg("blue")]);
+});
+
 test("a document of several viewports (issue 40 item 3) is placed as it is: one root, a frame per width side by side", async () => {
   const page = (name: string, x: number, width: number, textY: number) => ({
     type: "FRAME",

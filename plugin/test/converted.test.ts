@@ -56,11 +56,15 @@ test("the sample pages, converted for real, are built node by node", async () =>
     for (const [ref, bytes] of images.raster) store.addRaster(ref, bytes);
     for (const [ref, svg] of images.svg) store.addSvg(ref, svg);
     const built = await new Builder(t.figma, store).build(document);
-    const { diffs, compared } = compareTree(document, built.root, t, images);
+    const { diffs, compared } = compareTree(document, built.root, t, images, built.beside);
     assert.deepEqual(diffs, [], page);
     assert.ok(countNodes(document) > 30, `${page}: a real page, not a stub`);
     assert.equal(compared, countNodes(document), page);
     assert.equal(built.nodes, countNodes(document), page);
-    assert.equal(t.figma.currentPage.children.length, 1, `${page}: one root on the page`);
+    // One root on the page, and beside it the components its instances swap in (the landing's
+    // icons, one for each card).
+    const beside = document.type === "FRAME" ? document.components ?? [] : [];
+    assert.equal(t.figma.currentPage.children.length, 1 + beside.length, `${page}: one root on the page, its components beside it`);
+    if (page === "landing") assert.equal(built.beside.length, 6, "the landing's six icons");
   }
 });

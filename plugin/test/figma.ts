@@ -212,17 +212,29 @@ export function testFigma(): TestFigma {
     const svg = svgSource.get(from);
     if (svg !== undefined) svgSource.set(to, svg);
     for (const c of (from as Partial<ChildrenMixin>).children ?? []) (to as unknown as ChildrenMixin).appendChild(copyOf(c));
+    // A nested instance copied into an instance is still an instance (Figma's nested instances).
+    if (from.type === "INSTANCE") asInstance(to, (from as InstanceNode).mainComponent as ComponentNode);
     return to;
+  };
+  // An instance of `component`, which can swap to another: its layers become a copy of that
+  // one's (Figma keeps overrides it can match; the Builder sets them again after the swap).
+  const asInstance = (node: SceneNode, component: ComponentNode): InstanceNode => {
+    const instance = node as unknown as InstanceNode & { type: string; mainComponent: ComponentNode };
+    instance.type = "INSTANCE";
+    instance.mainComponent = component;
+    instance.swapComponent = (other: ComponentNode) => {
+      if (other.type !== "COMPONENT") throw new Error("Error: swapComponent needs a COMPONENT");
+      // Figma replaces the layers itself (a plugin may remove none inside an instance).
+      (instance as unknown as { children: SceneNode[] }).children = [];
+      for (const c of other.children) instance.appendChild(copyOf(c));
+      instance.mainComponent = other;
+    };
+    return instance;
   };
   figma.createComponent = () => {
     const component = figma.createFrame() as unknown as ComponentNode & { type: string };
     component.type = "COMPONENT";
-    component.createInstance = () => {
-      const instance = copyOf(component) as unknown as InstanceNode & { type: string; mainComponent: ComponentNode };
-      instance.type = "INSTANCE";
-      instance.mainComponent = component;
-      return instance;
-    };
+    component.createInstance = () => asInstance(copyOf(component), component);
     return component;
   };
 
@@ -342,7 +354,7 @@ const sameBytes = (a: Uint8Array | undefined, b: Uint8Array | undefined) =>
  * are the builder's contract (openapi.yaml `Node`), written out again independently: positions
  * are parent-relative, a GROUP's members sit in its parent's space, a leaf's children follow it.
  */
-export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Images) {
+export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Images, beside: readonly SceneNode[] = []) {
   const diffs: string[] = [];
   let compared = 0;
   /** The built component of each document COMPONENT's id, as met (before its instances). */
@@ -520,6 +532,11 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
     want.forEach((w, i) => walk(w.d, got[i] as Built | undefined, w.ox, w.oy, w.path));
   };
 
+  // The components beside the screen (the root's `components`) first, as the Builder builds
+  // them: placed from the root's top-left, in the root's parent.
+  const aside = doc.type === "FRAME" ? doc.components ?? [] : [];
+  eq("beside", "count", beside.length, aside.length);
+  aside.forEach((c, i) => walk(c, beside[i] as Built | undefined, doc.x ?? 0, doc.y ?? 0, `beside[${i}]:${c.type}`));
   walk(doc, root as Built, 0, 0, `0:${doc.type}`);
   // Links once every node is built: a NODE hyperlink goes to the Figma node built of the
   // document node of its id, which may come later (a table of contents).
@@ -549,5 +566,6 @@ function canonical(v: unknown): string {
 
 /** Every node of a document, children included (what the builder must make, leaves' children too). */
 export function countNodes(doc: Node): number {
-  return 1 + (doc.children ?? []).reduce((n, c) => n + countNodes(c), 0);
+  const beside = doc.type === "FRAME" ? doc.components ?? [] : [];
+  return 1 + [...beside, ...(doc.children ?? [])].reduce((n, c) => n + countNodes(c), 0);
 }

@@ -7,7 +7,7 @@ mod common;
 
 use common::{renderer, runtime};
 
-use code2des_convert::doc::{HyperlinkType, NodeType, Paint, TextAutoResize, TextDecoration};
+use code2des_convert::doc::{HyperlinkType, LineHeightUnit, NodeType, Paint, TextAutoResize, TextDecoration};
 use code2des_convert::{convert, Node, Output};
 
 fn run(body: &str) -> Output {
@@ -189,4 +189,40 @@ fn a_highlighted_code_lines_background_starts_where_its_line_does() {
     let lines: Vec<&Node> = out.document.walk().map(|(n, _)| n).filter(|n| grey(n)).collect();
     assert_eq!(lines.len(), 2, "{lines:#?}");
     assert!(lines.iter().all(|n| n.x.abs() < 0.5), "{lines:#?}");
+}
+
+#[test]
+fn line_height_normal_is_chromiums_line_height_not_figmas_auto() {
+    // Figma's AUTO is the font's exact metrics (Liberation Sans at 16 px: 18.4 px a line),
+    // Chromium's `normal` rounds them (18): each line of a wrapped paragraph drifts 0.4 px.
+    let out = run("<div style=\"font: 16px 'Liberation Sans'\">\
+         <p id=a style=\"width: 200px; line-height: normal; background: #eee\">A paragraph long enough to \
+         wrap onto three lines at this width, or more.</p>\
+         <p style=\"width: 400px; line-height: normal\">One line.</p>\
+         <h2 style=\"font: bold 16px 'Liberation Sans'; line-height: normal\">A heading</h2></div>");
+    let t = texts(&out);
+    let px = |n: &Node| match &n.line_height {
+        Some(l) if l.unit == LineHeightUnit::PIXELS => l.value,
+        other => panic!("{:?}: {other:?}", n.characters),
+    };
+    let (wrapped, one, heading) = (t[0], t[1], t[2]);
+    // The paragraph's box (its background) is its lines, Chromium's height each.
+    let frame = out
+        .document
+        .walk()
+        .map(|(n, _)| n)
+        .find(|n| n.kind == NodeType::FRAME && n.name.starts_with('a'))
+        .expect("the box");
+    let lines = (frame.height / px(wrapped).unwrap()).round();
+    assert!(
+        lines >= 3.0 && (frame.height - lines * px(wrapped).unwrap()).abs() < 0.01,
+        "{} / {:?}",
+        frame.height,
+        px(wrapped)
+    );
+    assert_eq!(px(wrapped), Some(18.0), "Liberation Sans 16 px, as Chromium lays it out here");
+    // One type is one line height: the line of one line, and the heading of the family's bold
+    // face at that size, take the height measured; their boxes are a line tall.
+    assert_eq!((px(one), one.height), (Some(18.0), 18.0));
+    assert_eq!((px(heading), heading.height), (Some(18.0), 18.0));
 }

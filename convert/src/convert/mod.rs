@@ -159,6 +159,9 @@ struct Ctx<'s, 'a> {
     members: HashMap<usize, usize>,
     /// Where the page's links go (`links`).
     links: links::Links<'a>,
+    /// The height of Chromium's lines at `line-height: normal`, by font and size, as measured
+    /// on the paragraphs of several lines (`paragraph::even_out`).
+    normal_lines: paragraph::NormalLines,
 }
 
 impl<'s, 'a> Ctx<'s, 'a> {
@@ -182,6 +185,7 @@ impl<'s, 'a> Ctx<'s, 'a> {
             negative_hosts: stack::negative_hosts(s),
             walk_depth: 0,
             in_paragraph: HashSet::new(),
+            normal_lines: paragraph::NormalLines::default(),
             members: components::repeated(s),
             links: links::Links::new(s, address),
         }
@@ -234,6 +238,8 @@ pub fn convert(
         children: Some(children.into_iter().map(|(_, n)| n).collect()),
         ..Node::default()
     };
+    // Before the styles: a type's line height is part of its style.
+    paragraph::even_out(&mut document, &cx.normal_lines);
     styles::share(&s, &mut document);
     // After the styles: a member's look includes the styles it is on.
     components::make(&mut document, &cx.members);

@@ -13,12 +13,14 @@
 //! its own, an image, a float, a positioned, faded, transformed or hidden inline, generated
 //! text, an indent) leaves the block's text to be drawn line by line, as before.
 
+use std::collections::HashMap;
+
 use super::paint::solid;
 use super::text::{run_style, substitution, text_align, RunStyle};
 use super::{order, round, Container, Ctx, Key, Snapshot, MAX_NODES};
 use crate::doc::{
-    Hyperlink, LetterSpacing, LetterSpacingUnit, Maker, Node, NodeType, TextAutoResize, TextCase, TextDecoration,
-    TextSegment,
+    FontName, Hyperlink, LetterSpacing, LetterSpacingUnit, LineHeight, LineHeightUnit, Maker, Node, NodeType,
+    TextAutoResize, TextCase, TextDecoration, TextSegment,
 };
 use crate::{names, warn};
 
@@ -69,7 +71,14 @@ pub(super) fn paragraph(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &Contain
     let lines = extent(s, &texts, area)?;
     let links: Vec<Option<Hyperlink>> = texts.iter().map(|(t, _)| cx.links.around(s, *t, Some(n))).collect();
     let utf16: Vec<u16> = characters.encode_utf16().collect();
-    let segments = with_room(segments(&runs, &links, &pieces, utf16.len()), &room, &utf16);
+    let mut segments = with_room(segments(&runs, &links, &pieces, utf16.len()), &room, &utf16);
+    if let Some((font, pitch)) = normal_pitch(s, &texts, &runs, lines) {
+        let pitch = round(pitch);
+        cx.normal_lines.learn(&font, pitch);
+        for g in segments.iter_mut().filter(|g| g.line_height.unit == LineHeightUnit::AUTO && font_of(g) == font) {
+            g.line_height = LineHeight { unit: LineHeightUnit::PIXELS, value: Some(pitch) };
+        }
+    }
     let mut node = text_node(s, n, l, (&characters, segments), area, lines, into);
     // A shadow is the whole node's effect: drawn where every run has the same.
     if runs.iter().all(|r| r.shadow == runs[0].shadow) {
@@ -387,6 +396,121 @@ fn extent(s: &Snapshot<'_>, texts: &[(usize, usize)], area: [f64; 4]) -> Option<
         }
     }
     (top < bottom).then_some((top, bottom, glyphs))
+}
+
+/// A font at a size, as Chromium's line height at `normal` depends on them alone.
+type FontKey = (String, String, u64);
+
+fn font_key(font: &FontName, size: f64) -> FontKey {
+    (font.family.clone(), font.style.clone(), round(size).to_bits())
+}
+
+fn font_of(g: &TextSegment) -> FontKey {
+    font_key(&g.font_name, g.font_size)
+}
+
+/// The height of Chromium's lines at `line-height: normal`, by font and size: the first
+/// paragraph of several lines in that font measures it.
+#[derive(Default)]
+pub(super) struct NormalLines(HashMap<FontKey, f64>);
+
+impl NormalLines {
+    fn learn(&mut self, font: &FontKey, pitch: f64) {
+        self.0.entry(font.clone()).or_insert(pitch);
+    }
+
+    /// The line height of `font`: as measured, else as measured in another style of its family
+    /// at its size (a family's styles share their vertical metrics, as Liberation's and
+    /// DejaVu's do).
+    fn of(&self, font: &FontKey) -> Option<f64> {
+        let (family, _, size) = font;
+        let kin = || self.0.iter().filter(|((f, _, z), _)| f == family && z == size).map(|(_, l)| *l).reduce(f64::min);
+        self.0.get(font).copied().or_else(kin)
+    }
+}
+
+/// The font of a paragraph's lines and the height of those lines, where Chromium laid them out
+/// at `line-height: normal` one height apart; `None` where no one height puts every line
+/// where Chromium did.
+///
+/// Figma's AUTO line height is not Chromium's `normal`: Figma takes the font's ascender,
+/// descender and line gap as they are, Chromium rounds each to a whole pixel. Liberation Sans
+/// at 16 px is 18.4 px a line in Figma and 18 in Chromium: each line of a paragraph drawn 0.4 px
+/// lower than the one before, and the first 0.7 px low (PostgreSQL's pages). At the height
+/// Chromium used, each line is where Chromium put it, the glyphs centred on it as the TEXT
+/// node's box (`text_node`) is on Chromium's glyph boxes.
+///
+/// The lines are the glyph boxes grouped by where they lie; the font is the first run's, and
+/// each line's top is the top of its boxes in that font. A paragraph of one line measures
+/// nothing.
+fn normal_pitch(
+    s: &Snapshot<'_>,
+    texts: &[(usize, usize)],
+    runs: &[RunStyle],
+    (_, _, glyphs): (f64, f64, f64),
+) -> Option<(FontKey, f64)> {
+    let first = runs.first()?;
+    if first.line_height.unit != LineHeightUnit::AUTO {
+        return None;
+    }
+    let font = font_key(&first.font_name(), first.font_size);
+    let mut boxes: Vec<([f64; 4], bool)> = Vec::new();
+    for ((_, tl), run) in texts.iter().zip(runs) {
+        let main = font_key(&run.font_name(), run.font_size) == font;
+        let shown = s.text_boxes.get(tl).into_iter().flatten().filter(|(b, _, len)| *len > 0 && b[3] > 0.0);
+        boxes.extend(shown.map(|(b, _, _)| (*b, main)));
+    }
+    boxes.sort_by(|a, b| a.0[1].total_cmp(&b.0[1]));
+    // Each line: its extent, and the top of its boxes in the paragraph's font.
+    let mut lines: Vec<(f64, f64, Option<f64>)> = Vec::new();
+    for (b, main) in boxes {
+        let mid = b[1] + b[3] / 2.0;
+        let at = main.then_some(b[1]);
+        match lines.last_mut() {
+            Some((top, bottom, own)) if mid > *top && mid < *bottom => {
+                *bottom = bottom.max(b[1] + b[3]);
+                *own = own.or(at);
+            }
+            _ => lines.push((b[1], b[1] + b[3], at)),
+        }
+    }
+    let tops: Vec<f64> = lines.iter().map(|(_, _, at)| *at).collect::<Option<_>>()?;
+    let [first, second, ..] = tops[..] else { return None };
+    let pitch = second - first;
+    let even = tops.windows(2).all(|w| ((w[1] - w[0]) - pitch).abs() <= 0.5);
+    (even && pitch >= glyphs - 0.5).then_some((font, pitch))
+}
+
+/// Every text at `line-height: normal` (AUTO) in a font whose lines a paragraph measured
+/// (`NormalLines`) takes that height, so that one type is one style and its lines are
+/// Chromium's. A TEXT node of one line (as tall as its glyphs) keeps its glyphs where they are:
+/// its box grows by the leading, half above and half below; in a font nothing measured, its
+/// line is as tall as its glyphs. Either puts its baseline where Chromium's is, which AUTO does
+/// not (Figma's glyphs centred on a line of any height sit the same). A node of several lines
+/// that no one height lays out as Chromium did keeps AUTO.
+pub(super) fn even_out(root: &mut Node, known: &NormalLines) {
+    let pitch = |font: &FontKey| known.of(font);
+    let auto = |lh: &Option<LineHeight>| lh.as_ref().is_some_and(|l| l.unit == LineHeightUnit::AUTO);
+    let mut todo: Vec<&mut Node> = vec![root];
+    while let Some(n) = todo.pop() {
+        if n.kind == NodeType::TEXT && auto(&n.line_height) {
+            let font = n.font_name.as_ref().zip(n.font_size).map(|(f, size)| font_key(f, size));
+            let glyphs = (n.height > 0.0).then_some(n.height);
+            let line = font.as_ref().and_then(pitch).or(glyphs).filter(|l| n.height < 1.5 * l);
+            if let Some(l) = line {
+                (n.y, n.height) = (round(n.y - (l - n.height) / 2.0), l);
+                n.line_height = Some(LineHeight { unit: LineHeightUnit::PIXELS, value: Some(l) });
+            }
+        }
+        let single = !auto(&n.line_height);
+        for g in n.segments.iter_mut().flatten().filter(|g| g.line_height.unit == LineHeightUnit::AUTO) {
+            // A node of several lines at AUTO: its runs stay as it is.
+            if let Some(l) = pitch(&font_of(g)).filter(|_| single) {
+                g.line_height = LineHeight { unit: LineHeightUnit::PIXELS, value: Some(l) };
+            }
+        }
+        todo.extend(n.children.iter_mut().flatten());
+    }
 }
 
 /// The styled runs over all `len` characters: one per text node, adjacent ones of one style

@@ -680,6 +680,8 @@ export function wrapLines(nodes) {
         fontWeight: String(s.weight),
         fontStyle: s.italic ? "italic" : "normal",
         letterSpacing: `${s.letterSpacing}px`,
+        // The text breaks as it is drawn, in its case (Figma's textCase).
+        textTransform: s.transform,
       });
       span.textContent = s.text;
       div.appendChild(span);
@@ -729,6 +731,9 @@ export function wrappingNodes(doc) {
 }
 
 /** A TEXT node as wrapLines takes it: its characters as spans of one font (its segments). */
+/** Figma's `textCase` as CSS `text-transform`: TITLE capitalizes each word, as CSS does. */
+const CASE_TRANSFORM = { ORIGINAL: "none", UPPER: "uppercase", LOWER: "lowercase", TITLE: "capitalize" };
+
 export function wrapInput(n) {
   const lh = n.lineHeight;
   const chars = n.characters ?? "";
@@ -744,6 +749,7 @@ export function wrapInput(n) {
       weight: fontWeight(pick("fontName")?.style),
       italic: /italic|oblique/i.test(pick("fontName")?.style ?? ""),
       letterSpacing: ls?.unit === "PERCENT" ? ((ls.value ?? 0) / 100) * size : (ls?.value ?? 0),
+      transform: CASE_TRANSFORM[pick("textCase") ?? "ORIGINAL"] ?? "none",
     };
   };
   const spans = [];

@@ -168,3 +168,31 @@ test("bare-tag names", () => {
   for (const n of ["div", "span.btn", "td", "DIV#main", "section.a.b"]) assert.ok(bareTag(n), n);
   for (const n of ["Card", "in", "Hello world", "logo-container", "div something", "item-row"]) assert.ok(!bareTag(n), n);
 });
+
+test("a wrapping text breaks in the case it is drawn in (textCase), as Figma draws it", async () => {
+  const node = (textCase) => ({
+    type: "TEXT",
+    characters: "iiii iiii iiii",
+    width: 0,
+    fontSize: 16,
+    fontName: { family: "DejaVu Sans", style: "Book" },
+    textAutoResize: "HEIGHT",
+    ...(textCase ? { textCase } : {}),
+  });
+  const page = await browser.newPage();
+  await page.setContent("<body style='margin:0'></body>");
+  // As wide as the words in lower case: upper case ("IIII") is wider, and wraps.
+  const [lower] = await page.evaluate(wrapLines, [wrapInput(node())]);
+  const width = await page.evaluate(() => {
+    const s = document.createElement("span");
+    s.style.font = "16px 'DejaVu Sans'";
+    s.textContent = "iiii iiii iiii";
+    document.body.appendChild(s);
+    return s.getBoundingClientRect().width + 1;
+  });
+  const [plain, upper] = await page.evaluate(wrapLines, [{ ...node(), width }, { ...node("UPPER"), width }].map(wrapInput));
+  await page.close();
+  assert.equal(lower.length > 1, true, "a width of 0 breaks every word");
+  assert.equal(plain.length, 1);
+  assert.ok(upper.length > 1, JSON.stringify(upper));
+});

@@ -91,6 +91,12 @@ fn a_hidden_inline_at_the_end_of_a_left_aligned_line_leaves_one_text_node() {
     assert_eq!(t.len(), 1, "{t:#?}");
     assert_eq!(t[0].characters.as_deref(), Some("Annotations Quirks"));
     assert_eq!(t[0].text_auto_resize, Some(TextAutoResize::HEIGHT));
+    // Right after the last word, it is part of that word when Chromium breaks the line
+    // ("Quirks¶" must fit): its room, the "¶" and the padding, follows the last character.
+    let segs = t[0].segments.as_deref().expect("segments");
+    let last = segs.last().expect("a segment");
+    assert_eq!((last.start, last.end), (17, 18), "{segs:#?}");
+    assert!(last.letter_spacing.value > 8.0 + 4.0, "the padding and the ¶: {segs:#?}");
     // Centred, its room shifts the visible text, and text after it is moved by it: line by
     // line, as before.
     for page in [

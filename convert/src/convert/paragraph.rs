@@ -123,6 +123,7 @@ fn inline_items(s: &Snapshot<'_>, n: usize) -> Option<Vec<Item>> {
             (1, Some(_)) if s.is_tag(c, &["br"]) => items.push(Item::Break),
             (1, Some(cl)) if hidden_inline(s, n, c, cl) => {
                 hidden_at = hidden_at.or(Some(items.len()));
+                items.extend(hidden_room(s, items.last(), c, cl));
             }
             (1, Some(cl)) => {
                 if !plain_inline(s, c, cl) {
@@ -173,6 +174,37 @@ fn hidden_inline(s: &Snapshot<'_>, n: usize, c: usize, cl: usize) -> bool {
         }
     }
     left && s.style(cl, "display") == "inline" && s.style(cl, "visibility") == "hidden" && all_hidden
+}
+
+/// The room a hidden inline element `c` takes after the item before it, when that is a word:
+/// right after a word, it is part of that word for the line breaking, so its room is the room
+/// after the word's last character (Sphinx's heading breaks before "Older" because "Older¶"
+/// does not fit).
+fn hidden_room(s: &Snapshot<'_>, before: Option<&Item>, c: usize, cl: usize) -> Option<Item> {
+    let word = matches!(before, Some(Item::Text(t, _))
+        if s.node_value[*t].is_some_and(|v| v.ends_with(|ch: char| !ch.is_whitespace())));
+    word.then(|| Item::Edge(hidden_width(s, c, cl)))
+}
+
+/// The width a hidden inline element takes on its line: its text's, its margins, borders and
+/// padding.
+fn hidden_width(s: &Snapshot<'_>, c: usize, cl: usize) -> f64 {
+    let (mut x0, mut x1) = (f64::MAX, f64::MIN);
+    let mut inside = vec![c];
+    while let Some(e) = inside.pop() {
+        for (b, _, len) in s.layout_of[e].and_then(|el| s.text_boxes.get(&el)).into_iter().flatten() {
+            if *len > 0 {
+                (x0, x1) = (x0.min(b[0]), x1.max(b[0] + b[2]));
+            }
+        }
+        inside.extend(&s.children[e]);
+    }
+    let side = |edge: &str| {
+        s.px(cl, &format!("margin-{edge}"))
+            + s.px(cl, &format!("border-{edge}-width"))
+            + s.px(cl, &format!("padding-{edge}"))
+    };
+    (x1 - x0).max(0.0) + side("left") + side("right")
 }
 
 /// Marks, in the walk's stack, the end edge of the element `value - EDGE_END`.

@@ -115,7 +115,18 @@ fn a_samples_frames_are_the_conversions_at_each_width() {
     let mut desktop_alone = first.document.clone();
     desktop_alone.styles = None;
     desktop_alone.name = "Desktop · 1440".into();
+    // Its components (the cards' icons) stand beside the combined root, not beside the frame.
+    let icons = desktop_alone.components.take().map_or(0, |c| c.len());
     assert_eq!(&desktop_alone, desktop);
+    // (At 390 px the cards are of different widths: no component, no icons.)
+    let mobile_icons = alone(&bytes, 390).document.components.map_or(0, |c| c.len());
+    let beside = out.document.components.as_deref().unwrap_or_default();
+    assert!(
+        icons > 0 && beside.len() == icons + mobile_icons,
+        "{icons} + {mobile_icons} icons, beside: {}",
+        beside.len()
+    );
+    assert!(beside.iter().all(|c| c.x > out.document.width), "to the right of both frames");
     let shared_styles = out.document.styles.as_ref().map_or(0, Vec::len);
     assert!(shared_styles >= first.document.styles.as_ref().map_or(0, Vec::len));
     // Every image a frame refers to is in the one list, once.

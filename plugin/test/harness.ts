@@ -120,7 +120,9 @@ g.__harness = {
   run,
   close,
   shown: () => shown,
-  roots: () => page().children.map((n) => n.id),
+  // A design's root, and beside it the components its instances swap in (COMPONENTs).
+  roots: () => page().children.filter((n) => n.type !== "COMPONENT").map((n) => n.id),
+  beside: () => page().children.filter((n) => n.type === "COMPONENT").map((n) => n.id),
   storage: () => Object.fromEntries(t.storage),
   scrolledTo: () => t.scrolledTo,
   selection: () => page().selection.map((n) => n.id),
@@ -175,11 +177,13 @@ g.__harness = {
       if (img.mimeType === "image/svg+xml") svg.set(ref, new TextDecoder().decode(bytesOf(img.data)));
       else raster.set(ref, bytesOf(img.data));
     }
-    const root = page().children[0];
+    const root = page().children.find((n) => n.type !== "COMPONENT");
     if (!root) return { diffs: ["no root on the page"], compared: 0, expected: countNodes(doc) };
-    // The plugin puts the root where the user is looking: its own position is the plugin's.
+    // The plugin puts the root where the user is looking: its own position is the plugin's, and
+    // the components beside it moved with it.
     const placed = { ...doc, x: root.x, y: root.y } as Node;
-    return { ...compareTree(placed, root, t, { raster, svg }), expected: countNodes(doc) };
+    const beside = page().children.filter((n) => n.type === "COMPONENT");
+    return { ...compareTree(placed, root, t, { raster, svg }, beside), expected: countNodes(doc) };
   },
 };
 
@@ -189,6 +193,7 @@ export type Harness = {
   close(): void;
   shown(): string;
   roots(): string[];
+  beside(): string[];
   storage(): Record<string, unknown>;
   scrolledTo(): string[][];
   selection(): string[];

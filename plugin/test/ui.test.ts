@@ -355,6 +355,9 @@ async function checkBuilt(s: Session, stack: StackEnv, t: Tenant, jobId: string)
   assert.equal(job.status, "completed");
   const roots = await H(s, (h) => h.roots());
   assert.equal(roots.length, 1, "one root on the page");
+  // Beside it, the components its instances swap in (the landing's icons), none on other pages.
+  const doc = result.document as { components?: unknown[] } | null;
+  assert.equal((await H(s, (h) => h.beside())).length, doc?.components?.length ?? 0, "its components beside it");
   assert.equal(job.materializedNodeId, roots[0], "placement recorded the root the plugin built");
   assert.ok(result.document);
   const cmp = await H(s, (h, a) => h.compare(a[0], a[1]), [result.document, result.images] as const);

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use super::paint::solid;
+use super::paint::{inline_lines, solid};
 use super::text::{run_style, substitution, text_align, RunStyle};
 use super::{order, round, Container, Ctx, Key, Snapshot, MAX_NODES};
 use crate::doc::{
@@ -106,9 +106,7 @@ fn inline_items(s: &Snapshot<'_>, n: usize) -> Option<Vec<Item>> {
     while let Some(c) = todo.pop() {
         if c >= EDGE_END {
             let el = c - EDGE_END;
-            let end = s.layout_of[el].map_or(0.0, |cl| {
-                s.px(cl, "margin-right") + s.px(cl, "border-right-width") + s.px(cl, "padding-right")
-            });
+            let end = s.layout_of[el].map_or(0.0, |cl| side(s, cl, "right"));
             if end != 0.0 {
                 items.push(Item::Edge(end));
             }
@@ -129,15 +127,10 @@ fn inline_items(s: &Snapshot<'_>, n: usize) -> Option<Vec<Item>> {
                 if !plain_inline(s, c, cl) {
                     return None;
                 }
-                let side = |edge: &str| {
-                    s.px(cl, &format!("margin-{edge}"))
-                        + s.px(cl, &format!("border-{edge}-width"))
-                        + s.px(cl, &format!("padding-{edge}"))
-                };
                 // Its children in order, between its two edges (`todo` is a stack).
                 todo.push(EDGE_END + c);
                 todo.extend(s.children[c].iter().rev());
-                let start = side("left");
+                let start = side(s, cl, "left");
                 if start != 0.0 {
                     items.push(Item::Edge(start));
                 }
@@ -186,25 +179,19 @@ fn hidden_room(s: &Snapshot<'_>, before: Option<&Item>, c: usize, cl: usize) -> 
     word.then(|| Item::Edge(hidden_width(s, c, cl)))
 }
 
-/// The width a hidden inline element takes on its line: its text's, its margins, borders and
+/// The width a hidden inline element takes: its text's on each line, its margins, borders and
 /// padding.
 fn hidden_width(s: &Snapshot<'_>, c: usize, cl: usize) -> f64 {
-    let (mut x0, mut x1) = (f64::MAX, f64::MIN);
-    let mut inside = vec![c];
-    while let Some(e) = inside.pop() {
-        for (b, _, len) in s.layout_of[e].and_then(|el| s.text_boxes.get(&el)).into_iter().flatten() {
-            if *len > 0 {
-                (x0, x1) = (x0.min(b[0]), x1.max(b[0] + b[2]));
-            }
-        }
-        inside.extend(&s.children[e]);
-    }
-    let side = |edge: &str| {
-        s.px(cl, &format!("margin-{edge}"))
-            + s.px(cl, &format!("border-{edge}-width"))
-            + s.px(cl, &format!("padding-{edge}"))
-    };
-    (x1 - x0).max(0.0) + side("left") + side("right")
+    let text: f64 = inline_lines(s, c).iter().map(|line| line[2]).sum();
+    text + side(s, cl, "left") + side(s, cl, "right")
+}
+
+/// The room an inline element `cl` (its layout) takes beside its content on one `edge` ("left",
+/// "right"): its margin, border and padding there.
+fn side(s: &Snapshot<'_>, cl: usize, edge: &str) -> f64 {
+    s.px(cl, &format!("margin-{edge}"))
+        + s.px(cl, &format!("border-{edge}-width"))
+        + s.px(cl, &format!("padding-{edge}"))
 }
 
 /// Marks, in the walk's stack, the end edge of the element `value - EDGE_END`.
@@ -523,8 +510,7 @@ fn normal_pitch(
 pub(super) fn even_out(root: &mut Node, known: &NormalLines) {
     let pitch = |font: &FontKey| known.of(font);
     let auto = |lh: &Option<LineHeight>| lh.as_ref().is_some_and(|l| l.unit == LineHeightUnit::AUTO);
-    let mut todo: Vec<&mut Node> = vec![root];
-    while let Some(n) = todo.pop() {
+    super::styles::visit(root, &mut |n| {
         if n.kind == NodeType::TEXT && auto(&n.line_height) {
             let font = n.font_name.as_ref().zip(n.font_size).map(|(f, size)| font_key(f, size));
             let glyphs = (n.height > 0.0).then_some(n.height);
@@ -541,8 +527,7 @@ pub(super) fn even_out(root: &mut Node, known: &NormalLines) {
                 g.line_height = LineHeight { unit: LineHeightUnit::PIXELS, value: Some(l) };
             }
         }
-        todo.extend(n.children.iter_mut().flatten());
-    }
+    });
 }
 
 /// The styled runs over all `len` characters: one per text node, adjacent ones of one style

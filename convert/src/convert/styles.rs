@@ -48,7 +48,7 @@ pub(super) fn share(s: &Snapshot<'_>, root: &mut Node) {
 }
 
 /// Every node, depth first.
-fn visit(n: &mut Node, f: &mut impl FnMut(&mut Node)) {
+pub(super) fn visit(n: &mut Node, f: &mut impl FnMut(&mut Node)) {
     f(n);
     for c in n.children.iter_mut().flatten() {
         visit(c, f);

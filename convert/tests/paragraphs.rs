@@ -232,3 +232,18 @@ fn line_height_normal_is_chromiums_line_height_not_figmas_auto() {
     assert_eq!((px(one), one.height), (Some(18.0), 18.0));
     assert_eq!((px(heading), heading.height), (Some(18.0), 18.0));
 }
+
+#[test]
+fn a_lines_runs_in_a_font_nothing_measured_take_the_lines_height_not_auto() {
+    // A heading of one line in a size no paragraph measured is as tall as its glyphs; its runs
+    // (here the text and a link after it) must say so too, or Figma lays the line out at
+    // AUTO, the font's own metrics, and the text's type and its runs' disagree.
+    let out = run("<h1 style=\"font: 32px 'Liberation Sans'; line-height: normal; width: 600px\">A heading \
+         <a href=\"#x\" style=\"color: rgb(0, 0, 200)\">here</a></h1>");
+    let heading = texts(&out).into_iter().find(|n| n.segments.is_some()).expect("a heading with runs");
+    let line = heading.line_height.clone().expect("a line height");
+    assert_eq!(line.unit, LineHeightUnit::PIXELS, "{line:?}");
+    for g in heading.segments.iter().flatten() {
+        assert_eq!(g.line_height, line, "{g:?}");
+    }
+}

@@ -520,10 +520,13 @@ pub(super) fn even_out(root: &mut Node, known: &NormalLines) {
                 n.line_height = Some(LineHeight { unit: LineHeightUnit::PIXELS, value: Some(l) });
             }
         }
+        // A node of several lines at AUTO: its runs stay as it is. Else a run of a font nothing
+        // measured takes its line's height, as the node did: at AUTO, Figma would make the
+        // line as tall as that font's metrics, not Chromium's.
+        let line = n.line_height.as_ref().filter(|l| l.unit == LineHeightUnit::PIXELS).and_then(|l| l.value);
         let single = !auto(&n.line_height);
         for g in n.segments.iter_mut().flatten().filter(|g| g.line_height.unit == LineHeightUnit::AUTO) {
-            // A node of several lines at AUTO: its runs stay as it is.
-            if let Some(l) = pitch(&font_of(g)).filter(|_| single) {
+            if let Some(l) = pitch(&font_of(g)).or(line).filter(|_| single) {
                 g.line_height = LineHeight { unit: LineHeightUnit::PIXELS, value: Some(l) };
             }
         }

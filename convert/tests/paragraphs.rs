@@ -140,28 +140,42 @@ fn an_inline_elements_padding_is_room_beside_its_text() {
 }
 
 #[test]
-fn colours_and_type_used_three_times_are_shared_styles_named_by_role() {
-    let out = run("<h1 style=\"font: bold 30px/36px 'DejaVu Sans'\">Title</h1>\
+fn every_colour_and_type_is_a_shared_style_named_by_role_the_commonest_first() {
+    let out = run("<div style=\"background: linear-gradient(#fff, #ccc); padding: 8px\">\
+         <h1 style=\"font: bold 30px/36px 'DejaVu Sans'; color: rgb(200, 0, 0)\">Title</h1>\
          <p>One para.</p><p>Two para.</p><p>Three <a href=\"https://example.com/\" style=\"color: rgb(0, 0, 200)\">link</a>.</p>\
          <p><a href=\"https://example.com/a\" style=\"color: rgb(0, 0, 200)\">alpha</a> and \
-         <a href=\"https://example.com/b\" style=\"color: rgb(0, 0, 200)\">beta</a></p>");
+         <a href=\"https://example.com/b\" style=\"color: rgb(0, 0, 200)\">beta</a></p></div>");
     let styles = out.document.styles.as_ref().expect("styles on the root");
     let names: Vec<&str> = styles.iter().map(|s| s.name.as_str()).collect();
     assert!(names.contains(&"Text/Body"), "{names:?}");
-    assert!(names.contains(&"Color/Text"), "{names:?}");
-    assert!(names.contains(&"Color/Link"), "the link colour, used three times: {names:?}");
-    assert!(!names.iter().any(|n| n.starts_with("Text/Heading")), "one heading is not a style: {names:?}");
+    assert!(names.contains(&"Color/Link"), "{names:?}");
+    // Used once, and a style still: the heading's type, and its colour, a second text colour.
+    assert!(names.contains(&"Text/Heading 1"), "{names:?}");
+    assert!(names.contains(&"Color/Text 2"), "{names:?}");
     let id = |name: &str| styles.iter().find(|s| s.name == name).map(|s| s.id.clone());
     let body = texts(&out).into_iter().find(|n| n.characters.as_deref() == Some("One para.")).unwrap();
     assert_eq!(body.text_style_id, id("Text/Body"));
+    // The commonest text colour has the role's plain name.
     assert_eq!(body.fill_style_id, id("Color/Text"));
-    // Every id a node or segment names is a style of the root.
+    let title = texts(&out).into_iter().find(|n| n.characters.as_deref() == Some("Title")).unwrap();
+    assert_eq!(title.text_style_id, id("Text/Heading 1"));
+    assert_eq!(title.fill_style_id, id("Color/Text 2"));
+    // A gradient is a paint style as it is.
+    let gradient = |n: &Node| n.fills.iter().flatten().any(|f| matches!(f, Paint::GradientLinear { .. }));
+    let (boxed, _) = out.document.walk().find(|(n, _)| gradient(n)).expect("the gradient's frame");
+    let used = styles.iter().find(|s| Some(&s.id) == boxed.fill_style_id.as_ref()).expect("a style");
+    assert_eq!(used.paints, boxed.fills);
+    // Every id a node or segment names is a style of the root, and nothing drawn is loose.
     let known: Vec<String> = styles.iter().map(|s| s.id.clone()).collect();
     for (n, _) in out.document.walk() {
         let segs = n.segments.iter().flatten().flat_map(|g| [&g.fill_style_id, &g.text_style_id]);
         for used in [&n.fill_style_id, &n.text_style_id].into_iter().chain(segs).flatten() {
             assert!(known.contains(used), "{used} is not a style");
         }
+        let painted = n.fills.iter().flatten().any(|f| !matches!(f, Paint::Image { .. }));
+        assert!(!painted || n.fill_style_id.is_some(), "{:?} has a loose fill", n.name);
+        assert!(n.kind != NodeType::TEXT || n.text_style_id.is_some(), "{:?} has a loose type", n.name);
     }
 }
 

@@ -353,8 +353,8 @@ pub struct Node {
     /// The `id` of the document's TEXT style (`styles`, on the root) that the node's type is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_style_id: Option<String>,
-    /// On the root: the colours and type the document uses three times or more, as Figma's
-    /// local styles, named by role ("Text/Heading 1", "Color/Link"); nodes and segments refer
+    /// On the root: every colour and type the document draws, as Figma's local styles, named
+    /// by role, the most used first ("Text/Heading 1", "Color/Link"); nodes and segments refer
     /// to them by `id`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub styles: Option<Vec<Style>>,

@@ -573,8 +573,8 @@ export interface components {
              */
             primaryAxisAlignItems?: "MIN" | "CENTER" | "MAX" | "SPACE_BETWEEN";
             /**
-             * @description On the root: the colours and type the document uses three times or more, as Figma's
-             *     local styles, named by role ("Text/Heading 1", "Color/Link"); nodes and segments refer
+             * @description On the root: every colour and type the document draws, as Figma's local styles, named
+             *     by role, the most used first ("Text/Heading 1", "Color/Link"); nodes and segments refer
              *     to them by `id`.
              */
             styles?: components["schemas"]["Style"][];

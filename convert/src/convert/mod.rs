@@ -20,7 +20,7 @@
 //! - `images`: images, inline SVG and the other replaced content;
 //! - `controls`: form controls' values, placeholders and themed parts;
 //! - `layout`: auto layout for flex containers, GRID for grid containers;
-//! - `styles`: colours and type used three times or more as the document's shared styles;
+//! - `styles`: every colour and type the document draws, as its shared styles;
 //! - `components`: repeated sibling structures as a component and its instances;
 //! - `links`: where a link goes, a URL or a layer of the document;
 //! - `warnings`: warnings, within the artifact's limits, and the nodes they name.

@@ -118,6 +118,10 @@ fn an_inline_with_overflow_hidden_clips_nothing_and_stays_in_its_paragraph() {
     assert_eq!(t.len(), 1, "{t:#?}");
     assert_eq!(t[0].characters.as_deref(), Some("A Cell, but Sync."));
     assert_eq!(t[0].text_auto_resize, Some(TextAutoResize::HEIGHT));
+    // Nor does it need a frame for a clip it does not make: the text is the page's one layer.
+    let layers: Vec<(NodeType, &str)> =
+        out.document.children.iter().flatten().map(|n| (n.kind, n.name.as_str())).collect();
+    assert_eq!(layers, [(NodeType::TEXT, "A Cell, but Sync.")]);
 }
 
 #[test]

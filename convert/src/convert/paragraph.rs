@@ -40,7 +40,7 @@ enum Item {
 const OWNERS: &[&str] = &["block", "list-item", "table-cell", "inline-block", "table-caption", "flow-root"];
 
 /// Elements that are boxes of their own even when inline.
-const REPLACED: &[&str] = &[
+pub(super) const REPLACED: &[&str] = &[
     "img", "svg", "input", "textarea", "select", "button", "canvas", "video", "audio", "iframe", "object", "embed",
     "picture", "math",
 ];

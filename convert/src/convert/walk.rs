@@ -285,7 +285,11 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     let s = cx.s;
     let (b, k, flex_item) = (s.l_bounds[l], key(s, n, l), node.maker.flex_item);
     let display = s.style(l, "display");
-    let clips = s.style(l, "overflow-x") != "visible" || s.style(l, "overflow-y") != "visible";
+    // Overflow applies to block, flex and grid containers only: an inline box (rustdoc's
+    // `.docblock-short p { display: inline; overflow: hidden }`) clips nothing and needs no
+    // frame for it; its text is its paragraph's, its painted runs shapes behind it.
+    let inline_box = display == "inline" && !s.is_tag(n, super::paragraph::REPLACED);
+    let clips = !inline_box && (s.style(l, "overflow-x") != "visible" || s.style(l, "overflow-y") != "visible");
     // A wrapping container too: auto layout is made only where its items lie on one line
     // (`lay_out` checks every item is where Figma would put it).
     let flex = matches!(display, "flex" | "inline-flex");

@@ -285,11 +285,7 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
     let s = cx.s;
     let (b, k, flex_item) = (s.l_bounds[l], key(s, n, l), node.maker.flex_item);
     let display = s.style(l, "display");
-    // Overflow applies to block, flex and grid containers only: an inline box (rustdoc's
-    // `.docblock-short p { display: inline; overflow: hidden }`) clips nothing and needs no
-    // frame for it; its text is its paragraph's, its painted runs shapes behind it.
-    let inline_box = display == "inline" && !s.is_tag(n, super::paragraph::REPLACED);
-    let clips = !inline_box && (s.style(l, "overflow-x") != "visible" || s.style(l, "overflow-y") != "visible");
+    let clips = clips(s, n, l, display);
     // A wrapping container too: auto layout is made only where its items lie on one line
     // (`lay_out` checks every item is where Figma would put it).
     let flex = matches!(display, "flex" | "inline-flex");
@@ -342,6 +338,15 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
         node.children = Some(kids);
     }
     into.nodes.push((k, node));
+}
+
+/// Whether element `n` (laid out `l`, as `display`) clips its content. Overflow applies to
+/// block, flex and grid containers only: an inline box (rustdoc's `.docblock-short p {
+/// display: inline; overflow: hidden }`) clips nothing and needs no frame for it; its text is
+/// its paragraph's, its painted runs shapes behind it.
+fn clips(s: &Snapshot<'_>, n: usize, l: usize, display: &str) -> bool {
+    let inline_box = display == "inline" && !s.is_tag(n, super::paragraph::REPLACED);
+    !inline_box && (s.style(l, "overflow-x") != "visible" || s.style(l, "overflow-y") != "visible")
 }
 
 /// An element drawn without a frame of its own: it needs none, or is too deep for one (then

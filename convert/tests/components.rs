@@ -5,7 +5,7 @@
 
 mod common;
 
-use code2des_convert::doc::NodeType;
+use code2des_convert::doc::{NodeType, Paint};
 use code2des_convert::{Node, Output};
 
 fn page(body: &str) -> Output {
@@ -136,4 +136,65 @@ fn cards_each_with_its_own_icon_swap_icon_components_beside_the_screen() {
     };
     let used: Vec<String> = cards.iter().map(|c| icon_of(c)).collect();
     assert_eq!(used, [ids[0], ids[1], ids[0]]);
+}
+
+/// Every node with its place on the page.
+fn placed(n: &Node, (ox, oy): (f64, f64), out: &mut Vec<(f64, f64, Node)>) {
+    let (x, y) = (ox + n.x, oy + n.y);
+    out.push((x, y, n.clone()));
+    for c in n.children.iter().flatten() {
+        placed(c, (x, y), out);
+    }
+}
+
+#[test]
+fn list_items_with_code_in_other_places_are_one_component_their_codes_backgrounds_behind_them() {
+    let list = |li_style: &str| {
+        let li = |t: &str| format!("<li style=\"{li_style}\"><p style=\"margin: 0\">{t}</p></li>");
+        format!(
+            "<style>code {{ background: rgb(230, 230, 230); border-radius: 3px; font-family: 'DejaVu Sans Mono' }}</style>\
+             <ul style=\"margin: 0; padding: 0 0 0 30px; width: 400px\">{}{}{}{}</ul>",
+            li("Use <code>o.__dict__</code> as the globals."),
+            li("If <code>o</code> is a class, use <code>vars(o)</code> as the locals."),
+            li("Plain words, no code at all."),
+            li("And <code>eval()</code> last."),
+        )
+    };
+    let grey = |n: &Node| {
+        n.kind != NodeType::TEXT
+            && n.fills
+                .iter()
+                .flatten()
+                .any(|f| matches!(f, Paint::Solid { color, .. } if (color.r - 230.0 / 255.0).abs() < 0.01))
+    };
+    let out = page(&list(""));
+    let components = of_kind(&out, NodeType::COMPONENT);
+    assert_eq!(components.len(), 1, "{:#?}", out.document.children);
+    let id = components[0].id.clone();
+    let instances = of_kind(&out, NodeType::INSTANCE);
+    assert_eq!(instances.len(), 3);
+    assert!(instances.iter().all(|i| i.component_id == id));
+    // No member holds a background of its code: an instance holds only its component's layers.
+    for m in components.iter().chain(&instances) {
+        assert!(m.walk().all(|(n, _)| !grey(n)), "{m:#?}");
+    }
+    // They stand right behind their items, where the page drew them: as a list whose items
+    // paint (so that behind them they would not show) keeps them, each in its item.
+    let painted = page(&list("background: rgb(255, 255, 254)"));
+    assert!(of_kind(&painted, NodeType::COMPONENT).is_empty(), "the items differ in their code's backgrounds");
+    let boxes = |out: &Output| {
+        let mut all = Vec::new();
+        placed(&out.document, (0.0, 0.0), &mut all);
+        all.into_iter().filter(|(_, _, n)| grey(n)).map(|(x, y, n)| [x, y, n.width, n.height]).collect::<Vec<_>>()
+    };
+    let (lifted, kept) = (boxes(&out), boxes(&painted));
+    assert_eq!(lifted.len(), 4, "{lifted:?}");
+    for (a, b) in lifted.iter().zip(&kept) {
+        assert!(a.iter().zip(b).all(|(p, q)| (p - q).abs() < 0.01), "{a:?} against {b:?}");
+    }
+    let kids = out.document.children.as_deref().unwrap_or_default();
+    for (i, _) in kids.iter().enumerate().filter(|(_, k)| grey(k)) {
+        let next = kids[i + 1..].iter().find(|n| !grey(n)).expect("its item after it");
+        assert!(matches!(next.kind, NodeType::COMPONENT | NodeType::INSTANCE), "{next:#?}");
+    }
 }

@@ -337,12 +337,15 @@ export class Builder {
         }
       }
       if (d.node.name !== undefined && d.node.name !== o.node.name) node.name = d.node.name;
-      if (d.node.type === "TEXT" && o.node.type === "TEXT" && !sameText(d.node, o.node)) {
-        await this.textContent(node as TextNode, d.node, here);
+      const rewritten = d.node.type === "TEXT" && o.node.type === "TEXT" && !sameText(d.node, o.node);
+      // The whole text's fill before its runs', which a fill for the whole would paint over; a
+      // text without fills has a new text's (Figma's black), not its component's first run's.
+      const fills = d.node.fills ?? (rewritten ? NEW_TEXT_FILLS : undefined);
+      if (fills !== undefined && (rewritten || !sameJson(fills, o.node.fills)) && "fills" in node) {
+        (node as MinimalFillsMixin).fills = this.paints(fills, d.node, here);
+        await this.fillStyle(node, d.node);
       }
-      if (d.node.fills !== undefined && !sameJson(d.node.fills, o.node.fills) && "fills" in node) {
-        (node as MinimalFillsMixin).fills = this.paints(d.node.fills, d.node, here);
-      }
+      if (rewritten) await this.textContent(node as TextNode, d.node as Node & { type: "TEXT" }, here);
       this.place(node, d.x, d.y);
       if ("children" in node) await this.overrides(node.children, d.node.children ?? [], o.node.children ?? [], here);
     }
@@ -769,8 +772,18 @@ function laidOutAs(kids: Node[], ox = 0, oy = 0): { node: Node; index: number; x
 }
 
 /** Two TEXT nodes show the same text in the same runs and link. */
+/** What Figma fills a new text with. */
+const NEW_TEXT_FILLS: DocPaint[] = [{ type: "SOLID", color: { r: 0, g: 0, b: 0 } }];
+
+/**
+ * Whether an instance's text shows as its component's: the characters, the runs, and the type
+ * they default to (a text of several runs takes its longest run's, which differs from item to
+ * item as the runs do).
+ */
 function sameText(a: Node & { type: "TEXT" }, b: Node & { type: "TEXT" }): boolean {
-  return a.characters === b.characters && sameJson(a.segments, b.segments) && sameJson(a.hyperlink, b.hyperlink);
+  const type = (n: Node & { type: "TEXT" }) =>
+    [n.fontName, n.fontSize, n.lineHeight, n.letterSpacing, n.textCase, n.textDecoration, n.textStyleId, n.hyperlink];
+  return a.characters === b.characters && sameJson(a.segments, b.segments) && sameJson(type(a), type(b));
 }
 
 /** Equal as JSON, object keys in any order. */

@@ -499,6 +499,71 @@ test("a component is built once and its instances show their own text and images
   assert.deepEqual(lone.built.warnings.map((w) => [w.code, w.indices]), [["instance_unresolved", [0]]]);
 });
 
+test("an instance's text in other runs than its component's, or in one, shows its own type and colours (issue 39)", async () => {
+  const black = [{ type: "SOLID", color: { r: 0, g: 0, b: 0 } }] as const;
+  const blue = [{ type: "SOLID", color: { r: 0, g: 0, b: 0.8 } }] as const;
+  const run = (start: number, end: number, code: boolean) => ({
+    start,
+    end,
+    fontName: { family: code ? "Roboto" : "Inter", style: "Regular" },
+    fontSize: 16,
+    fills: code ? [...blue] : [...black],
+    textDecoration: "NONE" as const,
+    textCase: "ORIGINAL" as const,
+    letterSpacing: { unit: "PIXELS" as const, value: 0 },
+    lineHeight: { unit: "PIXELS" as const, value: 20 },
+  });
+  // Prose then code; code then prose; code alone, as one style (the converter's one-run text).
+  const texts: Node[] = [
+    { characters: "Use o.x here", segments: [run(0, 4, false), run(4, 7, true), run(7, 12, false)] },
+    // A text's own type and fill are its longest run's, as the converter gives them.
+    { characters: "vars(o) is it", segments: [run(0, 7, true), run(7, 13, false)], fontName: { family: "Roboto", style: "Regular" }, fills: [...blue] },
+    { characters: "eval()", fontName: { family: "Roboto", style: "Regular" }, fills: [...blue] },
+  ].map((t) => ({
+    type: "TEXT",
+    name: t.characters,
+    x: 0,
+    y: 0,
+    width: 300,
+    height: 20,
+    fontSize: 16,
+    fontName: { family: "Inter", style: "Regular" },
+    fills: [...black],
+    lineHeight: { unit: "PIXELS", value: 20 },
+    textAutoResize: "HEIGHT",
+    ...t,
+  })) as Node[];
+  const doc: Node = {
+    type: "FRAME",
+    name: "Page",
+    width: 400,
+    height: 100,
+    children: texts.map((text, i) => ({
+      ...(i === 0 ? { type: "COMPONENT", id: "item" } : { type: "INSTANCE", componentId: "item" }),
+      name: "List item",
+      x: 10,
+      y: 10 + i * 25,
+      width: 300,
+      height: 20,
+      children: [text],
+    })) as Node[],
+  };
+  const { t, built } = await build(doc, { raster: new Map(), svg: new Map() });
+  const { diffs } = compareTree(doc, built.root, t, { raster: new Map(), svg: new Map() });
+  assert.deepEqual(diffs, []);
+  const [, second, third] = (built.root as FrameNode).children as [ComponentNode, InstanceNode, InstanceNode];
+  const ranges = (n: SceneNode) => (n as TextNode & { ranges?: RangeStyle[] }).ranges ?? [];
+  // Its own runs where the component has others: code first, then prose.
+  const own = ranges(second.children[0] as SceneNode);
+  const [code, prose] = [own[0], own[8]];
+  assert.deepEqual([code?.fontName?.family, prose?.fontName?.family], ["Roboto", "Inter"]);
+  assert.deepEqual([code?.fills, prose?.fills], [blue, black]);
+  // One style over all: none of the component's runs is left in it.
+  const one = third.children[0] as TextNode;
+  assert.deepEqual([one.fontName, one.fills], [{ family: "Roboto", style: "Regular" }, blue]);
+  assert.deepEqual(ranges(one).filter((r) => r.fontName !== undefined || r.fills !== undefined), []);
+});
+
 test("icons beside the screen are components, swapped into each instance (issue 39 item 4)", async () => {
   const svg = (fill: string) => `<svg xmlns="http://www.w3.org/2000/svg" width="22" height="22"><rect width="22" height="22" fill="${fill}"/></svg>`;
   const images: Images = { raster: new Map(), svg: new Map([["s1", svg("red")], ["s2", svg("green")], ["s3", svg("blue")]]) };

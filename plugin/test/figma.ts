@@ -281,7 +281,53 @@ export function testFigma(): TestFigma {
         record("fillStyleId")(start, end, id);
       },
     });
+    wholeText(text);
     return gridded(text) as TextNode;
+  };
+  // Figma's whole-text setters set every character: what the ranges held of that field goes.
+  // Characters replaced all at once take the first character's style, as Figma's do. (The stub
+  // keeps neither: an instance's text rewritten would keep its component's runs.)
+  const wholeText = (text: TextNode & { ranges?: RangeStyle[] }) => {
+    const fields = ["fontName", "fontSize", "fills", "textDecoration", "textCase", "letterSpacing", "lineHeight", "hyperlink"] as const;
+    const accessor = (field: string): PropertyDescriptor | undefined => {
+      for (let o = Object.getPrototypeOf(text); o; o = Object.getPrototypeOf(o)) {
+        const d = Object.getOwnPropertyDescriptor(o, field);
+        if (d) return d.set ? d : undefined;
+      }
+      return undefined;
+    };
+    const own = text as unknown as Record<string, unknown>;
+    const wrap = (field: string, after: (v: unknown) => void) => {
+      const inherited = accessor(field);
+      // A plain field is kept in an enumerable twin, which copies (an instance's layers) take.
+      const twin = `_whole_${field}`;
+      if (!inherited && field in own) own[twin] = own[field];
+      Object.defineProperty(text, field, {
+        get: () => (inherited ? inherited.get!.call(text) : own[twin]),
+        set: (v: unknown) => {
+          if (inherited) inherited.set!.call(text, v);
+          else own[twin] = v;
+          after(v);
+        },
+        configurable: true,
+        enumerable: false,
+      });
+    };
+    for (const field of fields) {
+      // Setting a field a style holds detaches the ranges from that style too.
+      const style = field === "fills" ? "fillStyleId" : field === "hyperlink" ? undefined : "textStyleId";
+      wrap(field, () => {
+        for (const r of text.ranges ?? []) {
+          delete r[field];
+          if (style) delete r[style];
+        }
+      });
+    }
+    wrap("characters", (v) => {
+      if (!text.ranges) return;
+      const first = text.ranges[0] ?? {};
+      text.ranges = Array.from({ length: String(v).length }, () => structuredClone(first));
+    });
   };
 
   const loadFont = figma.loadFontAsync.bind(figma);
@@ -485,6 +531,12 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
       const h = d.hyperlink;
       if (h !== undefined) later.push(() => eq(path, "hyperlink", text.hyperlink, linked(h)));
       const ranges = (text as TextNode & { ranges?: RangeStyle[] }).ranges ?? [];
+      // A text of one style has no runs of another (an instance's text keeps none of its
+      // component's).
+      if (d.segments === undefined) {
+        const runs = ranges.filter((r) => r.fontName !== undefined || r.fontSize !== undefined || r.fills !== undefined);
+        eq(path, "characters styled apart", runs.length, 0);
+      }
       for (const seg of d.segments ?? []) {
         // Every character of the segment carries its style (the font as substituted).
         const font = listed(seg.fontName) ? seg.fontName : substitute(seg.fontName, FONTS);

@@ -11,6 +11,12 @@
 //! instance can override (text and its runs, image fills, names) and in the sizes and positions
 //! that follow from that (a text's height, an auto layout's flow, the instance's own size).
 //!
+//! An instance cannot hold layers its component lacks, so list items whose text holds inline
+//! code would be no component either: each draws its code's backgrounds, so many and so placed
+//! as its text has them. Those shapes leave the member for its parent, right behind it, where
+//! they show as they did (the member paints nothing over them); the members are then alike but
+//! for their text, and instances of one list item.
+//!
 //! An instance cannot change a vector's drawing, so members differing in an SVG (each card's
 //! own icon) would be no component. Figma's way is a component for each icon, swapped in per
 //! instance (`swapComponent`): each distinct icon becomes a COMPONENT of the root's
@@ -20,15 +26,18 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use super::Snapshot;
-use crate::doc::{LayoutMode, Node, NodeType, Paint, TextAutoResize};
+use super::{round, Snapshot};
+use crate::doc::{LayoutMode, LayoutPositioning, Node, NodeType, Paint, TextAutoResize};
 
 /// Fewer alike siblings than this are not worth a component.
 const MIN_MEMBERS: usize = 3;
 /// The room between the screen and the components beside it, and between two of them, in px.
 const BESIDE_GAP: f64 = 80.0;
-/// How far apart two sizes or positions may be and still be the same, in px.
-const TOLERANCE: f64 = 0.5;
+/// How far apart two sizes or positions may be and still be the same, in px: Chromium snaps a
+/// list marker or a line to whole pixels of the page, so one layer of members at fractional
+/// offsets lies up to a pixel apart from member to member (Sphinx's bullets, 8.27 to 9.05 px
+/// down their items); an instance draws it where its component has it, within that pixel.
+const TOLERANCE: f64 = 1.0;
 
 /// Elements whose content is never a structure of its own (skipped with what they hold).
 const SKIPPED: &[&str] = &["script", "style", "head", "template", "noscript", "svg", "select", "textarea", "option"];
@@ -78,10 +87,10 @@ pub(super) fn repeated(s: &Snapshot<'_>) -> HashMap<usize, usize> {
 /// Makes components of the repeated groups' frames under `root` (`groups`: each member
 /// element's group), and the icons they swap beside it (`root.components`); answers how many
 /// components it made in the tree.
-pub(super) fn make(root: &mut Node, groups: &HashMap<usize, usize>) -> usize {
+pub(super) fn make(s: &Snapshot<'_>, root: &mut Node, groups: &HashMap<usize, usize>) -> usize {
     let mut made = 0;
     let mut icons = Icons::default();
-    visit(root, groups, &mut made, &mut icons);
+    visit(&mut Making { s, groups, made: &mut made, icons: &mut icons }, root);
     if !icons.made.is_empty() {
         place_beside(root.width, &mut icons.made);
         root.components = Some(icons.made);
@@ -171,42 +180,146 @@ fn swap_icons(members: &mut [&mut Node], icons: &mut Icons) {
     }
 }
 
-fn visit(node: &mut Node, groups: &HashMap<usize, usize>, made: &mut usize, icons: &mut Icons) {
+/// What the walk making components carries.
+struct Making<'a, 's> {
+    s: &'a Snapshot<'s>,
+    groups: &'a HashMap<usize, usize>,
+    made: &'a mut usize,
+    icons: &'a mut Icons,
+}
+
+fn visit(cx: &mut Making<'_, '_>, node: &mut Node) {
+    let flow = node.layout_mode;
     let Some(kids) = node.children.as_mut() else { return };
     // The group of each child that is a member's frame, in order.
     let mut by_group: Vec<(usize, Vec<usize>)> = Vec::new();
     for (i, k) in kids.iter().enumerate() {
-        let Some(g) = k.maker.dom.and_then(|d| groups.get(&d)).filter(|_| k.kind == NodeType::FRAME) else { continue };
+        let Some(g) = k.maker.dom.and_then(|d| cx.groups.get(&d)).filter(|_| k.kind == NodeType::FRAME) else {
+            continue;
+        };
         match by_group.iter_mut().find(|(id, _)| id == g) {
             Some((_, list)) => list.push(i),
             None => by_group.push((*g, vec![i])),
         }
     }
+    // The inline boxes' shapes lifted out of members, to stand right behind each.
+    let mut behind: Vec<(usize, Vec<Node>)> = Vec::new();
     for (_, mut members) in by_group {
         while members.len() >= MIN_MEMBERS {
-            let first = members[0];
-            let (alike, rest): (Vec<usize>, Vec<usize>) =
-                members.iter().partition(|m| **m == first || alike(&kids[first], &kids[**m], Place::Root));
+            let (alike, rest) = split(&members.iter().map(|m| kids[*m].clone()).collect::<Vec<_>>(), &members);
+            let alike =
+                if alike.len() >= MIN_MEMBERS { alike } else { lift_alike(cx.s, kids, &members, flow, &mut behind) };
             if alike.len() >= MIN_MEMBERS {
-                *made += 1;
-                let id = format!("component-{made}");
-                kids[first].kind = NodeType::COMPONENT;
-                kids[first].id = Some(id.clone());
-                for m in &alike[1..] {
-                    kids[*m].kind = NodeType::INSTANCE;
-                    kids[*m].component_id = Some(id.clone());
-                }
-                let mut group: Vec<&mut Node> =
-                    kids.iter_mut().enumerate().filter(|(i, _)| alike.contains(i)).map(|(_, k)| k).collect();
-                swap_icons(&mut group, icons);
+                componentize(cx, kids, &alike);
+                members.retain(|m| !alike.contains(m));
+            } else {
+                members = rest;
             }
-            members = rest;
         }
+    }
+    // Each member's lifted shapes go right before it, last member first so the indices hold.
+    behind.sort_by_key(|(m, _)| std::cmp::Reverse(*m));
+    for (m, shapes) in behind {
+        kids.splice(m..m, shapes);
     }
     // Figma makes no component inside a component or an instance.
     for k in kids.iter_mut().filter(|k| k.kind == NodeType::FRAME || k.kind == NodeType::GROUP) {
-        visit(k, groups, made, icons);
+        visit(cx, k);
     }
+}
+
+/// The members (`at`, their indices; `nodes`, them) that show as instances of the first would,
+/// and the rest.
+fn split(nodes: &[Node], at: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let same = |i: usize| i == 0 || alike(&nodes[0], &nodes[i], Place::Root);
+    let (a, r): (Vec<usize>, Vec<usize>) = (0..at.len()).partition(|i| same(*i));
+    (a.into_iter().map(|i| at[i]).collect(), r.into_iter().map(|i| at[i]).collect())
+}
+
+/// The members alike once their inline boxes' shapes are lifted out, lifted (their shapes in
+/// `behind`); none when fewer than a component's worth would be.
+fn lift_alike(
+    s: &Snapshot<'_>,
+    kids: &mut [Node],
+    members: &[usize],
+    flow: Option<LayoutMode>,
+    behind: &mut Vec<(usize, Vec<Node>)>,
+) -> Vec<usize> {
+    let mut lifted: Vec<(Node, Vec<Node>)> = members
+        .iter()
+        .map(|m| {
+            let mut n = kids[*m].clone();
+            let shapes = lift(s, &mut n, flow);
+            (n, shapes)
+        })
+        .collect();
+    let nodes: Vec<Node> = lifted.iter().map(|(n, _)| n.clone()).collect();
+    let (alike, _) = split(&nodes, members);
+    if alike.len() < MIN_MEMBERS {
+        return Vec::new();
+    }
+    for (m, (n, shapes)) in members.iter().zip(lifted.iter_mut()) {
+        if alike.contains(m) {
+            kids[*m] = std::mem::take(n);
+            behind.push((*m, std::mem::take(shapes)));
+        }
+    }
+    alike
+}
+
+/// The first of `alike` (indices into `kids`) becomes a component, the others its instances.
+fn componentize(cx: &mut Making<'_, '_>, kids: &mut [Node], alike: &[usize]) {
+    *cx.made += 1;
+    let id = format!("component-{}", cx.made);
+    kids[alike[0]].kind = NodeType::COMPONENT;
+    kids[alike[0]].id = Some(id.clone());
+    for m in &alike[1..] {
+        kids[*m].kind = NodeType::INSTANCE;
+        kids[*m].component_id = Some(id.clone());
+    }
+    let mut group: Vec<&mut Node> =
+        kids.iter_mut().enumerate().filter(|(i, _)| alike.contains(i)).map(|(_, k)| k).collect();
+    swap_icons(&mut group, cx.icons);
+}
+
+/// Takes out of `member` the shapes its inline boxes paint behind its text (code, mark), placed
+/// in its parent's space (absolute in `flow`, the parent's auto layout); none where behind the
+/// member they would not show as they did: it paints, fades, turns or casts a shadow.
+fn lift(s: &Snapshot<'_>, member: &mut Node, flow: Option<LayoutMode>) -> Vec<Node> {
+    let see_through = member.fills.as_ref().is_none_or(Vec::is_empty)
+        && member.opacity.is_none()
+        && member.blend_mode.is_none()
+        && member.effects.as_ref().is_none_or(Vec::is_empty)
+        && member.rotation.is_none();
+    let (x, y, w, h) = (member.x, member.y, member.width, member.height);
+    // Within its box: a clip would show no more of it than that.
+    let inside =
+        |k: &Node| k.x >= 0.0 && k.y >= 0.0 && k.x + k.width <= w + TOLERANCE && k.y + k.height <= h + TOLERANCE;
+    let Some(kids) = member.children.as_mut().filter(|_| see_through) else { return Vec::new() };
+    let (shapes, keep): (Vec<Node>, Vec<Node>) = kids.drain(..).partition(|k| inline_paint(s, k) && inside(k));
+    *kids = keep;
+    shapes
+        .into_iter()
+        .map(|mut k| {
+            (k.x, k.y) = (round(x + k.x), round(y + k.y));
+            if flow.is_some() {
+                k.layout_positioning = Some(LayoutPositioning::ABSOLUTE);
+            }
+            k
+        })
+        .collect()
+}
+
+/// Whether a layer is what an inline box (code, mark) paints behind its paragraph's text: a
+/// shape of an element laid out inline, holding no text of its own.
+fn inline_paint(s: &Snapshot<'_>, k: &Node) -> bool {
+    fn texts(k: &Node) -> bool {
+        k.kind == NodeType::TEXT || k.children.iter().flatten().any(texts)
+    }
+    let inline = k.maker.dom.and_then(|d| s.layout_of[d].map(|l| (d, l))).is_some_and(|(d, l)| {
+        s.node_type[d] == 1 && s.style(l, "display") == "inline" && !s.is_tag(d, super::paragraph::REPLACED)
+    });
+    inline && !texts(k) && k.component_id.is_none()
 }
 
 /// Where a node sits in a member: its root, or a child of a frame laid out so.
@@ -248,8 +361,20 @@ fn alike(a: &Node, b: &Node, place: Place) -> bool {
 
 /// A node without what an instance may show otherwise than its component: its name, place and
 /// size and grid cell, text and runs, the images of its fills, the drawing of an SVG (an icon
-/// swapped in), and its children (compared one by one).
+/// swapped in), and its children (compared one by one). A text's type and fill are overrides
+/// too, which Figma's text override carries with the characters: a text of several runs takes
+/// its longest run's (code in one item, prose in the next, one run in a third).
 fn look(n: &Node) -> Node {
+    let mut out = bare(n);
+    if n.kind == NodeType::TEXT {
+        (out.font_name, out.font_size, out.line_height, out.letter_spacing) = (None, None, None, None);
+        (out.text_case, out.text_decoration, out.text_style_id) = (None, None, None);
+        (out.fills, out.fill_style_id) = (None, None);
+    }
+    out
+}
+
+fn bare(n: &Node) -> Node {
     let blank = |paints: &Option<Vec<Paint>>| {
         let mut paints = paints.clone();
         for p in paints.iter_mut().flatten() {

@@ -198,7 +198,7 @@ impl<'s, 'a> Ctx<'s, 'a> {
 }
 
 /// To the hundredth, as the document's positions and sizes are written.
-fn round(v: f64) -> f64 {
+pub(super) fn round(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
@@ -242,7 +242,7 @@ pub fn convert(
     paragraph::even_out(&mut document, &cx.normal_lines);
     styles::share(&s, &mut document);
     // After the styles: a member's look includes the styles it is on.
-    components::make(&mut document, &cx.members);
+    components::make(&s, &mut document, &cx.members);
     // Last: a link names the layer it goes to, which may be a component or an instance.
     links::anchor(&mut document, &s, &cx.links);
     locate(&document, &mut cx.warnings);

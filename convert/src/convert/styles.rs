@@ -17,7 +17,6 @@ use crate::doc::{
     FontName, LetterSpacing, LineHeight, Node, NodeType, Paint, Style, StyleType, TextCase, TextDecoration, TextSegment,
 };
 
-
 /// A style in the making: the roles it is used in (how often each), and what it is.
 struct Candidate {
     roles: BTreeMap<String, usize>,

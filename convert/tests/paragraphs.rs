@@ -125,6 +125,22 @@ fn an_inline_with_overflow_hidden_clips_nothing_and_stays_in_its_paragraph() {
 }
 
 #[test]
+fn a_space_a_line_broke_at_between_two_elements_is_kept() {
+    // Sphinx's inline code: `<code><span class=pre>del</span> <span class=pre>fn.x</span></code>`,
+    // each span nowrap. Where the line breaks at the space between them, Chromium draws nothing
+    // of that text node; the space is still there, and Figma must break at it too.
+    let nowrap = |w: &str| format!("<span style=\"white-space: nowrap\">{w}</span>");
+    let out = run(&format!(
+        "<p style=\"width: 230px; font: 16px 'DejaVu Sans'\">You can delete it with <code>{} {}</code> twice.</p>",
+        nowrap("del"),
+        nowrap("fn.__annotations__")
+    ));
+    let t = texts(&out);
+    assert_eq!(t.len(), 1, "{t:#?}");
+    assert_eq!(t[0].characters.as_deref(), Some("You can delete it with del fn.__annotations__ twice."));
+}
+
+#[test]
 fn an_inline_elements_padding_is_room_beside_its_text() {
     let out = run("<p>run <code style=\"padding: 0 6px; background: #eee\">x</code> on</p>");
     let t = texts(&out);

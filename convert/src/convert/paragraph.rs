@@ -31,6 +31,10 @@ enum Item {
     Text(usize, usize),
     /// A `<br>`.
     Break,
+    /// A text node of collapsible white space alone that Chromium drew nothing of: collapsed
+    /// into a space beside it, or the space a line broke at (`<span>del</span> <span>fn</span>`
+    /// wrapped between the two): one space between the runs either side, as CSS counts it.
+    Space,
     /// The start or end edge of an inline element: its margin, border and padding on that side
     /// (px), which move the text after it along the line.
     Edge(f64),
@@ -114,6 +118,7 @@ fn inline_items(s: &Snapshot<'_>, n: usize) -> Option<Vec<Item>> {
         }
         match (s.node_type[c], s.layout_of[c]) {
             (3, Some(tl)) if s.text_boxes.contains_key(&tl) => items.push(Item::Text(c, tl)),
+            (3, _) if collapsed_space(s, c) => items.push(Item::Space),
             (3, _) => {}
             (1, _) if s.is_tag(c, &["script", "style", "template", "noscript"]) => {}
             (1, _) if s.pseudo.get(&c) == Some(&"marker") => {}
@@ -142,7 +147,7 @@ fn inline_items(s: &Snapshot<'_>, n: usize) -> Option<Vec<Item>> {
     }
     // A hidden inline with text or a break after it moves them along the line by its width:
     // not exact.
-    if hidden_at.is_some_and(|at| items[at..].iter().any(|i| !matches!(i, Item::Edge(_)))) {
+    if hidden_at.is_some_and(|at| items[at..].iter().any(|i| !matches!(i, Item::Edge(_) | Item::Space))) {
         return None;
     }
     items.iter().any(|i| matches!(i, Item::Text(..))).then_some(items)
@@ -226,12 +231,17 @@ fn compose(s: &Snapshot<'_>, items: &[Item]) -> (String, Vec<Piece>, Vec<(usize,
     // A collapsible space to draw before the next text, and the text node it came from: it is
     // drawn in that node's style, as CSS draws it.
     let mut pending: Option<usize> = None;
-    let mut text_index = 0;
+    let mut text_index: usize = 0;
     for item in items {
         let (t, tl) = match item {
             Item::Break => {
                 out.push(u16::from(b'\n'));
                 pending = None;
+                continue;
+            }
+            // In the style of the text before it, which grows over it.
+            Item::Space => {
+                pending = pending.or(Some(text_index.saturating_sub(1)));
                 continue;
             }
             // After the character before it (a space still to come is drawn after the edge in
@@ -287,6 +297,14 @@ fn space_before(out: &mut Vec<u16>, pieces: &mut [Piece], (from, now): (usize, u
         }
         _ => {}
     }
+}
+
+/// Whether text node `c` is collapsible white space alone (under `normal` or `nowrap`).
+fn collapsed_space(s: &Snapshot<'_>, c: usize) -> bool {
+    let value = s.node_value[c].unwrap_or("");
+    let parent = usize::try_from(s.parent[c]).ok().and_then(|p| s.layout_of[p]);
+    let collapses = parent.is_some_and(|pl| matches!(s.style(pl, "white-space"), "normal" | "nowrap"));
+    collapses && !value.is_empty() && value.encode_utf16().all(is_white)
 }
 
 /// CSS's collapsible white space: space, tab, line feed, form feed, carriage return (not

@@ -41,6 +41,39 @@ export const EDIT_GOALS = {
   components: { min: 0.9 },
 };
 
+/**
+ * Where a page does not reach a goal yet, its floor for --check is what it measures, and
+ * docs/FIDELITY.md ("Floors") says why: Python's `div.document` is no auto layout (its sidebar
+ * overlaps the content through `margin-left: -100%`), and rustdoc's three experimental items
+ * are no component (the third one's badge wraps under its name).
+ */
+export const EDIT_FLOORS = {
+  "python-annotations": { flex: 0 },
+  "rustdoc-cell": { components: 0.5 },
+};
+
+/**
+ * The editability figures of `page` (its `editability`, as measureEditability answers them)
+ * below their floors: each goal, or the page's own floor where EDIT_FLOORS gives one. A figure
+ * with nothing to measure (no flex container on the page) is not below anything.
+ */
+export function editBelow(page, figures, floors = EDIT_FLOORS) {
+  const own = floors[page] ?? {};
+  const out = [];
+  for (const [k, goal] of Object.entries(EDIT_GOALS)) {
+    const f = figures[k];
+    if (!f) continue;
+    if (k === "strayNewlines") {
+      if (f.n > goal.max) out.push(`${page} ${k} ${f.n} > ${goal.max}`);
+      continue;
+    }
+    if (f.share === null) continue;
+    if (goal.min !== undefined && f.share < (own[k] ?? goal.min)) out.push(`${page} ${k} ${f.share.toFixed(3)} < ${own[k] ?? goal.min}`);
+    if (goal.max !== undefined && f.share > (own[k] ?? goal.max)) out.push(`${page} ${k} ${f.share.toFixed(3)} > ${own[k] ?? goal.max}`);
+  }
+  return out;
+}
+
 const TOL = 4;
 
 /** Runs in the page: { paragraphs, flex, grid, groups }, boxes in page pixels. */

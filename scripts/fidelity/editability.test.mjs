@@ -7,7 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { pageEditability, measureEditability, wrapLines, wrappingNodes, wrapInput, bareTag, outline } from "./editability.mjs";
+import { pageEditability, measureEditability, wrapLines, wrappingNodes, wrapInput, bareTag, outline, editBelow, EDIT_FLOORS } from "./editability.mjs";
 
 const PAGE = `<!doctype html><body style="margin:0;font:16px/20px 'DejaVu Sans';color:rgb(0,0,0)">
 <p id="p" style="width:300px;margin:0">Hello <a href="#pre" style="color:rgb(0,0,255)">world</a> and <b>bold</b> text that wraps onto a second line here.</p>
@@ -195,4 +195,30 @@ test("a wrapping text breaks in the case it is drawn in (textCase), as Figma dra
   assert.equal(lower.length > 1, true, "a width of 0 breaks every word");
   assert.equal(plain.length, 1);
   assert.ok(upper.length > 1, JSON.stringify(upper));
+});
+
+test("--check holds each editability figure at its goal, or at the page's own floor", () => {
+  const fig = (n, total) => ({ n, total, share: total === 0 ? null : n / total });
+  const good = {
+    paragraphs: fig(30, 30),
+    lines: fig(29, 30),
+    runs: fig(73, 73),
+    strayNewlines: { n: 0, chars: 0, total: 40 },
+    flex: fig(1, 1),
+    sizing: fig(1, 1),
+    grid: fig(0, 0),
+    bareTags: fig(1, 35),
+    sharedStyle: fig(48, 48),
+    components: fig(1, 1),
+  };
+  assert.deepEqual(editBelow("article", good), []);
+  // Below a goal, above it, a stray newline: each said, with the page and the figure.
+  const bad = { ...good, lines: fig(28, 30), bareTags: fig(4, 35), strayNewlines: { n: 1, chars: 1, total: 40 } };
+  assert.deepEqual(editBelow("article", bad), ["article lines 0.933 < 0.95", "article strayNewlines 1 > 0", "article bareTags 0.114 > 0.1"]);
+  // A page's own floor where it does not reach the goal yet; nothing measured is not below.
+  const rustdoc = { ...good, components: fig(1, 2), flex: fig(0, 0) };
+  assert.deepEqual(editBelow("rustdoc-cell", rustdoc), []);
+  assert.deepEqual(editBelow("rustdoc-cell", { ...rustdoc, components: fig(0, 2) }), ["rustdoc-cell components 0.000 < 0.5"]);
+  assert.deepEqual(editBelow("article", rustdoc), ["article components 0.500 < 0.9"]);
+  assert.equal(EDIT_FLOORS["python-annotations"].flex, 0);
 });

@@ -9,7 +9,7 @@
 // --out keeps every picture (reference, document, SVG, difference) and the report there;
 // --write-docs writes the side-by-side pictures and the report for the docs; --check exits 1
 // when a page is below its floor (FLOORS). A second table gives the editability figures of
-// issue 39 (editability.mjs) beside their goals, which --check does not enforce yet;
+// issue 39 (editability.mjs) beside their goals, which --check holds too (EDIT_FLOORS);
 // --outline PAGE prints that page's layer list (types and names, the first 40 lines).
 // --viewports 1440,390 measures documents converted with the same --viewports (issue 40 item 3):
 // each frame of the root against Chromium's page at that frame's width, as page "stem@width".
@@ -21,7 +21,7 @@ import { Resvg } from "@resvg/resvg-js";
 import { SvgWriter } from "./svg.mjs";
 import { pageTruth } from "./truth.mjs";
 import { matchAll } from "./match.mjs";
-import { EDIT_GOALS, pageEditability, measureEditability, wrapped, outline } from "./editability.mjs";
+import { EDIT_GOALS, editBelow, pageEditability, measureEditability, wrapped, outline } from "./editability.mjs";
 import { decode, encode, fit, ssim, sideBySide, diffPicture, offShare } from "./image.mjs";
 import { webFonts, resvgFonts } from "./webfonts.mjs";
 
@@ -40,11 +40,12 @@ export const FLOORS = {
   article: { ssim: 0.98, texts: 0.95, images: 1.0, boxes: 0.9 },
   form: { ssim: 0.98, texts: 0.95, images: 1.0, boxes: 0.9 },
   // The real pages (samples/real/README.md): each meets the goals of this table. Python's
-  // since its paragraphs are one layer each (SSIM 0.955); PostgreSQL's since line-height:
+  // since its paragraphs are one layer each (SSIM 0.955; 0.961 since a space a line broke at
+  // between two elements is kept); PostgreSQL's since line-height:
   // normal is Chromium's line height (SSIM 0.913 → 0.960); rustdoc's since it is drawn in the
   // web fonts it carries (webfonts.mjs, SSIM 0.838 → 0.980) and an inline box's line fragment
   // spans its highlighted code (boxes 89.1 → 100 %). Each floor is about 0.01 under its SSIM.
-  "python-annotations": { ssim: 0.94, texts: 0.95, images: 1.0, boxes: 0.9 },
+  "python-annotations": { ssim: 0.95, texts: 0.95, images: 1.0, boxes: 0.9 },
   "postgresql-geometric": { ssim: 0.95, texts: 0.95, images: 1.0, boxes: 0.9 },
   "rustdoc-cell": { ssim: 0.97, texts: 0.95, images: 1.0, boxes: 0.9 },
 };
@@ -283,7 +284,7 @@ async function main() {
     pages,
     seconds: (Date.now() - started) / 1000,
   };
-  const md = `${table(pages)}\n\nEditability (issue 39; not enforced by --check yet):\n\n${editTable(pages)}`;
+  const md = `${table(pages)}\n\nEditability (issue 39; --check holds each at its goal, or at the page's floor where it has one):\n\n${editTable(pages)}`;
   const json = JSON.stringify(report, null, 2);
   if (o.out) {
     writeFileSync(join(o.out, "report.json"), json);
@@ -315,6 +316,7 @@ async function main() {
       if (!floor) continue; // a page measured without a floor
       const got = { ssim: p.ssim, texts: share(p.texts) ?? 1, images: share(p.images) ?? 1, boxes: share(p.boxes) ?? 1 };
       for (const k of Object.keys(floor)) if (got[k] < floor[k]) failed.push(`${p.page} ${k} ${got[k].toFixed(3)} < ${floor[k]}`);
+      failed.push(...editBelow(page, p.editability));
     }
     if (failed.length) {
       console.error(`fidelity below the floors:\n  ${failed.join("\n  ")}`);

@@ -149,8 +149,8 @@ fn placed(n: &Node, (ox, oy): (f64, f64), out: &mut Vec<(f64, f64, Node)>) {
 
 #[test]
 fn list_items_with_code_in_other_places_are_one_component_their_codes_backgrounds_behind_them() {
-    let list = |li_style: &str| {
-        let li = |t: &str| format!("<li style=\"{li_style}\"><p style=\"margin: 0\">{t}</p></li>");
+    let list = |li_style: &str, under: &str| {
+        let li = |t: &str| format!("<li style=\"{li_style}\">{under}<p style=\"margin: 0\">{t}</p></li>");
         format!(
             "<style>code {{ background: rgb(230, 230, 230); border-radius: 3px; font-family: 'DejaVu Sans Mono' }}</style>\
              <ul style=\"margin: 0; padding: 0 0 0 30px; width: 400px\">{}{}{}{}</ul>",
@@ -167,7 +167,7 @@ fn list_items_with_code_in_other_places_are_one_component_their_codes_background
                 .flatten()
                 .any(|f| matches!(f, Paint::Solid { color, .. } if (color.r - 230.0 / 255.0).abs() < 0.01))
     };
-    let out = page(&list(""));
+    let out = page(&list("", ""));
     let components = of_kind(&out, NodeType::COMPONENT);
     assert_eq!(components.len(), 1, "{:#?}", out.document.children);
     let id = components[0].id.clone();
@@ -180,13 +180,19 @@ fn list_items_with_code_in_other_places_are_one_component_their_codes_background
     }
     // They stand right behind their items, where the page drew them: as a list whose items
     // paint (so that behind them they would not show) keeps them, each in its item.
-    let painted = page(&list("background: rgb(255, 255, 254)"));
+    let painted = page(&list("background: rgb(255, 255, 254)", ""));
     assert!(of_kind(&painted, NodeType::COMPONENT).is_empty(), "the items differ in their code's backgrounds");
     let boxes = |out: &Output| {
         let mut all = Vec::new();
         placed(&out.document, (0.0, 0.0), &mut all);
         all.into_iter().filter(|(_, _, n)| grey(n)).map(|(x, y, n)| [x, y, n.width, n.height]).collect::<Vec<_>>()
     };
+    // Nor do they leave items where a layer of the item's own is drawn under them: behind the
+    // item, it would cover them.
+    let under = "<span style=\"position: absolute; z-index: -1; inset: 0; background: rgb(250, 250, 200)\"></span>";
+    let covered = page(&list("position: relative; z-index: 0", under));
+    assert!(of_kind(&covered, NodeType::COMPONENT).is_empty(), "{:#?}", covered.document.children);
+    assert_eq!(boxes(&covered).len(), 4);
     let (lifted, kept) = (boxes(&out), boxes(&painted));
     assert_eq!(lifted.len(), 4, "{lifted:?}");
     for (a, b) in lifted.iter().zip(&kept) {

@@ -206,7 +206,7 @@ fn visit(cx: &mut Making<'_, '_>, node: &mut Node) {
     let mut behind: Vec<(usize, Vec<Node>)> = Vec::new();
     for (_, mut members) in by_group {
         while members.len() >= MIN_MEMBERS {
-            let (alike, rest) = split(&members.iter().map(|m| kids[*m].clone()).collect::<Vec<_>>(), &members);
+            let (alike, rest) = split(&members.iter().map(|m| &kids[*m]).collect::<Vec<_>>(), &members);
             let alike =
                 if alike.len() >= MIN_MEMBERS { alike } else { lift_alike(cx.s, kids, &members, flow, &mut behind) };
             if alike.len() >= MIN_MEMBERS {
@@ -230,8 +230,8 @@ fn visit(cx: &mut Making<'_, '_>, node: &mut Node) {
 
 /// The members (`at`, their indices; `nodes`, them) that show as instances of the first would,
 /// and the rest.
-fn split(nodes: &[Node], at: &[usize]) -> (Vec<usize>, Vec<usize>) {
-    let same = |i: usize| i == 0 || alike(&nodes[0], &nodes[i], Place::Root);
+fn split(nodes: &[&Node], at: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let same = |i: usize| i == 0 || alike(nodes[0], nodes[i], Place::Root);
     let (a, r): (Vec<usize>, Vec<usize>) = (0..at.len()).partition(|i| same(*i));
     (a.into_iter().map(|i| at[i]).collect(), r.into_iter().map(|i| at[i]).collect())
 }
@@ -245,23 +245,28 @@ fn lift_alike(
     flow: Option<LayoutMode>,
     behind: &mut Vec<(usize, Vec<Node>)>,
 ) -> Vec<usize> {
-    let mut lifted: Vec<(Node, Vec<Node>)> = members
+    // Only the members that have shapes to lift are copied.
+    let mut lifted: Vec<Option<(Node, Vec<Node>)>> = members
         .iter()
         .map(|m| {
             let mut n = kids[*m].clone();
             let shapes = lift(s, &mut n, flow);
-            (n, shapes)
+            (!shapes.is_empty()).then_some((n, shapes))
         })
         .collect();
-    let nodes: Vec<Node> = lifted.iter().map(|(n, _)| n.clone()).collect();
+    if lifted.iter().all(Option::is_none) {
+        return Vec::new();
+    }
+    let nodes: Vec<&Node> =
+        members.iter().zip(&lifted).map(|(m, l)| l.as_ref().map_or(&kids[*m], |(n, _)| n)).collect();
     let (alike, _) = split(&nodes, members);
     if alike.len() < MIN_MEMBERS {
         return Vec::new();
     }
-    for (m, (n, shapes)) in members.iter().zip(lifted.iter_mut()) {
-        if alike.contains(m) {
-            kids[*m] = std::mem::take(n);
-            behind.push((*m, std::mem::take(shapes)));
+    for (m, l) in members.iter().zip(lifted.iter_mut()) {
+        if let Some((n, shapes)) = l.take().filter(|_| alike.contains(m)) {
+            kids[*m] = n;
+            behind.push((*m, shapes));
         }
     }
     alike
@@ -284,7 +289,8 @@ fn componentize(cx: &mut Making<'_, '_>, kids: &mut [Node], alike: &[usize]) {
 
 /// Takes out of `member` the shapes its inline boxes paint behind its text (code, mark), placed
 /// in its parent's space (absolute in `flow`, the parent's auto layout); none where behind the
-/// member they would not show as they did: it paints, fades, turns or casts a shadow.
+/// member they would not show as they did: it paints, fades, turns or casts a shadow, or a
+/// layer of its own drawn under a shape covers part of it.
 fn lift(s: &Snapshot<'_>, member: &mut Node, flow: Option<LayoutMode>) -> Vec<Node> {
     let see_through = member.fills.as_ref().is_none_or(Vec::is_empty)
         && member.opacity.is_none()
@@ -292,11 +298,19 @@ fn lift(s: &Snapshot<'_>, member: &mut Node, flow: Option<LayoutMode>) -> Vec<No
         && member.effects.as_ref().is_none_or(Vec::is_empty)
         && member.rotation.is_none();
     let (x, y, w, h) = (member.x, member.y, member.width, member.height);
-    // Within its box: a clip would show no more of it than that.
-    let inside =
-        |k: &Node| k.x >= 0.0 && k.y >= 0.0 && k.x + k.width <= w + TOLERANCE && k.y + k.height <= h + TOLERANCE;
+    // Within its box where it clips: behind it, nothing would clip the shape.
+    let clips = member.clips_content == Some(true);
+    let inside = |k: &Node| k.x >= 0.0 && k.y >= 0.0 && k.x + k.width <= w && k.y + k.height <= h;
     let Some(kids) = member.children.as_mut().filter(|_| see_through) else { return Vec::new() };
-    let (shapes, keep): (Vec<Node>, Vec<Node>) = kids.drain(..).partition(|k| inline_paint(s, k) && inside(k));
+    let shape = |k: &Node| inline_paint(s, k) && (!clips || inside(k));
+    let overlap =
+        |a: &Node, b: &Node| a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+    let covered =
+        kids.iter().enumerate().any(|(i, k)| shape(k) && kids[..i].iter().any(|u| !shape(u) && overlap(u, k)));
+    if covered {
+        return Vec::new();
+    }
+    let (shapes, keep): (Vec<Node>, Vec<Node>) = kids.drain(..).partition(|k| shape(k));
     *kids = keep;
     shapes
         .into_iter()

@@ -771,7 +771,6 @@ function laidOutAs(kids: Node[], ox = 0, oy = 0): { node: Node; index: number; x
   });
 }
 
-/** Two TEXT nodes show the same text in the same runs and link. */
 /** What Figma fills a new text with. */
 const NEW_TEXT_FILLS: DocPaint[] = [{ type: "SOLID", color: { r: 0, g: 0, b: 0 } }];
 

@@ -141,6 +141,26 @@ fn a_space_a_line_broke_at_between_two_elements_is_kept() {
 }
 
 #[test]
+fn a_first_lines_indent_is_paragraph_indent_css_text_indent_and_the_room_of_the_code_it_opens_with() {
+    let out = run("<p id=a style=\"text-indent: 24px\">An indented paragraph that wraps onto a second line, \
+         or more, at this width.</p>\
+         <p id=b><code style=\"padding: 0 5px; border-left: 2px solid #ccc\">RefCell</code> opens this one.</p>\
+         <p id=c style=\"text-indent: 24px; text-align: center\">Centred and indented.</p>\
+         <p id=d><code style=\"padding: 0 5px\">x</code> one<br>two</p>");
+    let t = texts(&out);
+    let of = |start: &str| t.iter().find(|n| n.characters.as_deref().is_some_and(|c| c.starts_with(start))).copied();
+    let a = of("An indented").expect("one layer");
+    assert_eq!(a.paragraph_indent, Some(24.0));
+    assert!(a.characters.as_deref().unwrap().ends_with("width."), "the whole paragraph: {a:#?}");
+    // The code's left border and padding: Chromium starts its text 7 px in.
+    assert_eq!(of("RefCell").expect("one layer").paragraph_indent, Some(7.0));
+    // Figma indents every paragraph of a text, and only from the left: a centred text keeps
+    // its lines apart, as before; a text of two paragraphs drops the code's room.
+    assert!(of("Centred and indented.").is_some_and(|n| n.paragraph_indent.is_none()));
+    assert_eq!(of("x one").expect("one layer").paragraph_indent, None);
+}
+
+#[test]
 fn an_inline_elements_padding_is_room_beside_its_text() {
     let out = run("<p>run <code style=\"padding: 0 6px; background: #eee\">x</code> on</p>");
     let t = texts(&out);

@@ -269,6 +269,8 @@ export class Builder {
         doc.lineHeight.unit === "AUTO" ? { unit: "AUTO" } : { unit: doc.lineHeight.unit, value: doc.lineHeight.value ?? 0 };
     }
     if (doc.letterSpacing !== undefined) text.letterSpacing = { ...doc.letterSpacing };
+    // Always: an instance's text rewritten keeps no indent of its component's.
+    text.paragraphIndent = doc.paragraphIndent ?? 0;
     if (doc.textDecoration !== undefined) text.textDecoration = doc.textDecoration;
     if (doc.textCase !== undefined) text.textCase = doc.textCase;
     if (doc.hyperlink !== undefined) this.hyperlink(text, doc.hyperlink, doc, at);
@@ -781,7 +783,7 @@ const NEW_TEXT_FILLS: DocPaint[] = [{ type: "SOLID", color: { r: 0, g: 0, b: 0 }
  */
 function sameText(a: Node & { type: "TEXT" }, b: Node & { type: "TEXT" }): boolean {
   const type = (n: Node & { type: "TEXT" }) =>
-    [n.fontName, n.fontSize, n.lineHeight, n.letterSpacing, n.textCase, n.textDecoration, n.textStyleId, n.hyperlink];
+    [n.fontName, n.fontSize, n.lineHeight, n.letterSpacing, n.textCase, n.textDecoration, n.textStyleId, n.hyperlink, n.paragraphIndent];
   return a.characters === b.characters && sameJson(a.segments, b.segments) && sameJson(type(a), type(b));
 }
 

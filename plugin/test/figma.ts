@@ -528,6 +528,7 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
       const wantFont = !d.fontName ? FALLBACK_FONT : listed(d.fontName) ? d.fontName : substitute(d.fontName, FONTS);
       eq(path, "fontName", text.fontName, wantFont);
       if (d.textAlignHorizontal !== undefined) eq(path, "textAlignHorizontal", text.textAlignHorizontal, d.textAlignHorizontal);
+      eq(path, "paragraphIndent", text.paragraphIndent ?? 0, d.paragraphIndent ?? 0);
       const h = d.hyperlink;
       if (h !== undefined) later.push(() => eq(path, "hyperlink", text.hyperlink, linked(h)));
       const ranges = (text as TextNode & { ranges?: RangeStyle[] }).ranges ?? [];

@@ -689,8 +689,8 @@ function groupLinesChars(order, wrapped) {
 }
 
 /**
- * Runs in a blank page: each wrapping TEXT node (wrapInput's { width, lineHeight, spans: [{
- * text, family, size, weight, italic, letterSpacing }] }) laid out at its width with
+ * Runs in a blank page: each wrapping TEXT node (wrapInput's { width, indent, lineHeight,
+ * spans: [{ text, family, size, weight, italic, letterSpacing }] }) laid out at its width with
  * white-space pre-wrap, as Figma wraps a fixed-width text box; answers each node's lines.
  */
 export function wrapLines(nodes) {
@@ -701,6 +701,7 @@ export function wrapLines(nodes) {
       left: "0",
       top: "0",
       width: `${n.width}px`,
+      textIndent: `${n.indent ?? 0}px`,
       lineHeight: n.lineHeight,
       whiteSpace: "pre-wrap",
       overflowWrap: "break-word",
@@ -763,10 +764,10 @@ export function wrappingNodes(doc) {
     .filter((n) => n.type === "TEXT" && n.textAutoResize && n.textAutoResize !== "WIDTH_AND_HEIGHT");
 }
 
-/** A TEXT node as wrapLines takes it: its characters as spans of one font (its segments). */
 /** Figma's `textCase` as CSS `text-transform`: TITLE capitalizes each word, as CSS does. */
 const CASE_TRANSFORM = { ORIGINAL: "none", UPPER: "uppercase", LOWER: "lowercase", TITLE: "capitalize" };
 
+/** A TEXT node as wrapLines takes it: its characters as spans of one font (its segments). */
 export function wrapInput(n) {
   const lh = n.lineHeight;
   const chars = n.characters ?? "";
@@ -794,6 +795,9 @@ export function wrapInput(n) {
   }
   return {
     width: n.width ?? 0,
+    // Figma's paragraphIndent is CSS's text-indent where the text is one paragraph, as the
+    // converter makes it only then.
+    indent: Math.max(n.paragraphIndent ?? 0, 0),
     lineHeight: !lh || lh.unit === "AUTO" ? "normal" : lh.unit === "PERCENT" ? `${lh.value}%` : `${lh.value}px`,
     spans,
   };

@@ -7,6 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
+import { SvgWriter, origin } from "./svg.mjs";
 import { pageEditability, measureEditability, wrapLines, wrappingNodes, wrapInput, bareTag, outline, editBelow, EDIT_FLOORS } from "./editability.mjs";
 
 const PAGE = `<!doctype html><body style="margin:0;font:16px/20px 'DejaVu Sans';color:rgb(0,0,0)">
@@ -195,6 +196,38 @@ test("a wrapping text breaks in the case it is drawn in (textCase), as Figma dra
   assert.equal(lower.length > 1, true, "a width of 0 breaks every word");
   assert.equal(plain.length, 1);
   assert.ok(upper.length > 1, JSON.stringify(upper));
+});
+
+test("a text's paragraphIndent narrows its first line when it wraps, and moves it in the drawing", async () => {
+  const node = (paragraphIndent) => ({
+    type: "TEXT",
+    characters: "iiii iiii iiii",
+    width: 0,
+    fontSize: 16,
+    fontName: { family: "DejaVu Sans", style: "Book" },
+    textAutoResize: "HEIGHT",
+    ...(paragraphIndent ? { paragraphIndent } : {}),
+  });
+  const page = await browser.newPage();
+  await page.setContent("<body style='margin:0'></body>");
+  // As wide as the three words (and a pixel): 10 px in (half a word), the last no longer fits
+  // on the first line.
+  const width = await page.evaluate(() => {
+    const s = document.createElement("span");
+    s.style.font = "16px 'DejaVu Sans'";
+    s.textContent = "iiii iiii iiii";
+    document.body.appendChild(s);
+    return s.getBoundingClientRect().width + 1;
+  });
+  const [flush, indented] = await page.evaluate(wrapLines, [{ ...node(), width }, { ...node(10), width }].map(wrapInput));
+  await page.close();
+  assert.deepEqual(flush, ["iiii iiii iiii"]);
+  assert.deepEqual(indented, ["iiii iiii ", "iiii"]);
+  // The writer draws the first line 10 px in, the second at the box's left.
+  const text = { ...node(10), width };
+  const w = new SvgWriter(new Map(), () => {}, new Map([[origin(text), indented]]));
+  const xs = [...w.text(text).matchAll(/<text [^>]*x="([^"]+)"/g)].map((m) => m[1]);
+  assert.deepEqual(xs, ["10", "0"]);
 });
 
 test("--check holds each editability figure at its goal, or at the page's own floor", () => {

@@ -513,7 +513,8 @@ export class SvgWriter {
    * One TEXT node. Each line is `lineHeight` tall (AUTO: the font's ascender + descender +
    * line gap), its baseline the half-leading plus the ascender below the line's top.
    * WIDTH_AND_HEIGHT boxes follow the text from their top-left, so the text starts at x = 0;
-   * fixed-width boxes wrap it (`this.wrapped`) and align each line within their width. Each
+   * fixed-width boxes wrap it (`this.wrapped`) and align each line within their width, the
+   * first line of each paragraph `paragraphIndent` in. Each
    * styled segment is a tspan of its own font, size, fill and decoration.
    */
   text(n) {
@@ -545,7 +546,10 @@ export class SvgWriter {
           .map((sp) => `<tspan ${attrsOf(sp.style)}>${esc(mixed ? sp.text.replace(/f(?=[fil])/g, "f\u200c") : sp.text)}</tspan>`)
           .join("");
         const anchorAttr = anchor !== "start" ? ` text-anchor="${anchor}"` : "";
-        return `<text xml:space="preserve" x="${f(ax)}" y="${f(baseline0 + i * line)}"${anchorAttr}>${spans}</text>`;
+        // The first line of each paragraph starts `paragraphIndent` in (from the left).
+        const first = start === 0 || chars[start - 1] === "\n";
+        const x = first && anchor === "start" ? ax + Math.max(n.paragraphIndent ?? 0, 0) : ax;
+        return `<text xml:space="preserve" x="${f(x)}" y="${f(baseline0 + i * line)}"${anchorAttr}>${spans}</text>`;
       })
       .join("");
   }

@@ -110,6 +110,7 @@ pub fn owners(member: &str) -> Option<&'static [NodeType]> {
         | "fontName"
         | "textAlignHorizontal"
         | "textAutoResize"
+        | "paragraphIndent"
         | "lineHeight"
         | "letterSpacing"
         | "textDecoration"
@@ -318,6 +319,12 @@ pub struct Node {
     /// `height` are kept, and lines wrap at the width).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text_auto_resize: Option<TextAutoResize>,
+    /// How far the first line of each paragraph of the text starts right of the box's left
+    /// edge, in px (Figma's `paragraphIndent`; CSS `text-indent`, and the room an inline box's
+    /// padding makes before a text that opens with it). Absent: 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub paragraph_indent: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_height: Option<LineHeight>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1042,6 +1049,7 @@ mod tests {
             "fontName",
             "textAlignHorizontal",
             "textAutoResize",
+            "paragraphIndent",
             "lineHeight",
             "letterSpacing",
             "textDecoration",

@@ -662,6 +662,12 @@ export interface components {
             letterSpacing?: components["schemas"]["LetterSpacing"];
             lineHeight?: components["schemas"]["LineHeight"];
             /**
+             * @description How far the first line of each paragraph of the text starts right of the box's left
+             *     edge, in px (Figma's `paragraphIndent`; CSS `text-indent`, and the room an inline box's
+             *     padding makes before a text that opens with it). Absent: 0.
+             */
+            paragraphIndent?: number;
+            /**
              * @description Differently styled runs of `characters`, as Figma's `getStyledTextSegments` lists them:
              *     in order, covering the text from 0 to its length, each with its whole style. Absent
              *     when one style (the node's own members) covers the text.

@@ -383,7 +383,7 @@ fn look(n: &Node) -> Node {
     if n.kind == NodeType::TEXT {
         (out.font_name, out.font_size, out.line_height, out.letter_spacing) = (None, None, None, None);
         (out.text_case, out.text_decoration, out.text_style_id) = (None, None, None);
-        (out.fills, out.fill_style_id) = (None, None);
+        (out.fills, out.fill_style_id, out.paragraph_indent) = (None, None, None);
     }
     out
 }

@@ -20,7 +20,7 @@ use super::text::{run_style, substitution, text_align, RunStyle};
 use super::{order, round, Container, Ctx, Key, Snapshot, MAX_NODES};
 use crate::doc::{
     FontName, Hyperlink, LetterSpacing, LetterSpacingUnit, LineHeight, LineHeightUnit, Maker, Node, NodeType,
-    TextAutoResize, TextCase, TextDecoration, TextSegment,
+    TextAlign, TextAutoResize, TextCase, TextDecoration, TextSegment,
 };
 use crate::{names, warn};
 
@@ -56,7 +56,7 @@ pub(super) fn paragraph(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &Contain
     if !OWNERS.contains(&s.style(l, "display")) || s.style(l, "visibility") == "hidden" || cx.count >= MAX_NODES {
         return None;
     }
-    if s.px(l, "text-indent") != 0.0 || s.pseudo.contains_key(&n) {
+    if s.pseudo.contains_key(&n) {
         return None;
     }
     let items = inline_items(s, n)?;
@@ -67,10 +67,11 @@ pub(super) fn paragraph(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &Contain
         let owner = usize::try_from(s.parent[*t]).unwrap_or(*t);
         runs.push(run_style(cx, *t, *tl, owner)?);
     }
-    let (characters, pieces, room) = compose(s, &items);
+    let Composed { characters, pieces, room, lead } = compose(s, &items);
     if characters.trim().is_empty() {
         return None;
     }
+    let indent = first_line(s, l, lead, &characters)?;
     let area = content_box(s, l);
     let lines = extent(s, &texts, area)?;
     let links: Vec<Option<Hyperlink>> = texts.iter().map(|(t, _)| cx.links.around(s, *t, Some(n))).collect();
@@ -84,6 +85,7 @@ pub(super) fn paragraph(cx: &mut Ctx<'_, '_>, n: usize, l: usize, into: &Contain
         }
     }
     let mut node = text_node(s, n, l, (&characters, segments), area, lines, into);
+    node.paragraph_indent = indent;
     // A shadow is the whole node's effect: drawn where every run has the same.
     if runs.iter().all(|r| r.shadow == runs[0].shadow) {
         node.effects = (!runs[0].effects.is_empty()).then(|| runs[0].effects.clone());
@@ -222,12 +224,43 @@ fn plain_inline(s: &Snapshot<'_>, c: usize, cl: usize) -> bool {
 /// texts, start, end), UTF-16.
 type Piece = (usize, usize, usize);
 
-/// The paragraph's characters as CSS lays them out, where each text node's are, and the room
-/// inline elements' edges make after characters (UTF-16 index of the character, px).
-fn compose(s: &Snapshot<'_>, items: &[Item]) -> (String, Vec<Piece>, Vec<(usize, f64)>) {
+/// How far the first line of block `l`'s text starts in (Figma's `paragraphIndent`): its CSS
+/// `text-indent`, and `lead`, the room of the inline edges it opens with. Figma indents the
+/// first line of every paragraph of a text, CSS only the block's first: a text of several
+/// (`characters` holding a newline), or not laid out from the left, cannot have it. `None`
+/// where the text cannot be one layer: a `text-indent` Figma cannot draw (negative, a
+/// percentage, `hanging`, or on such a text); there the room of the edges is dropped.
+fn first_line(s: &Snapshot<'_>, l: usize, lead: f64, characters: &str) -> Option<Option<f64>> {
+    let css = s.style(l, "text-indent");
+    let indent = if css == "0px" { 0.0 } else { css.strip_suffix("px")?.parse::<f64>().ok().filter(|v| *v > 0.0)? };
+    let from_left = s.style(l, "direction") != "rtl" && text_align(s.style(l, "text-align")) == TextAlign::LEFT;
+    if from_left && !characters.contains('\n') {
+        Some((indent + lead > 0.0).then(|| round(indent + lead)))
+    } else {
+        (indent == 0.0).then_some(None)
+    }
+}
+
+/// What `compose` answers.
+struct Composed {
+    /// The paragraph's characters as CSS lays them out.
+    characters: String,
+    /// Where each text node's are.
+    pieces: Vec<Piece>,
+    /// The room inline elements' edges make after characters (UTF-16 index of the character,
+    /// px).
+    room: Vec<(usize, f64)>,
+    /// The room of the edges before the first character (px).
+    lead: f64,
+}
+
+/// The paragraph's characters, where each text node's are, and the room inline elements'
+/// edges make.
+fn compose(s: &Snapshot<'_>, items: &[Item]) -> Composed {
     let mut out: Vec<u16> = Vec::new();
     let mut pieces: Vec<Piece> = Vec::new();
     let mut room: Vec<(usize, f64)> = Vec::new();
+    let mut lead = 0.0;
     // A collapsible space to draw before the next text, and the text node it came from: it is
     // drawn in that node's style, as CSS draws it.
     let mut pending: Option<usize> = None;
@@ -247,8 +280,9 @@ fn compose(s: &Snapshot<'_>, items: &[Item]) -> (String, Vec<Piece>, Vec<(usize,
             // After the character before it (a space still to come is drawn after the edge in
             // CSS too, so the edge goes on the last character already there).
             Item::Edge(px) => {
-                if let Some(last) = out.len().checked_sub(1) {
-                    room.push((last, *px));
+                match out.len().checked_sub(1) {
+                    Some(last) => room.push((last, *px)),
+                    None => lead += *px,
                 }
                 continue;
             }
@@ -280,7 +314,7 @@ fn compose(s: &Snapshot<'_>, items: &[Item]) -> (String, Vec<Piece>, Vec<(usize,
     let len = out.len();
     let pieces = pieces.into_iter().map(|(i, st, end)| (i, st.min(len), end.min(len))).collect();
     room.retain(|(i, _)| *i < len);
-    (String::from_utf16_lossy(&out), pieces, room)
+    Composed { characters: String::from_utf16_lossy(&out), pieces, room, lead }
 }
 
 /// The collapsed space before a text, unless one is there already; drawn in the style of the

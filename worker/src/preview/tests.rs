@@ -49,6 +49,27 @@ fn a_paragraph_breaks_after_spaces_and_a_word_wider_than_the_box_inside_it() {
     assert_eq!(hug, ["aaaa aaaa aaaa"]);
 }
 
+#[test]
+fn a_paragraphs_first_line_starts_its_indent_in_and_has_that_much_less_room() {
+    let para = |indent: Option<f64>| {
+        let mut n = json!({"type": "TEXT", "characters": "aaaa aaaa aaaa", "textAutoResize": "HEIGHT",
+            "width": 90.0, "fontName": {"family": "Inter", "style": "Regular"}, "fontSize": 16,
+            "fills": [{"type": "SOLID", "color": {"r": 0, "g": 0, "b": 0}}]});
+        if let Some(i) = indent {
+            n["paragraphIndent"] = json!(i);
+        }
+        n
+    };
+    // Inter at 16 px: "aaaa " is about 40 px; 30 px in, the first line holds one word.
+    assert_eq!(text_lines(&para(None)), ["aaaa aaaa ", "aaaa"]);
+    assert_eq!(text_lines(&para(Some(30.0))), ["aaaa ", "aaaa aaaa"]);
+    // Drawn 30 px in, the first line only.
+    let doc = json!({"type": "FRAME", "width": 200, "height": 100, "children": [para(Some(30.0))]});
+    let (svg, _) = svg(&page(doc));
+    let xs: Vec<&str> = svg.split("<text ").skip(1).filter_map(|t| t.split("x=\"").nth(1)?.split('"').next()).collect();
+    assert_eq!(xs, ["30", "0"], "{svg}");
+}
+
 /// The worst a page can be for the small preview: tall, and every few pixels another colour
 /// (no palette holds them all): it is still at most 64 KB and 480 px wide.
 #[test]

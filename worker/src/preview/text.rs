@@ -141,6 +141,11 @@ fn hard_lines(chars: &[char]) -> Vec<(usize, usize)> {
     out
 }
 
+/// A TEXT node's `paragraphIndent` (0 when absent).
+fn indent(n: &Value) -> f64 {
+    num(n, "paragraphIndent").unwrap_or(0.0).max(0.0)
+}
+
 impl Writer<'_> {
     /// The family drawn, the face and the vertical metrics of a style, as resvg will draw it
     /// (looked up once per family and style: a lookup scans the font database).
@@ -165,7 +170,7 @@ impl Writer<'_> {
             .into_iter()
             .map(|(_, end, st)| Run { end, face: self.face_of(&st).id, size: st.size, spacing: st.spacing })
             .collect();
-        wrap::break_lines(self.db, &mut self.shapers, chars, &runs, width)
+        wrap::break_lines(self.db, &mut self.shapers, chars, &runs, (width, indent(n)))
     }
 
     /// The lines a TEXT node is drawn in, as text.
@@ -202,6 +207,9 @@ impl Writer<'_> {
         };
         let mut out = String::new();
         for (i, (start, mut end)) in self.lines(n, &chars, &segs).into_iter().enumerate() {
+            // The first line of each paragraph starts `paragraphIndent` in (from the left).
+            let first = start == 0 || chars[start - 1] == '\n';
+            let x = if first && anchor.is_empty() { ax + indent(n) } else { ax };
             // Spaces at a line's end hang past it, as Figma and CSS leave them.
             while end > start && chars[end - 1] == ' ' {
                 end -= 1;
@@ -218,7 +226,7 @@ impl Writer<'_> {
             }
             out += &format!(
                 "<text xml:space=\"preserve\" x=\"{}\" y=\"{}\"{anchor}>{spans}</text>",
-                f(ax),
+                f(x),
                 f(baseline0 + i as f64 * line)
             );
         }

@@ -28,35 +28,44 @@ pub struct Shapers(HashMap<fontdb::ID, ShaperData>);
 const SLACK: f64 = 1.0 / 64.0;
 
 /// Each line of `chars` as a char range [start, end): the "\n" ending a line is in neither.
+/// The first line of each paragraph starts `indent` px in (Figma's `paragraphIndent`), so it
+/// has that much less room.
 pub fn break_lines(
     db: &fontdb::Database,
     shapers: &mut Shapers,
     chars: &[char],
     runs: &[Run],
-    width: f64,
+    (width, indent): (f64, f64),
 ) -> Vec<(usize, usize)> {
     let advances = advances(db, shapers, chars, runs);
     let mut out = Vec::new();
     let mut start = 0;
     for (i, c) in chars.iter().enumerate().chain([(chars.len(), &'\n')]) {
         if *c == '\n' {
-            wrap(chars, &advances, start, i, width, &mut out);
+            wrap(chars, &advances, (start, i), (width, indent), &mut out);
             start = i + 1;
         }
     }
     out
 }
 
-/// Greedy breaking of chars[from..to] (no "\n" within) into lines of at most `width`; an
-/// empty hard line is one empty line.
-fn wrap(chars: &[char], adv: &[f64], from: usize, to: usize, width: f64, out: &mut Vec<(usize, usize)>) {
+/// Greedy breaking of chars[from..to] (no "\n" within) into lines of at most `width`, the
+/// first `indent` narrower; an empty hard line is one empty line.
+fn wrap(
+    chars: &[char],
+    adv: &[f64],
+    (from, to): (usize, usize),
+    (width, indent): (f64, f64),
+    out: &mut Vec<(usize, usize)>,
+) {
     if from == to {
         out.push((from, to));
         return;
     }
     let mut start = from;
     while start < to {
-        let end = line_end(chars, adv, start, to, width);
+        let room = if start == from { width - indent } else { width };
+        let end = line_end(chars, adv, start, to, room);
         out.push((start, end));
         start = end;
     }

@@ -170,27 +170,34 @@ test("bare-tag names", () => {
   for (const n of ["Card", "in", "Hello world", "logo-container", "div something", "item-row"]) assert.ok(!bareTag(n), n);
 });
 
-test("a wrapping text breaks in the case it is drawn in (textCase), as Figma draws it", async () => {
-  const node = (textCase) => ({
-    type: "TEXT",
-    characters: "iiii iiii iiii",
-    width: 0,
-    fontSize: 16,
-    fontName: { family: "DejaVu Sans", style: "Book" },
-    textAutoResize: "HEIGHT",
-    ...(textCase ? { textCase } : {}),
-  });
-  const page = await browser.newPage();
-  await page.setContent("<body style='margin:0'></body>");
-  // As wide as the words in lower case: upper case ("IIII") is wider, and wraps.
-  const [lower] = await page.evaluate(wrapLines, [wrapInput(node())]);
-  const width = await page.evaluate(() => {
+/** Three narrow words in a wrapping TEXT node of DejaVu Sans 16 px, with `more` of its fields. */
+const threeWords = (more = {}) => ({
+  type: "TEXT",
+  characters: "iiii iiii iiii",
+  width: 0,
+  fontSize: 16,
+  fontName: { family: "DejaVu Sans", style: "Book" },
+  textAutoResize: "HEIGHT",
+  ...more,
+});
+
+/** The width of threeWords' words on one line in Chromium, and a pixel: they just fit. */
+const threeWordsWidth = (page) =>
+  page.evaluate(() => {
     const s = document.createElement("span");
     s.style.font = "16px 'DejaVu Sans'";
     s.textContent = "iiii iiii iiii";
     document.body.appendChild(s);
     return s.getBoundingClientRect().width + 1;
   });
+
+test("a wrapping text breaks in the case it is drawn in (textCase), as Figma draws it", async () => {
+  const node = (textCase) => threeWords(textCase ? { textCase } : {});
+  const page = await browser.newPage();
+  await page.setContent("<body style='margin:0'></body>");
+  // As wide as the words in lower case: upper case ("IIII") is wider, and wraps.
+  const [lower] = await page.evaluate(wrapLines, [wrapInput(node())]);
+  const width = await threeWordsWidth(page);
   const [plain, upper] = await page.evaluate(wrapLines, [{ ...node(), width }, { ...node("UPPER"), width }].map(wrapInput));
   await page.close();
   assert.equal(lower.length > 1, true, "a width of 0 breaks every word");
@@ -199,26 +206,12 @@ test("a wrapping text breaks in the case it is drawn in (textCase), as Figma dra
 });
 
 test("a text's paragraphIndent narrows its first line when it wraps, and moves it in the drawing", async () => {
-  const node = (paragraphIndent) => ({
-    type: "TEXT",
-    characters: "iiii iiii iiii",
-    width: 0,
-    fontSize: 16,
-    fontName: { family: "DejaVu Sans", style: "Book" },
-    textAutoResize: "HEIGHT",
-    ...(paragraphIndent ? { paragraphIndent } : {}),
-  });
+  const node = (paragraphIndent) => threeWords(paragraphIndent ? { paragraphIndent } : {});
   const page = await browser.newPage();
   await page.setContent("<body style='margin:0'></body>");
   // As wide as the three words (and a pixel): 10 px in (half a word), the last no longer fits
   // on the first line.
-  const width = await page.evaluate(() => {
-    const s = document.createElement("span");
-    s.style.font = "16px 'DejaVu Sans'";
-    s.textContent = "iiii iiii iiii";
-    document.body.appendChild(s);
-    return s.getBoundingClientRect().width + 1;
-  });
+  const width = await threeWordsWidth(page);
   const [flush, indented] = await page.evaluate(wrapLines, [{ ...node(), width }, { ...node(10), width }].map(wrapInput));
   await page.close();
   assert.deepEqual(flush, ["iiii iiii iiii"]);

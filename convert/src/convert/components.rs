@@ -303,8 +303,10 @@ fn lift(s: &Snapshot<'_>, member: &mut Node, flow: Option<LayoutMode>) -> Vec<No
     let inside = |k: &Node| k.x >= 0.0 && k.y >= 0.0 && k.x + k.width <= w && k.y + k.height <= h;
     let Some(kids) = member.children.as_mut().filter(|_| see_through) else { return Vec::new() };
     let shape = |k: &Node| inline_paint(s, k) && (!clips || inside(k));
-    let overlap =
-        |a: &Node, b: &Node| a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+    let overlap = |a: &Node, b: &Node| {
+        let [_, _, w, h] = super::walk::intersect([a.x, a.y, a.width, a.height], [b.x, b.y, b.width, b.height]);
+        w > 0.0 && h > 0.0
+    };
     let covered =
         kids.iter().enumerate().any(|(i, k)| shape(k) && kids[..i].iter().any(|u| !shape(u) && overlap(u, k)));
     if covered {

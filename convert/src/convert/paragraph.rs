@@ -333,11 +333,12 @@ fn space_before(out: &mut Vec<u16>, pieces: &mut [Piece], (from, now): (usize, u
     }
 }
 
-/// Whether text node `c` is collapsible white space alone (under `normal` or `nowrap`).
+/// Whether text node `c` is collapsible white space alone (its parent's `white-space` collapses
+/// it: `normal`, `nowrap`).
 fn collapsed_space(s: &Snapshot<'_>, c: usize) -> bool {
     let value = s.node_value[c].unwrap_or("");
     let parent = usize::try_from(s.parent[c]).ok().and_then(|p| s.layout_of[p]);
-    let collapses = parent.is_some_and(|pl| matches!(s.style(pl, "white-space"), "normal" | "nowrap"));
+    let collapses = parent.is_some_and(|pl| WhiteSpace::of(s.style(pl, "white-space")) == WhiteSpace::Collapse);
     collapses && !value.is_empty() && value.encode_utf16().all(is_white)
 }
 

@@ -91,7 +91,9 @@ fn placement(cx: &mut Ctx<'_, '_>, n: usize, l: usize) -> Option<(usize, Option<
     Some((target, clip))
 }
 
-fn intersect(a: [f64; 4], b: [f64; 4]) -> [f64; 4] {
+/// The rectangle two rectangles (`[x, y, width, height]`) share; empty (0 wide or tall) where
+/// they do not overlap.
+pub(super) fn intersect(a: [f64; 4], b: [f64; 4]) -> [f64; 4] {
     let (x0, y0) = (a[0].max(b[0]), a[1].max(b[1]));
     let (x1, y1) = ((a[0] + a[2]).min(b[0] + b[2]), (a[1] + a[3]).min(b[1] + b[3]));
     [x0, y0, (x1 - x0).max(0.0), (y1 - y0).max(0.0)]

@@ -205,10 +205,16 @@ fn visit(cx: &mut Making<'_, '_>, node: &mut Node) {
     // The inline boxes' shapes lifted out of members, to stand right behind each.
     let mut behind: Vec<(usize, Vec<Node>)> = Vec::new();
     for (_, mut members) in by_group {
+        // Each member with its inline boxes' shapes lifted out, made once for the group.
+        let mut lifted: Option<Lifted> = None;
         while members.len() >= MIN_MEMBERS {
             let (alike, rest) = split(&members.iter().map(|m| &kids[*m]).collect::<Vec<_>>(), &members);
-            let alike =
-                if alike.len() >= MIN_MEMBERS { alike } else { lift_alike(cx.s, kids, &members, flow, &mut behind) };
+            let alike = if alike.len() >= MIN_MEMBERS {
+                alike
+            } else {
+                let lifted = lifted.get_or_insert_with(|| lift_all(cx.s, kids, &members, flow));
+                lift_alike(kids, &members, lifted, &mut behind)
+            };
             if alike.len() >= MIN_MEMBERS {
                 componentize(cx, kids, &alike);
                 members.retain(|m| !alike.contains(m));
@@ -236,35 +242,41 @@ fn split(nodes: &[&Node], at: &[usize]) -> (Vec<usize>, Vec<usize>) {
     (a.into_iter().map(|i| at[i]).collect(), r.into_iter().map(|i| at[i]).collect())
 }
 
-/// The members alike once their inline boxes' shapes are lifted out, lifted (their shapes in
-/// `behind`); none when fewer than a component's worth would be.
+/// Members (by index in their parent) as they are with their inline boxes' shapes lifted out,
+/// and those shapes; only the members that have shapes to lift.
+type Lifted = HashMap<usize, (Node, Vec<Node>)>;
+
+/// Each of `members` that has shapes to lift, copied and lifted.
+fn lift_all(s: &Snapshot<'_>, kids: &[Node], members: &[usize], flow: Option<LayoutMode>) -> Lifted {
+    let mut out = HashMap::new();
+    for m in members.iter().filter(|m| kids[**m].children.iter().flatten().any(|k| inline_paint(s, k))) {
+        let mut n = kids[*m].clone();
+        let shapes = lift(s, &mut n, flow);
+        if !shapes.is_empty() {
+            out.insert(*m, (n, shapes));
+        }
+    }
+    out
+}
+
+/// The members alike once their inline boxes' shapes are lifted out (`lifted`), lifted (their
+/// shapes in `behind`); none when fewer than a component's worth would be.
 fn lift_alike(
-    s: &Snapshot<'_>,
     kids: &mut [Node],
     members: &[usize],
-    flow: Option<LayoutMode>,
+    lifted: &mut Lifted,
     behind: &mut Vec<(usize, Vec<Node>)>,
 ) -> Vec<usize> {
-    // Only the members that have shapes to lift are copied.
-    let mut lifted: Vec<Option<(Node, Vec<Node>)>> = members
-        .iter()
-        .map(|m| {
-            let mut n = kids[*m].clone();
-            let shapes = lift(s, &mut n, flow);
-            (!shapes.is_empty()).then_some((n, shapes))
-        })
-        .collect();
-    if lifted.iter().all(Option::is_none) {
+    if !members.iter().any(|m| lifted.contains_key(m)) {
         return Vec::new();
     }
-    let nodes: Vec<&Node> =
-        members.iter().zip(&lifted).map(|(m, l)| l.as_ref().map_or(&kids[*m], |(n, _)| n)).collect();
+    let nodes: Vec<&Node> = members.iter().map(|m| lifted.get(m).map_or(&kids[*m], |(n, _)| n)).collect();
     let (alike, _) = split(&nodes, members);
     if alike.len() < MIN_MEMBERS {
         return Vec::new();
     }
-    for (m, l) in members.iter().zip(lifted.iter_mut()) {
-        if let Some((n, shapes)) = l.take().filter(|_| alike.contains(m)) {
+    for m in &alike {
+        if let Some((n, shapes)) = lifted.remove(m) {
             kids[*m] = n;
             behind.push((*m, shapes));
         }

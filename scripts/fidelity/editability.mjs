@@ -43,12 +43,14 @@ export const EDIT_GOALS = {
 
 /**
  * Where a page does not reach a goal yet, its floor for --check is what it measures, and
- * docs/FIDELITY.md ("Floors") says why: Python's `div.document` is no auto layout (its sidebar
- * overlaps the content through `margin-left: -100%`), and rustdoc's three experimental items
- * are no component (the third one's badge wraps under its name).
+ * docs/FIDELITY.md ("Floors") says why: Python's `div.document` is auto layout, but does not
+ * resize as the page (its body grows with it through `width: 100%`, which the computed width
+ * the converter reads does not tell from a fixed one, and it is as tall as something other
+ * than its items makes it), and rustdoc's three experimental items are no component (the
+ * third one's badge wraps under its name).
  */
 export const EDIT_FLOORS = {
-  "python-annotations": { flex: 0 },
+  "python-annotations": { sizing: 0 },
   "rustdoc-cell": { components: 0.5 },
 };
 

@@ -246,5 +246,6 @@ test("--check holds each editability figure at its goal, or at the page's own fl
   assert.deepEqual(editBelow("rustdoc-cell", rustdoc), []);
   assert.deepEqual(editBelow("rustdoc-cell", { ...rustdoc, components: fig(0, 2) }), ["rustdoc-cell components 0.000 < 0.5"]);
   assert.deepEqual(editBelow("article", rustdoc), ["article components 0.500 < 0.9"]);
-  assert.equal(EDIT_FLOORS["python-annotations"].flex, 0);
+  assert.equal(EDIT_FLOORS["python-annotations"].sizing, 0);
+  assert.equal(EDIT_FLOORS["python-annotations"].flex, undefined, "Python's flex container is auto layout");
 });

@@ -203,6 +203,7 @@ fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mu
         return;
     }
     order.sort_by(|a, b| main(&kids[*a]).0.total_cmp(&main(&kids[*b]).0));
+    overlaid(kids, &mut order, &mut absolute, row);
     let Some(gap) = even_gap(kids, &order, row) else { return };
     let flow: Vec<&Node> = order.iter().map(|i| &kids[*i]).collect();
     let (fw, fh) = (frame.width, frame.height);
@@ -238,6 +239,30 @@ fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mu
         if fill_v {
             k.layout_sizing_vertical = Some(LayoutSizing::FILL);
         }
+    });
+}
+
+/// Takes out of `order` (main axis order) each item drawn over the one before it, which a
+/// negative margin pulls back (Sphinx's sidebar, `margin-left: -100%`, over the body it
+/// follows): auto layout has no place for it, so it stays where it is, ABSOLUTE, and the items
+/// around it are placed as the checks after this verify.
+fn overlaid(kids: &[Node], order: &mut Vec<usize>, absolute: &mut [bool], row: bool) {
+    // The last item kept in the flow; an item wrapped onto the next line starts before its end
+    // too, but beside it across (it is no auto layout, as `even_gap` finds). An empty item
+    // (Sphinx's `div.clearer`) is over it wherever it starts within it.
+    let mut last: Option<usize> = None;
+    order.retain(|i| {
+        let over = last.is_some_and(|p| {
+            let ((a, al), (b, bl)) = (main_axis(&kids[p], row), main_axis(&kids[*i], row));
+            let ((c, cl), (d, dl)) = (cross_axis(&kids[p], row), cross_axis(&kids[*i], row));
+            let empty = bl <= 0.0 || dl <= 0.0;
+            b < a + al - TOLERANCE && (empty || (d < c + cl - TOLERANCE && c < d + dl - TOLERANCE))
+        });
+        absolute[*i] |= over;
+        if !over {
+            last = Some(*i);
+        }
+        !over
     });
 }
 

@@ -158,7 +158,8 @@ fn finish(rgb: Vec3, alpha: f64) -> Rgba {
     Rgba { r: c(rgb[0]), g: c(rgb[1]), b: c(rgb[2]), a: alpha }
 }
 
-fn round5(v: f64) -> f64 {
+/// A channel rounded to the 5 decimals the document writes.
+pub(crate) fn round5(v: f64) -> f64 {
     (v * 100_000.0).round() / 100_000.0
 }
 

@@ -59,6 +59,48 @@ fn dashed_dotted_and_double_borders_are_drawn_as_chromium_draws_them() {
     assert_eq!((thin["strokeWeight"].as_f64(), thin.get("children")), (Some(2.0), None));
 }
 
+/// A stroke's colour as 0–255 channels, and its per-side weights (top, right, bottom, left).
+fn sides(n: &Value) -> ([i64; 3], [f64; 4]) {
+    let c = &n["strokes"][0]["color"];
+    let ch = |k: &str| (c[k].as_f64().expect("a channel") * 255.0).round() as i64;
+    let w = |k: &str| n[k].as_f64().unwrap_or_else(|| n["strokeWeight"].as_f64().expect("a weight"));
+    (
+        [ch("r"), ch("g"), ch("b")],
+        [w("strokeTopWeight"), w("strokeRightWeight"), w("strokeBottomWeight"), w("strokeLeftWeight")],
+    )
+}
+
+#[test]
+fn inset_and_outset_borders_and_sides_of_other_colours_are_drawn_each_in_its_colour() {
+    // Figma has one stroke paint a node: the first side's colour is the box's stroke, each
+    // other colour a rectangle of the box's size over it, stroked on its own sides.
+    let (doc, warnings) = convert(
+        r#"<table id="outset" border="1" style="border-collapse:separate"><tr><td id="cell">x</td></tr></table>
+        <div id="grey" style="border:3px outset rgb(128, 128, 128);width:100px;height:40px"></div>
+        <div id="sides" style="border:2px solid rgb(255, 0, 0);border-bottom-color:rgb(0, 0, 255);width:100px;height:40px"></div>"#,
+    );
+    assert!(warnings.is_empty(), "{warnings:#?}");
+    // <table border=1>: the table outset, its cells inset, in black's two shades as Chromium
+    // draws them (#a8a8a8 and #545454, measured).
+    let table = named(&doc, "outset");
+    assert_eq!(sides(table), ([168; 3], [1.0, 0.0, 0.0, 1.0]));
+    let bottom_right = &table["children"][0];
+    assert_eq!(bottom_right["name"], "Border");
+    assert_eq!(sides(bottom_right), ([84; 3], [0.0, 1.0, 1.0, 0.0]));
+    assert_eq!((&bottom_right["width"], &bottom_right["height"]), (&table["width"], &table["height"]));
+    let cell = named(&doc, "cell");
+    assert_eq!(sides(cell).0, [84; 3]);
+    assert_eq!(sides(&cell["children"][0]).0, [168; 3]);
+    // Grey outset: light top and left (Blink's Light(): 212), dark bottom and right (Dark(): 44).
+    let grey = named(&doc, "grey");
+    assert_eq!(sides(grey), ([212; 3], [3.0, 0.0, 0.0, 3.0]));
+    assert_eq!(sides(&grey["children"][0]), ([44; 3], [0.0, 3.0, 3.0, 0.0]));
+    // A bottom of another colour than the rest: no longer drawn in the first side's.
+    let red = named(&doc, "sides");
+    assert_eq!(sides(red), ([255, 0, 0], [2.0, 2.0, 0.0, 2.0]));
+    assert_eq!(sides(&red["children"][0]), ([0, 0, 255], [0.0, 0.0, 2.0, 0.0]));
+}
+
 #[test]
 fn radii_making_an_ellipse_are_an_ellipse_and_a_square_keeps_its_corner_radius() {
     let (doc, warnings) = convert(

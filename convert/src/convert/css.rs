@@ -5,6 +5,7 @@
 
 use super::paint::{parse_color, split_top, take_color, UNREAD};
 use super::{px, round, Snapshot};
+use crate::color::round5;
 use crate::doc::{BlendMode, Effect, EffectType, Rgba, StrokeCap, Vector};
 use crate::warn;
 
@@ -37,7 +38,7 @@ pub(super) fn border_line(s: &Snapshot<'_>, l: usize) -> (Line, Option<String>) 
             // Chromium draws a double border under 3px as a solid one.
             && !(style == "double" && width < 3.0)
     };
-    let odd = drawn.iter().map(|(st, _)| *st).find(|st| approximated(st));
+    let odd = drawn.iter().map(|(st, _)| *st).find(|st| approximated(st) && !shaded(s, l, st));
     if drawn.iter().any(|(st, _)| *st != first) {
         return (Line::Solid, odd.map(|st| format!("border-style: {st} drawn solid: the sides' styles differ")));
     }
@@ -50,9 +51,53 @@ pub(super) fn border_line(s: &Snapshot<'_>, l: usize) -> (Line, Option<String>) 
         "dotted" if width >= 3.0 => (Line::Dashed(vec![0.0, round(2.0 * width)], Some(StrokeCap::ROUND)), None),
         "dotted" => (Line::Dashed(vec![round(width), round(width)], None), None),
         "double" if width >= 3.0 => (Line::Double, None),
+        // Solid lines, each side in its shade (`shade`).
+        st if shaded(s, l, st) => (Line::Solid, None),
         st if approximated(st) => (Line::Solid, Some(format!("border-style: {st} drawn solid"))),
         _ => (Line::Solid, None),
     }
+}
+
+/// Whether a border of `style` is drawn solid with each side in its shade (`shade`): `inset`
+/// and `outset`, but on a table or a cell whose borders collapse, where CSS draws them as
+/// `ridge` and `groove` (two shades a side, which stay approximated).
+pub(super) fn shaded(s: &Snapshot<'_>, l: usize, style: &str) -> bool {
+    let collapsed = s.style(l, "border-collapse") == "collapse"
+        && matches!(s.style(l, "display"), "table" | "inline-table" | "table-cell");
+    matches!(style, "inset" | "outset") && !collapsed
+}
+
+/// The colour Chromium draws side `side` (0 top, 1 right, 2 bottom, 3 left) of an `inset` or
+/// `outset` border of colour `c` in, as measured against Chromium 156: the top and left of an
+/// inset border are the dark shade, the bottom and right the light one (outset the other way
+/// round). The dark shade is Blink's `Color::Dark()` (the largest channel less 0.33, the others
+/// in proportion) and the light one the colour itself where it is light (luminance from
+/// 0.835: `#ececec` up) or `Color::Light()` (the largest channel plus 0.33, black `#545454`);
+/// a colour as dark as `#202020` or darker takes `Light()` and `Light()` twice instead (black:
+/// `#545454` and `#a8a8a8`, PostgreSQL's tables). Channels are truncated to 8 bits, as Blink's.
+pub(super) fn shade(style: &str, side: usize, c: &Rgba) -> Rgba {
+    let eight = |v: f64| (v.clamp(0.0, 1.0) * 255.0).round() / 255.0;
+    let ch = [eight(c.r), eight(c.g), eight(c.b)];
+    let scaled = |ch: [f64; 3], m: f64| ch.map(|x| (m * x * 255.999_97).floor() / 255.0);
+    let max = |ch: [f64; 3]| ch[0].max(ch[1]).max(ch[2]);
+    let light = |ch: [f64; 3]| match max(ch) {
+        0.0 => [84.0 / 255.0; 3],
+        v => scaled(ch, (v + 0.33).min(1.0) / v),
+    };
+    let dark = |ch: [f64; 3]| match max(ch) {
+        0.0 => ch,
+        v => scaled(ch, ((v - 0.33) / v).max(0.0)),
+    };
+    let linear = |v: f64| if v <= 0.040_45 { v / 12.92 } else { ((v + 0.055) / 1.055).powf(2.4) };
+    let luminance = 0.2126 * linear(ch[0]) + 0.7152 * linear(ch[1]) + 0.0722 * linear(ch[2]);
+    // Between #202020's luminance (0.01444) and #212121's (0.01520).
+    let (darker, lighter) = if luminance < 0.0148 {
+        (light(ch), light(light(ch)))
+    } else {
+        (dark(ch), if luminance >= 0.835 { ch } else { light(ch) })
+    };
+    let [r, g, b] = if (side == 0 || side == 3) == (style == "inset") { darker } else { lighter };
+    Rgba { r: round5(r), g: round5(g), b: round5(b), a: c.a }
 }
 
 /// CSS `mix-blend-mode` as Figma's `blendMode`; `None` for `normal` (and anything unknown).
@@ -210,6 +255,37 @@ pub(crate) fn full_ellipse(s: &Snapshot<'_>, l: usize, b: [f64; 4]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each colour's two shades as Chromium 156 drew a 3px `inset` border of it (its top, then
+    /// its bottom), read from its screenshot.
+    #[test]
+    fn inset_and_outset_shades_are_chromium_s() {
+        let drawn: [(u32, [u8; 3], [u8; 3]); 14] = [
+            (0x000000, [84, 84, 84], [168, 168, 168]),
+            (0x202020, [116, 116, 116], [200, 200, 200]),
+            (0x212121, [0, 0, 0], [117, 117, 117]),
+            (0x404040, [0, 0, 0], [148, 148, 148]),
+            (0x808080, [44, 44, 44], [212, 212, 212]),
+            (0xcccccc, [120, 120, 120], [255, 255, 255]),
+            (0xebebeb, [151, 151, 151], [255, 255, 255]),
+            (0xececec, [152, 152, 152], [236, 236, 236]),
+            (0xffffff, [171, 171, 171], [255, 255, 255]),
+            (0x0000ff, [0, 0, 171], [0, 0, 255]),
+            (0x1a1a80, [8, 8, 44], [43, 43, 212]),
+            (0xff0000, [171, 0, 0], [255, 0, 0]),
+            (0x336699, [23, 46, 69], [79, 158, 238]),
+            (0x008000, [0, 44, 0], [0, 212, 0]),
+        ];
+        let bytes = |c: Rgba| [c.r, c.g, c.b].map(|v| (v * 255.0).round() as u8);
+        for (hex, top, bottom) in drawn {
+            let [r, g, b] = [hex >> 16, (hex >> 8) & 255, hex & 255].map(|v| f64::from(v) / 255.0);
+            let c = Rgba { r, g, b, a: 1.0 };
+            assert_eq!((bytes(shade("inset", 0, &c)), bytes(shade("inset", 2, &c))), (top, bottom), "#{hex:06x}");
+            // Outset the other way round; left as top, right as bottom.
+            assert_eq!((bytes(shade("outset", 3, &c)), bytes(shade("outset", 1, &c))), (bottom, top), "#{hex:06x}");
+        }
+        assert_eq!(shade("inset", 0, &Rgba { r: 0.0, g: 0.0, b: 0.0, a: 0.5 }).a, 0.5, "alpha kept");
+    }
 
     #[test]
     fn filters_and_shadows_read_as_figma_effects() {

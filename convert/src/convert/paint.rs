@@ -2,7 +2,7 @@
 //! radii, shadows, as Figma fills, strokes and effects; an inline element broken across lines as
 //! one rectangle per line.
 
-use super::css::{border_line, filter_effects, Line};
+use super::css::{border_line, filter_effects, shade, shaded, Line};
 use super::gradient::{linear_gradient, stretch_paint};
 use super::images::ImageSource;
 use super::{px, round, Container, Ctx, Key, Snapshot};
@@ -149,6 +149,10 @@ impl Ctx<'_, '_> {
 pub(super) struct BoxPaint {
     pub(super) fills: Vec<Paint>,
     pub(super) strokes: Option<(Paint, [f64; 4])>,
+    /// The sides of the border in other colours than `strokes`' (per-side widths, 0 for the
+    /// others'), one colour each: Figma has one stroke paint a node, so each is a rectangle
+    /// of the box's size over it (`apply_paint`).
+    pub(super) more: Vec<(Paint, [f64; 4])>,
     pub(super) line: Line,
     pub(super) radii: [f64; 4],
     pub(super) effects: Vec<Effect>,
@@ -156,14 +160,14 @@ pub(super) struct BoxPaint {
 
 impl BoxPaint {
     pub(super) fn none() -> Self {
-        BoxPaint { fills: vec![], strokes: None, line: Line::Solid, radii: [0.0; 4], effects: vec![] }
+        BoxPaint { fills: vec![], strokes: None, more: vec![], line: Line::Solid, radii: [0.0; 4], effects: vec![] }
     }
 }
 
 pub(super) fn box_paint(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], name: &str) -> BoxPaint {
     // The canvas took this element's background.
     let fills = if cx.root_bg_from == Some(n) { Vec::new() } else { background_fills(cx, n, l, b, name) };
-    let (strokes, radii, mut effects) = box_edges(cx, n, l, b, name);
+    let ((strokes, more), radii, mut effects) = box_edges(cx, n, l, b, name);
     let (line, approximated) = border_line(cx.s, l);
     if let Some(message) = approximated.filter(|_| strokes.is_some()) {
         cx.css(n, name, "border-style", message);
@@ -176,7 +180,7 @@ pub(super) fn box_paint(cx: &mut Ctx<'_, '_>, n: usize, l: usize, b: [f64; 4], n
         }
         Err(message) => cx.css(n, name, "filter", message),
     }
-    BoxPaint { fills, strokes, line, radii, effects }
+    BoxPaint { fills, strokes, more, line, radii, effects }
 }
 
 /// An element's background colour and images, bottom first.
@@ -227,7 +231,8 @@ fn not_drawn(layer: &str) -> String {
     format!("background-image: {} not drawn", warn::quote(layer))
 }
 
-/// An element's border (one colour, per-side widths), corner radii and shadows.
+/// An element's border (per-side widths: the first drawn side's colour, and the sides of each
+/// other colour), corner radii and shadows.
 #[allow(clippy::type_complexity)]
 fn box_edges(
     cx: &mut Ctx<'_, '_>,
@@ -235,11 +240,11 @@ fn box_edges(
     l: usize,
     b: [f64; 4],
     name: &str,
-) -> (Option<(Paint, [f64; 4])>, [f64; 4], Vec<Effect>) {
+) -> ((Option<(Paint, [f64; 4])>, Vec<(Paint, [f64; 4])>), [f64; 4], Vec<Effect>) {
     let s = cx.s;
     let sides = ["top", "right", "bottom", "left"];
-    let mut widths = [0.0; 4];
-    let mut colors: Vec<Option<Rgba>> = Vec::new();
+    // Each colour with the widths of its sides, in the order the sides are met.
+    let mut colors: Vec<(Rgba, [f64; 4])> = Vec::new();
     let color_of = ["border-top-color", "border-right-color", "border-bottom-color", "border-left-color"];
     for (i, side) in sides.iter().enumerate() {
         let style = s.style(l, &format!("border-{side}-style"));
@@ -247,19 +252,21 @@ fn box_edges(
         if style == "none" || style == "hidden" || w <= 0.0 {
             continue;
         }
-        let c = cx.color(n, l, color_of[i], name).filter(|c| c.a > 0.0);
-        if c.is_some() {
-            widths[i] = w;
-            colors.push(c);
+        let Some(mut c) = cx.color(n, l, color_of[i], name).filter(|c| c.a > 0.0) else { continue };
+        if shaded(s, l, style) {
+            c = shade(style, i, &c);
+        }
+        match colors.iter_mut().find(|(o, _)| *o == c) {
+            Some((_, widths)) => widths[i] = w,
+            None => {
+                let mut widths = [0.0; 4];
+                widths[i] = w;
+                colors.push((c, widths));
+            }
         }
     }
-    let strokes = colors.first().cloned().flatten().map(|c| {
-        if colors.iter().any(|o| o.as_ref() != Some(&c)) {
-            let message = "border-color: sides of different colours drawn in the first side's".into();
-            cx.css(n, name, "border-color", message);
-        }
-        (solid(&c), widths)
-    });
+    let mut colors = colors.into_iter().map(|(c, w)| (solid(&c), w));
+    let strokes = (colors.next(), colors.collect());
     let radius = |corner: &str| {
         let v = s.style(l, &format!("border-{corner}-radius"));
         let first = v.split_whitespace().next().unwrap_or("0");
@@ -277,6 +284,20 @@ fn box_edges(
 
 pub(super) fn apply_paint(node: &mut Node, p: BoxPaint) {
     node.fills = Some(p.fills);
+    for (paint, w) in p.more {
+        let mut sides = Node {
+            kind: NodeType::RECTANGLE,
+            name: "Border".into(),
+            width: node.width,
+            height: node.height,
+            fills: Some(Vec::new()),
+            maker: Maker { dom: node.maker.dom, flex_item: false },
+            ..Node::default()
+        };
+        let line = BoxPaint { strokes: Some((paint, w)), line: p.line.clone(), radii: p.radii, ..BoxPaint::none() };
+        apply_paint(&mut sides, line);
+        node.children.get_or_insert_with(Vec::new).push(sides);
+    }
     if let Some((paint, mut w)) = p.strokes {
         match p.line {
             Line::Solid => {}
@@ -339,10 +360,16 @@ fn double_inner(node: &mut Node, paint: &Paint, w: [f64; 4], radii: [f64; 4]) ->
 }
 
 /// A cell of a table whose borders collapse: Chromium's cell box runs to the middle of each
-/// shared border, so the border is centred on the box's edge, not inside it.
+/// shared border, so the border is centred on the box's edge, not inside it; the sides of its
+/// other colours too (the rectangles of its own size `apply_paint` added).
 pub(super) fn collapsed_border(s: &Snapshot<'_>, l: usize, node: &mut Node) {
     if node.strokes.is_some() && s.style(l, "display") == "table-cell" && s.style(l, "border-collapse") == "collapse" {
         node.stroke_align = Some(StrokeAlign::CENTER);
+        let (dom, size) = (node.maker.dom, (node.width, node.height));
+        let own = |k: &Node| k.maker.dom == dom && (k.x, k.y, k.width, k.height) == (0.0, 0.0, size.0, size.1);
+        for k in node.children.iter_mut().flatten().filter(|k| own(k) && k.strokes.is_some()) {
+            k.stroke_align = Some(StrokeAlign::CENTER);
+        }
     }
 }
 

@@ -322,11 +322,12 @@ pub(super) fn frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, mut node: Node, pa
         ellipse_in_frame(cx, n, l, &node.name);
     }
     // Boxed: this function's frame is on the stack once per level of the walk.
-    let double = (paint.line == Line::Double).then(|| Box::new(paint.clone()));
+    let double = (paint.line == Line::Double || !paint.more.is_empty()).then(|| Box::new(paint.clone()));
     apply_paint(&mut node, paint);
-    // The double border's inner line, kept apart from the children auto layout places.
-    let inner_line = node.children.take();
     collapsed_border(s, l, &mut node);
+    // The double border's inner line and the sides of other colours, kept apart from the
+    // children auto layout places.
+    let inner_line = node.children.take();
     node.clips_content = Some(clips);
     cx.count += 1;
     let open =
@@ -384,7 +385,7 @@ fn flat(
 
 /// The border is one weight all round (an ELLIPSE has no per-side weights) and one line.
 fn uniform_strokes(p: &BoxPaint) -> bool {
-    p.strokes.as_ref().is_none_or(|(_, w)| w.iter().all(|x| *x == w[0])) && p.line != Line::Double
+    p.strokes.as_ref().is_none_or(|(_, w)| w.iter().all(|x| *x == w[0])) && p.line != Line::Double && p.more.is_empty()
 }
 
 /// Element `n` as an ELLIPSE (its radii make one): its fills, strokes and effects, no corners;
@@ -412,8 +413,10 @@ fn ellipse_in_frame(cx: &mut Ctx<'_, '_>, n: usize, l: usize, name: &str) {
     cx.css(n, name, "border-radius", message);
 }
 
-/// A double border's inner line (`line`) as the frame's first child; where the frame has auto
-/// layout, which would place it as an item, the border is drawn solid instead, and said.
+/// A double border's inner line and the rectangles of a border's other colours (`line`) as
+/// the frame's first children, ABSOLUTE where the frame has auto layout (which places only the
+/// items); in a GRID frame, which would place them in cells, the border is drawn solid in its
+/// first colour instead, and said.
 #[inline(never)]
 fn double_line(
     cx: &mut Ctx<'_, '_>,
@@ -431,13 +434,17 @@ fn double_line(
         }
     }
     if node.layout_mode == Some(LayoutMode::GRID) {
+        let (property, message) = match paint.line {
+            Line::Double => ("border-style", "border-style: double drawn solid: a GRID frame would place its inner line in a cell"),
+            _ => ("border-color", "border-color: sides of other colours drawn in the first side's: a GRID frame would place their rectangles in a cell"),
+        };
         paint.line = Line::Solid;
+        paint.more.clear();
         paint.fills = node.fills.take().unwrap_or_default();
         apply_paint(node, paint);
         node.children = None;
         collapsed_border(cx.s, l, node);
-        let message = "border-style: double drawn solid: a GRID frame would place its inner line in a cell".into();
-        cx.css(n, &node.name, "border-style", message);
+        cx.css(n, &node.name, property, message.into());
     } else {
         cx.count += line.len();
         kids.splice(0..0, line);

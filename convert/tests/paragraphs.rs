@@ -180,7 +180,7 @@ fn an_inline_elements_padding_is_room_beside_its_text() {
 }
 
 #[test]
-fn every_colour_and_type_is_a_shared_style_named_by_role_the_commonest_first() {
+fn every_colour_and_type_is_a_shared_style_named_by_role_the_commonest_first_the_others_by_value() {
     let out = run("<div style=\"background: linear-gradient(#fff, #ccc); padding: 8px\">\
          <h1 style=\"font: bold 30px/36px 'DejaVu Sans'; color: rgb(200, 0, 0)\">Title</h1>\
          <p>One para.</p><p>Two para.</p><p>Three <a href=\"https://example.com/\" style=\"color: rgb(0, 0, 200)\">link</a>.</p>\
@@ -190,9 +190,10 @@ fn every_colour_and_type_is_a_shared_style_named_by_role_the_commonest_first() {
     let names: Vec<&str> = styles.iter().map(|s| s.name.as_str()).collect();
     assert!(names.contains(&"Text/Body"), "{names:?}");
     assert!(names.contains(&"Color/Link"), "{names:?}");
-    // Used once, and a style still: the heading's type, and its colour, a second text colour.
+    // Used once, and a style still: the heading's type, and its colour, a second text colour,
+    // named by its value as every rarer style of a role is.
     assert!(names.contains(&"Text/Heading 1"), "{names:?}");
-    assert!(names.contains(&"Color/Text 2"), "{names:?}");
+    assert!(names.contains(&"Color/Text #c80000"), "{names:?}");
     let id = |name: &str| styles.iter().find(|s| s.name == name).map(|s| s.id.clone());
     let body = texts(&out).into_iter().find(|n| n.characters.as_deref() == Some("One para.")).unwrap();
     assert_eq!(body.text_style_id, id("Text/Body"));
@@ -200,7 +201,7 @@ fn every_colour_and_type_is_a_shared_style_named_by_role_the_commonest_first() {
     assert_eq!(body.fill_style_id, id("Color/Text"));
     let title = texts(&out).into_iter().find(|n| n.characters.as_deref() == Some("Title")).unwrap();
     assert_eq!(title.text_style_id, id("Text/Heading 1"));
-    assert_eq!(title.fill_style_id, id("Color/Text 2"));
+    assert_eq!(title.fill_style_id, id("Color/Text #c80000"));
     // A gradient is a paint style as it is.
     let gradient = |n: &Node| n.fills.iter().flatten().any(|f| matches!(f, Paint::GradientLinear { .. }));
     let (boxed, _) = out.document.walk().find(|(n, _)| gradient(n)).expect("the gradient's frame");

@@ -8,9 +8,10 @@
 //! the peers make a local style of every colour and type they find, and on a short page the
 //! rule of three left a third of the layers loose (the form: 11 of 27, its heading, its error
 //! text, its page's gradient). How often a value is used still orders them: a role's plain
-//! name ("Text/Body") goes to its commonest, the rarer are numbered ("Text/Body 2").
+//! name ("Text/Body") goes to its commonest, the rarer are named by their value
+//! ("Text/Body 12/18", "Color/Text #666666": `name`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::Snapshot;
 use crate::doc::{
@@ -190,23 +191,79 @@ fn run_role(role: &str, key: &TextKey) -> String {
     }
 }
 
-/// The styles named by role ("Text/Body", then "Text/Body 2" for the next most used of that
-/// role), by their key.
+/// The styles named by role: a role's commonest takes its plain name ("Text/Body"), each
+/// rarer one the name with what sets it apart, its value ("Color/Text #666666", "Text/Body
+/// 12/18", then its style, its family, its decoration, case and spacing as far as needed:
+/// "Text/Code 15.44/18.53 Bold"). A name made of the value stays the value's from page to
+/// page, where a number ("Text/Body 2") went to whichever style came second; so the plugin,
+/// which reuses a style of the same name and value, finds it again. A number is the last
+/// resort (two gradients of one role).
 fn name(found: BTreeMap<String, Candidate>) -> HashMap<String, Style> {
     let mut kept: Vec<(String, Candidate)> = found.into_iter().collect();
     // Most used first, so a role's first name goes to its commonest.
     kept.sort_by(|a, b| b.1.uses.cmp(&a.1.uses).then_with(|| a.0.cmp(&b.0)));
-    let mut taken: HashMap<String, usize> = HashMap::new();
+    let mut taken: HashSet<String> = HashSet::new();
     let mut out = HashMap::new();
     for (i, (key, c)) in kept.into_iter().enumerate() {
         let group = if c.style.kind == StyleType::PAINT { "Color" } else { "Text" };
         let base = format!("{group}/{}", c.role());
-        let k = taken.entry(base.clone()).or_insert(0);
-        *k += 1;
-        let name = if *k == 1 { base } else { format!("{base} {k}") };
+        let mut names = std::iter::once(base.clone())
+            .chain(details(&c.style).into_iter().map(|d| format!("{base} {d}")))
+            .chain((2..).map(|k| format!("{base} {k}")));
+        let name = names.find(|n| !taken.contains(n)).unwrap_or(base);
+        taken.insert(name.clone());
         out.insert(key, Style { id: format!("S:{}", i + 1), name, ..c.style });
     }
     out
+}
+
+/// What tells a style apart from others of its role, each more than the one before: a colour's
+/// hex (and opacity); a type's size and line height, then its style, family, and its
+/// decoration, case and letter spacing.
+fn details(st: &Style) -> Vec<String> {
+    if st.kind == StyleType::PAINT {
+        return match st.paints.as_deref() {
+            Some([Paint::Solid { color, opacity }]) => {
+                let hex = |v: f64| format!("{:02x}", (v.clamp(0.0, 1.0) * 255.0).round() as u8);
+                let alpha = opacity.map(|o| format!(" {}%", num(o * 100.0))).unwrap_or_default();
+                vec![format!("#{}{}{}{alpha}", hex(color.r), hex(color.g), hex(color.b))]
+            }
+            _ => Vec::new(),
+        };
+    }
+    let line = st.line_height.as_ref().map_or("Auto".into(), |lh| match (lh.unit, lh.value) {
+        (crate::doc::LineHeightUnit::PIXELS, Some(v)) => num(v),
+        (crate::doc::LineHeightUnit::PERCENT, Some(v)) => format!("{}%", num(v)),
+        _ => "Auto".into(),
+    });
+    let mut d = format!("{}/{line}", num(st.font_size.unwrap_or(12.0)));
+    let mut out = vec![d.clone()];
+    let font = st.font_name.clone().unwrap_or(FontName { family: "Inter".into(), style: "Regular".into() });
+    for more in [font.style, font.family] {
+        d = format!("{d} {more}");
+        out.push(d.clone());
+    }
+    let mut rest = Vec::new();
+    if let Some(deco) = st.text_decoration.filter(|t| *t != TextDecoration::NONE) {
+        rest.push(format!("{deco:?}").to_lowercase());
+    }
+    if let Some(case) = st.text_case.filter(|t| *t != TextCase::ORIGINAL) {
+        rest.push(format!("{case:?}").to_lowercase());
+    }
+    if let Some(ls) = st.letter_spacing.as_ref().filter(|ls| ls.value != 0.0) {
+        let unit = if ls.unit == crate::doc::LetterSpacingUnit::PERCENT { "%" } else { "px" };
+        rest.push(format!("spaced {}{unit}", num(ls.value)));
+    }
+    if !rest.is_empty() {
+        out.push(format!("{d} {}", rest.join(" ")));
+    }
+    out
+}
+
+/// A number as a designer writes it: no trailing zeros (16, 22.4, 15.44).
+fn num(v: f64) -> String {
+    let s = format!("{:.2}", (v * 100.0).round() / 100.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// Points a node and its segments at their styles.
@@ -222,4 +279,67 @@ fn refer(n: &mut Node, ids: &HashMap<String, Style>) {
         n.text_style_id = id(format!("T{}", text_key(&node_key(n))));
     }
     n.fill_style_id = n.fills.as_deref().and_then(paint_key).and_then(|k| id(format!("P{k}")));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::{Color, LetterSpacingUnit, LineHeightUnit};
+
+    fn candidate(role: &str, uses: usize, style: Style) -> Candidate {
+        Candidate { roles: BTreeMap::from([(role.to_owned(), uses)]), style, uses }
+    }
+
+    fn type_of(family: &str, style: &str, size: f64, line: f64, deco: TextDecoration) -> Style {
+        text_style(&(
+            FontName { family: family.into(), style: style.into() },
+            size,
+            LineHeight { unit: LineHeightUnit::PIXELS, value: Some(line) },
+            LetterSpacing { unit: LetterSpacingUnit::PIXELS, value: 0.0 },
+            TextCase::ORIGINAL,
+            deco,
+        ))
+    }
+
+    #[test]
+    fn a_role_s_rarer_styles_are_named_by_as_much_of_their_value_as_tells_them_apart() {
+        let grey = Paint::Solid { color: Color { r: 0.4, g: 0.4, b: 0.4 }, opacity: None };
+        let faint = Paint::Solid { color: Color { r: 0.0, g: 0.0, b: 0.0 }, opacity: Some(0.46) };
+        let black = Paint::Solid { color: Color { r: 0.0, g: 0.0, b: 0.0 }, opacity: None };
+        let found = BTreeMap::from([
+            ("P1".to_owned(), candidate("Text", 9, paint_style(&[black]))),
+            ("P2".to_owned(), candidate("Text", 3, paint_style(&[grey]))),
+            ("P3".to_owned(), candidate("Text", 2, paint_style(&[faint]))),
+            (
+                "T1".to_owned(),
+                candidate("Code", 9, type_of("DejaVu Sans Mono", "Regular", 15.44, 21.62, TextDecoration::NONE)),
+            ),
+            (
+                "T2".to_owned(),
+                candidate("Code", 5, type_of("DejaVu Sans Mono", "Regular", 15.44, 18.53, TextDecoration::NONE)),
+            ),
+            (
+                "T3".to_owned(),
+                candidate("Code", 4, type_of("DejaVu Sans Mono", "Bold", 15.44, 18.53, TextDecoration::NONE)),
+            ),
+            (
+                "T4".to_owned(),
+                candidate("Code", 3, type_of("Liberation Mono", "Bold", 15.44, 18.53, TextDecoration::NONE)),
+            ),
+            (
+                "T5".to_owned(),
+                candidate("Code", 2, type_of("Liberation Mono", "Bold", 15.44, 18.53, TextDecoration::UNDERLINE)),
+            ),
+        ]);
+        let named = name(found);
+        let of = |k: &str| named[k].name.as_str();
+        assert_eq!([of("P1"), of("P2"), of("P3")], ["Color/Text", "Color/Text #666666", "Color/Text #000000 46%"]);
+        assert_eq!(of("T1"), "Text/Code");
+        assert_eq!(of("T2"), "Text/Code 15.44/18.53");
+        assert_eq!(of("T3"), "Text/Code 15.44/18.53 Bold");
+        assert_eq!(of("T4"), "Text/Code 15.44/18.53 Bold Liberation Mono");
+        assert_eq!(of("T5"), "Text/Code 15.44/18.53 Bold Liberation Mono underline");
+        // The commonest first: ids follow use.
+        assert_eq!((named["P1"].id.as_str(), named["T5"].id.as_str()), ("S:1", "S:8"));
+    }
 }

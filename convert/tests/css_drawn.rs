@@ -77,7 +77,8 @@ fn inset_and_outset_borders_and_sides_of_other_colours_are_drawn_each_in_its_col
     let (doc, warnings) = convert(
         r#"<table id="outset" border="1" style="border-collapse:separate"><tr><td id="cell">x</td></tr></table>
         <div id="grey" style="border:3px outset rgb(128, 128, 128);width:100px;height:40px"></div>
-        <div id="sides" style="border:2px solid rgb(255, 0, 0);border-bottom-color:rgb(0, 0, 255);width:100px;height:40px"></div>"#,
+        <div id="sides" style="border:2px solid rgb(255, 0, 0);border-bottom-color:rgb(0, 0, 255);width:100px;height:40px"></div>
+        <p style="width:120px"><span style="border-left:3px solid rgb(255, 0, 0);border-right:3px solid rgb(0, 0, 255);background:rgb(238, 238, 238)">one two three four five six seven</span></p>"#,
     );
     assert!(warnings.is_empty(), "{warnings:#?}");
     // <table border=1>: the table outset, its cells inset, in black's two shades as Chromium
@@ -99,6 +100,19 @@ fn inset_and_outset_borders_and_sides_of_other_colours_are_drawn_each_in_its_col
     let red = named(&doc, "sides");
     assert_eq!(sides(red), ([255, 0, 0], [2.0, 2.0, 0.0, 2.0]));
     assert_eq!(sides(&red["children"][0]), ([0, 0, 255], [0.0, 0.0, 2.0, 0.0]));
+    // An inline box broken across lines: its left side on its first line only, its right side
+    // on its last only, each fragment's stroke the colour of the side it has.
+    let fragments: Vec<&Value> = doc["children"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| n["fills"][0]["color"]["r"] == json!(0.93333))
+        .collect();
+    assert!(fragments.len() >= 3, "{fragments:#?}");
+    let (first, last) = (fragments[0], fragments[fragments.len() - 1]);
+    assert_eq!(sides(first), ([255, 0, 0], [0.0, 0.0, 0.0, 3.0]));
+    assert_eq!(sides(last), ([0, 0, 255], [0.0, 3.0, 0.0, 0.0]));
+    assert!(fragments.iter().all(|f| f.get("children").is_none()), "{fragments:#?}");
 }
 
 #[test]

@@ -445,9 +445,15 @@ pub(super) fn inline_fragments(
         let x1 = line[0] + line[2] + if end { right } else { 0.0 };
         let (y0, y1) = (line[1] - top, line[1] + line[3] + bottom);
         let mut p = paint.clone();
-        if let Some((_, w)) = p.strokes.as_mut() {
+        for (_, w) in p.strokes.iter_mut().chain(p.more.iter_mut()) {
             w[1] = if end { w[1] } else { 0.0 };
             w[3] = if first { w[3] } else { 0.0 };
+        }
+        // A colour left with no side on this fragment draws nothing on it; where that is the
+        // node's own, the next colour's sides are.
+        p.more.retain(|(_, w)| w.iter().any(|x| *x > 0.0));
+        if p.strokes.as_ref().is_some_and(|(_, w)| w.iter().all(|x| *x <= 0.0)) && !p.more.is_empty() {
+            p.strokes = Some(p.more.remove(0));
         }
         // radii: top-left, top-right, bottom-right, bottom-left
         if !first {

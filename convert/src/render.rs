@@ -527,7 +527,48 @@ impl Browser {
             )
             .await?;
         let platform_fonts = self.platform_fonts(s, &snapshot).await?;
+        let mut snapshot = snapshot;
+        let percent = self.percent_sizes(s, &snapshot).await?;
+        // Kept beside what DOMSnapshot answered, as the converter reads it (`Snapshot::parse`).
+        snapshot["code2des"] = json!({ "percentSizes": percent });
         Ok((snapshot, platform_fonts))
+    }
+
+    /// The flex items (their snapshot node indices) whose size along their container's axis
+    /// the cascade gives as a percentage (`width: 100%` in a row, `height` in a column), which
+    /// computed styles cannot tell from a fixed length: asked of Chromium's matched rules
+    /// (`CSS.getMatchedStylesForNode`), one call per item. The converter makes such an item
+    /// FILL its auto layout frame where Figma's share of the room is its size. A command
+    /// Chromium refuses leaves the item out, as in `platform_fonts`.
+    async fn percent_sizes(&self, s: Option<&str>, snapshot: &Value) -> Result<Vec<usize>, CdpError> {
+        let refused = |r: Result<Value, CdpError>| match r {
+            Ok(v) => Ok(Some(v)),
+            Err(CdpError::Command(_)) => Ok(None),
+            Err(e) => Err(e),
+        };
+        let mut items = flex_items(snapshot);
+        // One call an item: a page of thousands of flex items (a table built of rows of them)
+        // asks of its first ones only, so its time stays a page's, not a call's per item.
+        items.truncate(MAX_SIZE_QUERIES);
+        if items.is_empty() || refused(self.cdp.call(s, "DOM.enable", json!({})).await)?.is_none() {
+            return Ok(Vec::new());
+        }
+        refused(self.cdp.call(s, "DOM.getDocument", json!({"depth": 0})).await)?;
+        if refused(self.cdp.call(s, "CSS.enable", json!({})).await)?.is_none() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = items.iter().map(|(_, id, _)| *id).collect();
+        let pushed = self.cdp.call(s, "DOM.pushNodesByBackendIdsToFrontend", json!({"backendNodeIds": ids})).await;
+        let Some(pushed) = refused(pushed)? else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        for ((n, _, property), node) in items.iter().zip(pushed["nodeIds"].as_array().cloned().unwrap_or_default()) {
+            let matched = self.cdp.call(s, "CSS.getMatchedStylesForNode", json!({"nodeId": node})).await;
+            let Some(matched) = refused(matched)? else { continue };
+            if cascaded(&matched, property).is_some_and(|v| v.trim_end().ends_with('%')) {
+                out.push(*n);
+            }
+        }
+        Ok(out)
     }
 
     /// A new page in `context`, scripts off, every request paused, its viewport `width` ×
@@ -636,6 +677,71 @@ impl Browser {
         }
         Ok(out)
     }
+}
+
+/// How many flex items `percent_sizes` asks Chromium about, at most (a call is about a
+/// millisecond).
+const MAX_SIZE_QUERIES: usize = 256;
+
+/// The element items of the snapshot's flex containers: each one's node index, backend node id
+/// and the property of its size along the container's axis ("width" in a row, "height" in a
+/// column).
+fn flex_items(snapshot: &Value) -> Vec<(usize, i64, &'static str)> {
+    let Some(doc) = snapshot["documents"].get(0) else { return Vec::new() };
+    let strings = snapshot["strings"].as_array().cloned().unwrap_or_default();
+    let text_of = |i: &Value| i.as_i64().and_then(|i| strings.get(i as usize)).and_then(Value::as_str);
+    let layout = &doc["layout"];
+    let styles = layout["styles"].as_array().cloned().unwrap_or_default();
+    let column = |name: &str| STYLES.iter().position(|s| *s == name).unwrap_or(0);
+    let (display, direction) = (column("display"), column("flex-direction"));
+    let nodes = &doc["nodes"];
+    let ints = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    let (parents, types, backend) =
+        (ints(&nodes["parentIndex"]), ints(&nodes["nodeType"]), ints(&nodes["backendNodeId"]));
+    // Each node's axis when it is a flex container: true for a row.
+    let mut axis: std::collections::HashMap<usize, bool> = std::collections::HashMap::new();
+    let mut laid_out = std::collections::HashSet::new();
+    for (li, n) in ints(&layout["nodeIndex"]).iter().enumerate() {
+        let Some(n) = n.as_u64().map(|n| n as usize) else { continue };
+        laid_out.insert(n);
+        let style = |c: usize| styles.get(li).and_then(|s| s.get(c)).and_then(text_of).unwrap_or("");
+        if matches!(style(display), "flex" | "inline-flex") {
+            axis.entry(n).or_insert(style(direction).starts_with("row"));
+        }
+    }
+    let mut out = Vec::new();
+    for (n, parent) in parents.iter().enumerate() {
+        let Some(row) = parent.as_u64().and_then(|p| axis.get(&(p as usize))) else { continue };
+        if types.get(n).and_then(Value::as_u64) != Some(1) || !laid_out.contains(&n) {
+            continue;
+        }
+        if let Some(id) = backend.get(n).and_then(Value::as_i64) {
+            out.push((n, id, if *row { "width" } else { "height" }));
+        }
+    }
+    out
+}
+
+/// The value the cascade gives `property` among a node's matched styles
+/// (`CSS.getMatchedStylesForNode`): its `!important` declarations first, then the others; the
+/// inline style first, then the matched rules from the last (Chromium lists them in ascending
+/// precedence), then the presentational attributes (`width="100%"`).
+fn cascaded(matched: &Value, property: &str) -> Option<String> {
+    let mut styles: Vec<&Value> = vec![&matched["inlineStyle"]];
+    let rules = matched["matchedCSSRules"].as_array().map(Vec::as_slice).unwrap_or_default();
+    styles.extend(rules.iter().rev().map(|r| &r["rule"]["style"]));
+    styles.push(&matched["attributesStyle"]);
+    let declared = |important: bool| {
+        styles.iter().find_map(|st| {
+            st["cssProperties"].as_array()?.iter().rev().find_map(|p| {
+                let live = p["name"] == property && p["disabled"] != true && p["parsedOk"] != false;
+                (live && (p["important"] == true) == important)
+                    .then(|| p["value"].as_str().map(str::to_owned))
+                    .flatten()
+            })
+        })
+    };
+    declared(true).or_else(|| declared(false))
 }
 
 /// Loads `html` in the page of `session`, answering its paused requests until the load event:
@@ -1146,4 +1252,40 @@ fn pss(pid: u32) -> u64 {
         kb.ok().map(|kb| kb * 1024)
     };
     field("smaps_rollup", "Pss:").or_else(|| field("status", "VmRSS:")).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A style of `CSS.getMatchedStylesForNode`'s answer: `(name, value, important)`.
+    fn style(props: &[(&str, &str, bool)]) -> Value {
+        let props: Vec<Value> = props.iter().map(|(n, v, i)| json!({"name": n, "value": v, "important": i})).collect();
+        json!({ "cssProperties": props })
+    }
+
+    #[test]
+    fn the_cascade_s_value_is_the_inline_style_s_then_the_last_rule_s_and_important_first() {
+        let rule = |props: &[(&str, &str, bool)]| json!({"rule": {"style": style(props)}});
+        let matched = json!({
+            "inlineStyle": style(&[]),
+            "matchedCSSRules": [rule(&[("width", "50%", false)]), rule(&[("width", "100%", false), ("width", "20px", false)])],
+            "attributesStyle": style(&[("width", "30%", false)]),
+        });
+        // The last rule wins, and in it the last declaration.
+        assert_eq!(cascaded(&matched, "width").as_deref(), Some("20px"));
+        let mut inline = matched.clone();
+        inline["inlineStyle"] = style(&[("width", "100%", false)]);
+        assert_eq!(cascaded(&inline, "width").as_deref(), Some("100%"));
+        let mut important = inline.clone();
+        important["matchedCSSRules"][0] = rule(&[("width", "75%", true)]);
+        assert_eq!(cascaded(&important, "width").as_deref(), Some("75%"));
+        // Only the presentational attribute: `<td width="30%">`.
+        let attribute = json!({"matchedCSSRules": [], "attributesStyle": style(&[("width", "30%", false)])});
+        assert_eq!(cascaded(&attribute, "width").as_deref(), Some("30%"));
+        assert_eq!(cascaded(&attribute, "height"), None);
+        // A declaration turned off, or one Chromium could not parse, is none.
+        let off = json!({"inlineStyle": {"cssProperties": [{"name": "width", "value": "10%", "disabled": true}]}});
+        assert_eq!(cascaded(&off, "width"), None);
+    }
 }

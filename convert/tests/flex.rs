@@ -186,3 +186,26 @@ fn blocks_with_one_gap_stack_as_vertical_auto_layout() {
         assert_eq!(frame(&out, name).layout_mode, None, "{name}");
     }
 }
+
+#[test]
+fn a_percentage_width_fills_and_a_collapsed_margin_is_its_items_height() {
+    // Sphinx's body: `width: 100%` in a flex row grows with it (FILL), and the row is as tall as
+    // the body, whose last paragraph's bottom margin collapses through its wrapper into it (the
+    // row HUGs its height). A fixed width of the same size stays FIXED.
+    let out = page(
+        "<div id=doc class=f style=\"gap: 0; align-items: stretch; padding: 0\">\
+         <div id=body style=\"width:100%;background:#ddd\"><div><p style=\"margin:0 0 16px\">text</p></div></div></div>\
+         <div id=fixed class=f style=\"gap: 0; padding: 0\"><div id=wide style=\"width:400px;height:10px;background:#ddd\"></div></div>\
+         <style>#spec { width: 100% } .later { width: 400px }</style>\
+         <div id=specific class=f style=\"gap: 0; padding: 0\"><div id=spec class=later style=\"height:10px;background:#ddd\"></div></div>",
+    );
+    let doc = frame(&out, "doc");
+    assert_eq!(doc.layout_mode, Some(LayoutMode::HORIZONTAL));
+    assert_eq!(kid(doc, "body").layout_sizing_horizontal, Some(LayoutSizing::FILL));
+    assert_eq!(doc.layout_sizing_vertical, Some(LayoutSizing::HUG), "{doc:#?}");
+    let fixed = frame(&out, "fixed");
+    assert_ne!(kid(fixed, "wide").layout_sizing_horizontal, Some(LayoutSizing::FILL));
+    // The cascade's winner, not the last rule written: the id's 100 % over the later class's px.
+    let specific = frame(&out, "specific");
+    assert_eq!(kid(specific, "spec").layout_sizing_horizontal, Some(LayoutSizing::FILL));
+}

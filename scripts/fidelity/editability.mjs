@@ -43,14 +43,10 @@ export const EDIT_GOALS = {
 
 /**
  * Where a page does not reach a goal yet, its floor for --check is what it measures, and
- * docs/FIDELITY.md ("Floors") says why: Python's `div.document` is auto layout, but does not
- * resize as the page (its body grows with it through `width: 100%`, which the computed width
- * the converter reads does not tell from a fixed one, and it is as tall as something other
- * than its items makes it), and rustdoc's three experimental items are no component (the
- * third one's badge wraps under its name).
+ * docs/FIDELITY.md ("Floors") says why: rustdoc's three experimental items are no component
+ * (the third one's badge wraps under its name).
  */
 export const EDIT_FLOORS = {
-  "python-annotations": { sizing: 0 },
   "rustdoc-cell": { components: 0.5 },
 };
 
@@ -293,7 +289,12 @@ export function pageEditability() {
     );
     if (items.length === 0) continue;
     const before = items.map((c) => c.getBoundingClientRect());
-    const undo = restyle(el, { "box-sizing": "border-box", [row ? "width" : "height"]: `${size(el, row) + 100}px` });
+    const was = size(el, row);
+    // Its own maximum lifted: a container held at `max-width` (rustdoc's example-wrap) would
+    // not be longer, and no item could be seen to grow with it.
+    const [key, max] = row ? ["width", "max-width"] : ["height", "max-height"];
+    const undo = restyle(el, { "box-sizing": "border-box", [key]: `${was + 100}px`, [max]: "none" });
+    const longer = size(el, row) - was > 0.5;
     const grew = items.map((c, i) => size(c, row) - extent(before[i], row) > 0.5);
     undo();
     const follows = (axisRow) => {
@@ -306,7 +307,9 @@ export function pageEditability() {
       back();
       return now - was > 0.5;
     };
-    f.items = before.map((r, i) => ({ box: box(r), grows: grew[i] }));
+    // Where the container still could not be made longer, whether an item grows with it is not
+    // seen: its sizing along is not judged (null).
+    f.items = before.map((r, i) => ({ box: box(r), grows: longer ? grew[i] : null }));
     f.hugMain = follows(row);
     f.hugCross = follows(!row);
   }
@@ -596,7 +599,7 @@ export function measureEditability(page, doc, wrapped = new Map()) {
     // The frame's own children, as placed (copies of the document's nodes).
     const own = new Set(frame.node.children ?? []);
     const children = placed.filter((p) => own.has(origin(p.node)));
-    for (const item of f.items) {
+    for (const item of f.items.filter((it) => it.grows !== null)) {
       const fills = children.some((p) => within(item.box, p) && p.node[mainKey] === "FILL");
       if (fills !== item.grows) why.push(`${fills ? "FILL" : "not FILL"} an item that ${item.grows ? "grows" : "does not grow"}`);
     }

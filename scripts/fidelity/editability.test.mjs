@@ -246,6 +246,16 @@ test("--check holds each editability figure at its goal, or at the page's own fl
   assert.deepEqual(editBelow("rustdoc-cell", rustdoc), []);
   assert.deepEqual(editBelow("rustdoc-cell", { ...rustdoc, components: fig(0, 2) }), ["rustdoc-cell components 0.000 < 0.5"]);
   assert.deepEqual(editBelow("article", rustdoc), ["article components 0.500 < 0.9"]);
-  assert.equal(EDIT_FLOORS["python-annotations"].sizing, 0);
-  assert.equal(EDIT_FLOORS["python-annotations"].flex, undefined, "Python's flex container is auto layout");
+  assert.equal(EDIT_FLOORS["python-annotations"], undefined, "Python's page reaches every goal");
+});
+
+test("a flex container held at its max-width is lifted to see which items grow with it", async () => {
+  const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
+  await page.setContent(`<body style="margin:0;font:16px/20px 'DejaVu Sans'">
+    <div style="display:flex;width:300px;max-width:300px"><div style="width:100%">grows</div><span>stays</span></div>
+    <div style="display:flex;width:300px;max-width:300px"><div style="width:120px">fixed</div></div></body>`);
+  const found = await page.evaluate(pageEditability);
+  await page.close();
+  const grows = found.flex.map((f) => f.items.map((it) => it.grows));
+  assert.deepEqual(grows, [[true, false], [false]]);
 });

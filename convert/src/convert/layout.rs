@@ -334,12 +334,17 @@ fn primary_alignment(s: &Snapshot<'_>, l: usize, row: bool, flow: &[&Node], size
     }
 }
 
-/// Which items fill the main axis (FILL, CSS `flex-grow`): where Figma, sharing the room left
-/// (`room`, inside the padding) equally among them, gives each its size as laid out.
+/// Which items fill the main axis (FILL): those that grow with the container in CSS (a
+/// `flex-grow`, or a percentage size along the axis, `width: 100%`, as the renderer found in
+/// the cascade), where Figma, sharing the room left (`room`, inside the padding) equally among
+/// them, gives each its size as laid out.
 fn fill_main(s: &Snapshot<'_>, row: bool, flow: &[&Node], room: f64, gap: f64) -> Vec<bool> {
     let grows: Vec<bool> = flow
         .iter()
-        .map(|k| item_layout(s, k).is_some_and(|kl| s.style(kl, "flex-grow").parse::<f64>().unwrap_or(0.0) > 0.0))
+        .map(|k| {
+            let percent = k.maker.flex_item && k.maker.dom.is_some_and(|d| s.percent_sized.contains(&d));
+            percent || item_layout(s, k).is_some_and(|kl| s.style(kl, "flex-grow").parse::<f64>().unwrap_or(0.0) > 0.0)
+        })
         .collect();
     let count = grows.iter().filter(|g| **g).count();
     if count == 0 {
@@ -377,7 +382,34 @@ fn own_cross(s: &Snapshot<'_>, l: usize, k: &Node, row: bool) -> f64 {
     let (start, end) = css_padding(s, kl, !row);
     let content =
         k.children.iter().flatten().map(|c| cross_axis(c, row).0 + cross_axis(c, row).1 - start).fold(0.0, f64::max);
-    (start + content + end).min(size)
+    // A flex item holds its content's margins (it is a formatting context): the bottom margin
+    // of its last block, collapsed through the wrappers that end with it (Sphinx's body ends
+    // 16 px below its last section), is its content too, where the nodes do not show it.
+    let margins = if row { held_margin(s, k, kl) - start } else { 0.0 };
+    (start + content.max(margins) + end).min(size)
+}
+
+/// How far below the top of item `k` (laid out `kl`) the boxes of its element's in-flow
+/// descendants and their bottom margins reach.
+fn held_margin(s: &Snapshot<'_>, k: &Node, kl: usize) -> f64 {
+    let Some(d) = k.maker.dom else { return 0.0 };
+    let top = s.l_bounds[kl][1];
+    let mut reach = f64::NEG_INFINITY;
+    let mut todo: Vec<usize> = s.children[d].clone();
+    while let Some(c) = todo.pop() {
+        let Some(cl) = s.layout_of[c].filter(|_| s.node_type[c] == 1) else { continue };
+        if matches!(s.style(cl, "position"), "absolute" | "fixed") {
+            continue;
+        }
+        let b = s.l_bounds[cl];
+        reach = reach.max(b[1] + b[3] + s.px(cl, "margin-bottom").max(0.0));
+        todo.extend(s.children[c].iter().copied());
+    }
+    if reach.is_finite() {
+        reach - top
+    } else {
+        0.0
+    }
 }
 
 /// The layout object of the element a flex item's node was made of (none for loose text).

@@ -2,7 +2,7 @@
 //! (nodes, layout objects, text boxes, the string table) indexed as [`Snapshot`], with the
 //! look-ups the conversion makes (styles, attributes, tags, names, DOM paths, the title).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -41,6 +41,10 @@ pub struct Snapshot<'a> {
     names: names::Index,
     /// The rotated elements' layout objects, each with its Figma rotation (convert/rotation).
     pub(crate) rotations: HashMap<usize, f64>,
+    /// The flex items whose size along their container's axis the cascade gives as a
+    /// percentage, which the renderer asked of Chromium beside the snapshot
+    /// (`code2des.percentSizes`: `render::Renderer::percent_sizes`); none in a bare snapshot.
+    pub(crate) percent_sized: HashSet<usize>,
 }
 
 fn ints(v: &Value) -> Vec<i64> {
@@ -174,6 +178,7 @@ impl<'a> Snapshot<'a> {
         let s = |i: i64| string(&strings, i);
         let parent = ints(&nodes["parentIndex"]);
         let n = parent.len();
+        let n_nodes = n;
         let node_type = ints(&nodes["nodeType"]);
         let node_name = ints(&nodes["nodeName"]).into_iter().map(|i| s(i).unwrap_or("")).collect();
         let node_value = ints(&nodes["nodeValue"]).into_iter().map(s).collect();
@@ -206,6 +211,14 @@ impl<'a> Snapshot<'a> {
             text_boxes: text_boxes(&doc["textBoxes"]),
             names: names::Index::default(),
             rotations: HashMap::new(),
+            percent_sized: snap["code2des"]["percentSizes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_u64)
+                .map(|n| n as usize)
+                .filter(|n| *n < n_nodes)
+                .collect(),
         };
         parsed.names = names::Index::new(&parsed);
         parsed.unrotate(layout);

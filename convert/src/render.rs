@@ -541,20 +541,11 @@ impl Browser {
     /// FILL its auto layout frame where Figma's share of the room is its size. A command
     /// Chromium refuses leaves the item out, as in `platform_fonts`.
     async fn percent_sizes(&self, s: Option<&str>, snapshot: &Value) -> Result<Vec<usize>, CdpError> {
-        let refused = |r: Result<Value, CdpError>| match r {
-            Ok(v) => Ok(Some(v)),
-            Err(CdpError::Command(_)) => Ok(None),
-            Err(e) => Err(e),
-        };
         let mut items = flex_items(snapshot);
         // One call an item: a page of thousands of flex items (a table built of rows of them)
         // asks of its first ones only, so its time stays a page's, not a call's per item.
         items.truncate(MAX_SIZE_QUERIES);
-        if items.is_empty() || refused(self.cdp.call(s, "DOM.enable", json!({})).await)?.is_none() {
-            return Ok(Vec::new());
-        }
-        refused(self.cdp.call(s, "DOM.getDocument", json!({"depth": 0})).await)?;
-        if refused(self.cdp.call(s, "CSS.enable", json!({})).await)?.is_none() {
+        if items.is_empty() || !self.css_domain(s).await? {
             return Ok(Vec::new());
         }
         let ids: Vec<i64> = items.iter().map(|(_, id, _)| *id).collect();
@@ -569,6 +560,16 @@ impl Browser {
             }
         }
         Ok(out)
+    }
+
+    /// The DOM and CSS domains on, the document's nodes requested (so that backend ids can be
+    /// pushed to node ids): whether Chromium agreed.
+    async fn css_domain(&self, s: Option<&str>) -> Result<bool, CdpError> {
+        if refused(self.cdp.call(s, "DOM.enable", json!({})).await)?.is_none() {
+            return Ok(false);
+        }
+        refused(self.cdp.call(s, "DOM.getDocument", json!({"depth": 0})).await)?;
+        Ok(refused(self.cdp.call(s, "CSS.enable", json!({})).await)?.is_some())
     }
 
     /// A new page in `context`, scripts off, every request paused, its viewport `width` ×
@@ -618,14 +619,6 @@ impl Browser {
     /// parent per list: a handful of calls per page, not one per run. A command Chromium
     /// refuses leaves the list out; a broken connection, a crash or a time limit fails the page.
     async fn platform_fonts(&self, s: Option<&str>, snapshot: &Value) -> Result<Vec<(String, String)>, CdpError> {
-        // Chromium's refusal of one command is no reason to fail the page.
-        fn refused<V>(r: Result<V, CdpError>) -> Result<Option<V>, CdpError> {
-            match r {
-                Ok(v) => Ok(Some(v)),
-                Err(CdpError::Command(_)) => Ok(None),
-                Err(e) => Err(e),
-            }
-        }
         let mut out = Vec::new();
         let Some(doc) = snapshot["documents"].get(0) else { return Ok(out) };
         let strings = snapshot["strings"].as_array().cloned().unwrap_or_default();
@@ -652,11 +645,7 @@ impl Browser {
                 }
             }
         }
-        if wanted.is_empty() || refused(self.cdp.call(s, "DOM.enable", json!({})).await)?.is_none() {
-            return Ok(out);
-        }
-        refused(self.cdp.call(s, "DOM.getDocument", json!({"depth": 0})).await)?;
-        if refused(self.cdp.call(s, "CSS.enable", json!({})).await)?.is_none() {
+        if wanted.is_empty() || !self.css_domain(s).await? {
             return Ok(out);
         }
         let ids: Vec<i64> = wanted.iter().map(|(_, id)| *id).collect();
@@ -676,6 +665,16 @@ impl Browser {
             }
         }
         Ok(out)
+    }
+}
+
+/// Chromium's refusal of one command is no reason to fail the page: `None`; a broken
+/// connection, a crash or a time limit is.
+fn refused<V>(r: Result<V, CdpError>) -> Result<Option<V>, CdpError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(CdpError::Command(_)) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

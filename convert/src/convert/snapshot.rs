@@ -178,7 +178,6 @@ impl<'a> Snapshot<'a> {
         let s = |i: i64| string(&strings, i);
         let parent = ints(&nodes["parentIndex"]);
         let n = parent.len();
-        let n_nodes = n;
         let node_type = ints(&nodes["nodeType"]);
         let node_name = ints(&nodes["nodeName"]).into_iter().map(|i| s(i).unwrap_or("")).collect();
         let node_value = ints(&nodes["nodeValue"]).into_iter().map(s).collect();
@@ -216,8 +215,8 @@ impl<'a> Snapshot<'a> {
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_u64)
-                .map(|n| n as usize)
-                .filter(|n| *n < n_nodes)
+                .map(|i| i as usize)
+                .filter(|i| *i < n)
                 .collect(),
         };
         parsed.names = names::Index::new(&parsed);

@@ -121,7 +121,8 @@ fn radii_making_an_ellipse_are_an_ellipse_and_a_square_keeps_its_corner_radius()
         r#"<div id="pill" style="border-radius:50%;background:rgb(255, 160, 0);width:160px;height:60px">
         <span>In it</span></div>
         <div id="round" style="border-radius:50%;background:rgb(255, 160, 0);width:60px;height:60px"></div>
-        <div id="clipped" style="border-radius:50%;overflow:hidden;background:rgb(255, 160, 0);width:160px;height:60px"></div>"#,
+        <div id="clipped" style="border-radius:50%;overflow:hidden;background:rgb(255, 160, 0);width:160px;height:60px"></div>
+        <div id="stadium" style="border-radius:999px;background:rgb(255, 160, 0);width:160px;height:60px"><span>Tag</span></div>"#,
     );
     let pill = named(&doc, "pill");
     assert_eq!((&pill["type"], &pill["width"], &pill["height"]), (&json!("ELLIPSE"), &json!(160.0), &json!(60.0)));
@@ -132,6 +133,10 @@ fn radii_making_an_ellipse_are_an_ellipse_and_a_square_keeps_its_corner_radius()
     // A frame that clips stays one, its corners circular, and says so.
     assert_eq!(named(&doc, "clipped")["type"], "FRAME");
     assert_eq!(warnings, ["clipped: border-radius: 50% drawn circular: the box is a frame"]);
+    // A radius past the box is scaled by CSS to half its shorter side: a pill, which is Figma's
+    // corner radius (no rounder than that), not an ellipse, and nothing to say.
+    let stadium = named(&doc, "stadium");
+    assert_eq!((&stadium["type"], &stadium["cornerRadius"]), (&json!("FRAME"), &json!(30.0)));
 }
 
 #[test]

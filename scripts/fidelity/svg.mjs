@@ -70,10 +70,15 @@ function ellipsePath(x, y, w, h) {
   return `M${f(x)} ${f(y + ry)}A${f(rx)} ${f(ry)} 0 1 0 ${f(x + w)} ${f(y + ry)}A${f(rx)} ${f(ry)} 0 1 0 ${f(x)} ${f(y + ry)}Z`;
 }
 
-/** The four corner radii of a node: `cornerRadius`, each overridden by its corner's own. */
+/**
+ * The four corner radii of a node: `cornerRadius`, each overridden by its corner's own; Figma's
+ * corners are circular, none rounder than half the shorter side (a 999 px radius on a 64 × 35
+ * box is a pill of radius 17.5, not an ellipse).
+ */
 function radii(n) {
   const r = n.cornerRadius ?? 0;
-  return [n.topLeftRadius ?? r, n.topRightRadius ?? r, n.bottomRightRadius ?? r, n.bottomLeftRadius ?? r];
+  const most = Math.min(n.width ?? 0, n.height ?? 0) / 2;
+  return [n.topLeftRadius ?? r, n.topRightRadius ?? r, n.bottomRightRadius ?? r, n.bottomLeftRadius ?? r].map((c) => Math.min(c, most));
 }
 
 /** The node's outline offset outwards by (top, right, bottom, left) (negative: inwards). */

@@ -229,27 +229,33 @@ fn split_functions(css: &str) -> Vec<(&str, &str)> {
     out
 }
 
-/// The box's radii make a whole ellipse: every corner's horizontal radius at least half the
-/// width and vertical at least half the height (CSS scales overlapping radii down to exactly
-/// that), the box not square (a square's is a circle Figma's corner radius draws).
+/// The box's radii make a whole ellipse: once CSS has scaled them (one factor for all, where
+/// two radii on a side would overlap: CSS Backgrounds 3, "Overlapping Curves"), every corner's
+/// horizontal radius is half the width and its vertical half the height. `50%` does; `999px`
+/// does not (scaled to half the shorter side, it is a pill). Not on a square box: a circle is
+/// what Figma's corner radius draws.
 pub(crate) fn full_ellipse(s: &Snapshot<'_>, l: usize, b: [f64; 4]) -> bool {
     if b[2] <= 0.0 || b[3] <= 0.0 || (b[2] - b[3]).abs() <= 0.5 {
         return false;
     }
-    ["top-left", "top-right", "bottom-right", "bottom-left"].into_iter().all(|corner| {
+    let len = |v: &str, side: f64| match v.strip_suffix('%') {
+        Some(p) => p.parse::<f64>().unwrap_or(0.0) / 100.0 * side,
+        None => px(v),
+    };
+    // Each corner's horizontal and vertical radius as given: top-left, top-right, bottom-right,
+    // bottom-left.
+    let mut r = [(0.0, 0.0); 4];
+    for (i, corner) in ["top-left", "top-right", "bottom-right", "bottom-left"].into_iter().enumerate() {
         let v = s.style(l, &format!("border-{corner}-radius"));
-        let parts: Vec<&str> = v.split_whitespace().collect();
-        let (h, w) = match parts.as_slice() {
-            [one] => (*one, *one),
-            [h, w] => (*h, *w),
+        r[i] = match v.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [one] => (len(one, b[2]), len(one, b[3])),
+            [h, w] => (len(h, b[2]), len(w, b[3])),
             _ => return false,
         };
-        let len = |v: &str, side: f64| match v.strip_suffix('%') {
-            Some(p) => p.parse::<f64>().unwrap_or(0.0) / 100.0 * side,
-            None => px(v),
-        };
-        len(h, b[2]) >= b[2] / 2.0 - 0.01 && len(w, b[3]) >= b[3] / 2.0 - 0.01
-    })
+    }
+    let sides = [(r[0].0 + r[1].0, b[2]), (r[1].1 + r[2].1, b[3]), (r[3].0 + r[2].0, b[2]), (r[0].1 + r[3].1, b[3])];
+    let f = sides.iter().filter(|(sum, _)| *sum > 0.0).map(|(sum, side)| side / sum).fold(1.0, f64::min);
+    r.iter().all(|(h, v)| h * f >= b[2] / 2.0 - 0.01 && v * f >= b[3] / 2.0 - 0.01)
 }
 
 #[cfg(test)]

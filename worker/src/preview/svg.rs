@@ -107,10 +107,14 @@ fn ellipse_path(x: f64, y: f64, w: f64, h: f64) -> String {
     )
 }
 
-/// The four corner radii of a node: `cornerRadius`, each overridden by its corner's own.
+/// The four corner radii of a node: `cornerRadius`, each overridden by its corner's own;
+/// Figma's corners are circular, none rounder than half the shorter side (a 999 px radius on a
+/// 64 × 35 box is a pill of radius 17.5, not an ellipse).
 fn radii(n: &Value) -> [f64; 4] {
     let r = num0(n, "cornerRadius");
-    ["topLeftRadius", "topRightRadius", "bottomRightRadius", "bottomLeftRadius"].map(|k| num(n, k).unwrap_or(r))
+    let most = num0(n, "width").min(num0(n, "height")) / 2.0;
+    ["topLeftRadius", "topRightRadius", "bottomRightRadius", "bottomLeftRadius"]
+        .map(|k| num(n, k).unwrap_or(r).min(most))
 }
 
 /// The node's outline offset outwards by (top, right, bottom, left) (negative: inwards).

@@ -466,6 +466,11 @@ export class Builder {
     if (doc.paddingLeft !== undefined) frame.paddingLeft = doc.paddingLeft;
     if (doc.primaryAxisAlignItems !== undefined) frame.primaryAxisAlignItems = doc.primaryAxisAlignItems;
     if (doc.counterAxisAlignItems !== undefined) frame.counterAxisAlignItems = doc.counterAxisAlignItems;
+    // Rows only (Figma throws on a column), and the rows' spacing once they wrap.
+    if (doc.layoutWrap === "WRAP" && doc.layoutMode === "HORIZONTAL") {
+      frame.layoutWrap = "WRAP";
+      if (doc.counterAxisSpacing !== undefined) frame.counterAxisSpacing = doc.counterAxisSpacing;
+    }
     if (doc.width !== undefined && doc.height !== undefined) {
       frame.resize(Math.max(doc.width, 0.01), Math.max(doc.height, 0.01));
     }

@@ -126,6 +126,8 @@ test("the members of the converted pages (issue 30) are materialized", async () 
           { type: "INNER_SHADOW", color: { r: 1, g: 1, b: 1, a: 1 }, offset: { x: 1, y: 1 }, radius: 0 },
         ],
         layoutMode: "HORIZONTAL",
+        layoutWrap: "WRAP",
+        counterAxisSpacing: 8,
         itemSpacing: 12,
         paddingTop: 16,
         paddingRight: 20,
@@ -199,6 +201,7 @@ test("the members of the converted pages (issue 30) are materialized", async () 
     [12, 16, 20, 16, 20],
   );
   assert.deepEqual([card.primaryAxisAlignItems, card.counterAxisAlignItems], ["MIN", "CENTER"]);
+  assert.deepEqual([card.layoutWrap, card.counterAxisSpacing], ["WRAP", 8]);
   assert.deepEqual([card.primaryAxisSizingMode, card.counterAxisSizingMode], ["FIXED", "FIXED"]);
   assert.deepEqual([card.width, card.height], [200, 100]);
   const label = card.children[1] as TextNode;

@@ -161,7 +161,26 @@ export function testFigma(): TestFigma {
       },
       configurable: true,
     });
+    // Wrapping: rows only, and the rows' spacing once the frame wraps, as Figma refuses both.
+    const w = g as typeof g & { _wrap?: string; _rowGap?: number; layoutMode?: string; itemSpacing?: number };
     Object.defineProperties(g, {
+      layoutWrap: {
+        get: () => w._wrap ?? "NO_WRAP",
+        set: (v: string) => {
+          if (v === "WRAP" && w.layoutMode !== "HORIZONTAL") throw new Error("Error: layoutWrap WRAP needs layoutMode HORIZONTAL");
+          w._wrap = v;
+        },
+        configurable: true,
+      },
+      counterAxisSpacing: {
+        get: () => w._rowGap ?? w.itemSpacing ?? 0,
+        set: (v: number) => {
+          if (w._wrap !== "WRAP") throw new Error("Error: counterAxisSpacing needs layoutWrap WRAP");
+          if (!(v >= 0)) throw new Error("Error: counterAxisSpacing must be positive");
+          w._rowGap = v;
+        },
+        configurable: true,
+      },
       layoutSizingHorizontal: sizing("_h", "layoutSizingHorizontal"),
       layoutSizingVertical: sizing("_v", "layoutSizingVertical"),
       layoutPositioning: {
@@ -517,6 +536,8 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
     if (d.layoutSizingHorizontal !== undefined) eq(path, "layoutSizingHorizontal", laid.layoutSizingHorizontal, d.layoutSizingHorizontal);
     if (d.layoutSizingVertical !== undefined) eq(path, "layoutSizingVertical", laid.layoutSizingVertical, d.layoutSizingVertical);
     if (frameLike(d) && (d.layoutMode === "HORIZONTAL" || d.layoutMode === "VERTICAL")) eq(path, "layoutMode", (node as FrameNode).layoutMode, d.layoutMode);
+    if (frameLike(d) && d.layoutWrap !== undefined) eq(path, "layoutWrap", (node as FrameNode).layoutWrap, d.layoutWrap);
+    if (frameLike(d) && d.counterAxisSpacing !== undefined) eq(path, "counterAxisSpacing", (node as FrameNode).counterAxisSpacing, d.counterAxisSpacing);
     if (d.gridRowAnchorIndex !== undefined) {
       const c = node as SceneNode & { gridRowAnchorIndex?: number; gridColumnAnchorIndex?: number };
       eq(path, "grid cell", [c.gridRowAnchorIndex, c.gridColumnAnchorIndex], [d.gridRowAnchorIndex, d.gridColumnAnchorIndex]);

@@ -260,6 +260,18 @@ pub struct Node {
     /// Auto layout: alignment across the axis (default MIN).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counter_axis_align_items: Option<CounterAlign>,
+    /// Auto layout, HORIZONTAL only: WRAP breaks the children into rows (tracks) where the next
+    /// one would pass the frame's width inside its padding (Figma's `layoutWrap`; CSS
+    /// `flex-wrap: wrap`). Each row is as tall as its tallest child, the children aligned in it
+    /// by `counterAxisAlignItems` and along it by `primaryAxisAlignItems`; the rows stack from
+    /// the top padding, `counterAxisSpacing` apart. Default NO_WRAP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout_wrap: Option<LayoutWrap>,
+    /// Auto layout with WRAP: the gap between rows (Figma's `counterAxisSpacing`; CSS
+    /// `row-gap`). Absent: `itemSpacing`, as Figma's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub counter_axis_spacing: Option<f64>,
     /// Grid (`layoutMode: GRID`, as Figma's): the number of rows and columns, the gaps between
     /// them, and each track's size; the children are placed by their `grid…AnchorIndex` and
     /// span, their `x` and `y` then ignored.
@@ -586,6 +598,15 @@ wire_enum! {
         HORIZONTAL = "HORIZONTAL",
         VERTICAL = "VERTICAL",
         GRID = "GRID",
+    }
+}
+
+wire_enum! {
+    #[schemars(inline)]
+    #[allow(clippy::upper_case_acronyms, non_camel_case_types)]
+    pub enum LayoutWrap {
+        NO_WRAP = "NO_WRAP",
+        WRAP = "WRAP",
     }
 }
 

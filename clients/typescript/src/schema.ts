@@ -443,6 +443,11 @@ export interface components {
             /** @description In document order, the first at the back (as in Figma's layer list, read bottom up). */
             children?: components["schemas"]["Node"][];
             /**
+             * @description Auto layout with WRAP: the gap between rows (Figma's `counterAxisSpacing`; CSS
+             *     `row-gap`). Absent: `itemSpacing`, as Figma's.
+             */
+            counterAxisSpacing?: number;
+            /**
              * @description Dashed strokes (Figma's `dashPattern`): alternating dash and gap lengths in pixels, from
              *     the outline's start; absent or empty, the strokes are solid (CSS `border-style: dashed`
              *     and `dotted`).
@@ -489,6 +494,15 @@ export interface components {
             layoutSizingHorizontal?: "FIXED" | "HUG" | "FILL";
             /** @enum {string} */
             layoutSizingVertical?: "FIXED" | "HUG" | "FILL";
+            /**
+             * @description Auto layout, HORIZONTAL only: WRAP breaks the children into rows (tracks) where the next
+             *     one would pass the frame's width inside its padding (Figma's `layoutWrap`; CSS
+             *     `flex-wrap: wrap`). Each row is as tall as its tallest child, the children aligned in it
+             *     by `counterAxisAlignItems` and along it by `primaryAxisAlignItems`; the rows stack from
+             *     the top padding, `counterAxisSpacing` apart. Default NO_WRAP.
+             * @enum {string}
+             */
+            layoutWrap?: "NO_WRAP" | "WRAP";
             /** @description The layer name (default the type's, as Figma names new layers). */
             name?: string;
             opacity?: number;

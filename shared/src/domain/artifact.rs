@@ -438,9 +438,19 @@ fn auto_layout(n: &Node) -> bool {
 
 /// What Figma would refuse of node `n`'s place in a layout, if anything: FILL and ABSOLUTE
 /// are for the children of an auto layout frame (`in_flow`), HUG for an auto layout frame or
-/// a TEXT node.
+/// a TEXT node, WRAP for a HORIZONTAL one (and its `counterAxisSpacing` with it).
 fn layout_problem(n: &Node, in_flow: bool) -> Option<String> {
-    use wire::node::{LayoutPositioning, LayoutSizing};
+    use wire::node::{LayoutMode, LayoutPositioning, LayoutSizing, LayoutWrap};
+    let wraps = n.layout_wrap == Some(LayoutWrap::WRAP);
+    if wraps && n.layout_mode != Some(LayoutMode::HORIZONTAL) {
+        return Some("layoutWrap WRAP on a node whose layoutMode is not HORIZONTAL".into());
+    }
+    match n.counter_axis_spacing {
+        Some(_) if !wraps => return Some("counterAxisSpacing on a node whose layoutWrap is not WRAP".into()),
+        // Figma takes a positive spacing only.
+        Some(v) if v < 0.0 => return Some("counterAxisSpacing must not be negative".into()),
+        _ => {}
+    }
     let sizing =
         [("layoutSizingHorizontal", n.layout_sizing_horizontal), ("layoutSizingVertical", n.layout_sizing_vertical)];
     if !in_flow && n.layout_positioning == Some(LayoutPositioning::ABSOLUTE) {
@@ -835,6 +845,18 @@ mod tests {
         assert!(reason(doc(row, absolute_fill)).contains("out of the flow"));
         // An unknown value is the wire's to refuse.
         assert!(reason(doc(plain, text(json!({"layoutSizingVertical": "STRETCH"})))).contains("layoutSizingVertical"));
+        // Rows wrap, columns do not (Figma throws); the gap between rows goes with the wrap.
+        let wrap = json!({"layoutMode": "HORIZONTAL", "layoutWrap": "WRAP", "counterAxisSpacing": 8});
+        assert!(ok(doc(wrap, text(json!({})))));
+        let column = json!({"layoutMode": "VERTICAL", "layoutWrap": "WRAP"});
+        assert!(reason(doc(column, text(json!({}))))
+            .contains("layoutWrap WRAP on a node whose layoutMode is not HORIZONTAL"));
+        let loose = json!({"layoutMode": "HORIZONTAL", "counterAxisSpacing": 8});
+        assert!(
+            reason(doc(loose, text(json!({})))).contains("counterAxisSpacing on a node whose layoutWrap is not WRAP")
+        );
+        let negative = json!({"layoutMode": "HORIZONTAL", "layoutWrap": "WRAP", "counterAxisSpacing": -1});
+        assert!(reason(doc(negative, text(json!({})))).contains("counterAxisSpacing"));
     }
 
     #[test]

@@ -33,7 +33,7 @@ fn pages() -> Result<Vec<Page>, String> {
         let html = std::fs::read(dir.join(format!("{name}.html"))).map_err(|e| format!("samples/{name}.html: {e}"))?;
         pages.push(Page { name: format!("{name}.html"), html });
     }
-    // A tall page: the landing page's body twice (its layout is 1 711 px tall once).
+    // A tall page: the landing page's body twice (its layout is 1 986 px tall once).
     let landing = String::from_utf8_lossy(&pages[0].html).into_owned();
     let tall = match (landing.find("<body"), landing.rfind("</body>")) {
         (Some(open), Some(close)) => {

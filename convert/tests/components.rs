@@ -204,3 +204,28 @@ fn list_items_with_code_in_other_places_are_one_component_their_codes_background
         assert!(matches!(next.kind, NodeType::COMPONENT | NodeType::INSTANCE), "{next:#?}");
     }
 }
+
+#[test]
+fn cards_whose_tags_wrap_otherwise_are_instances_of_one_card() {
+    let tags = |t: [&str; 3]| {
+        format!(
+            "<div class=card><h3>Tags</h3><div class=tags style=\"display:flex;flex-wrap:wrap;gap:4px\">\
+             <span style=\"padding:2px 6px;background:#dde\">{}</span><span style=\"padding:2px 6px;background:#dde\">{}</span>\
+             <span style=\"padding:2px 6px;background:#dde\">{}</span></div></div>",
+            t[0], t[1], t[2]
+        )
+    };
+    let out = page(
+        &[tags(["a", "b", "c"]), tags(["a longer tag", "another long tag", "x"]), tags(["mid", "mid", "mid"])].concat(),
+    );
+    let rows: Vec<&Node> = all(&out).into_iter().filter(|n| n.name == "tags").collect();
+    assert_eq!(rows.len(), 3);
+    assert!(
+        rows.iter().all(|r| r.layout_wrap == Some(code2des_convert::doc::LayoutWrap::WRAP)),
+        "each row wraps in Figma"
+    );
+    assert!(rows[1].height > rows[0].height + 10.0, "the second card's tags take more rows");
+    // Figma wraps each instance's tags as its words make them: one component, two instances.
+    assert_eq!(of_kind(&out, NodeType::COMPONENT).len(), 1);
+    assert_eq!(of_kind(&out, NodeType::INSTANCE).len(), 2);
+}

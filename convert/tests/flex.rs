@@ -6,7 +6,7 @@
 mod common;
 
 use code2des_convert::doc::{
-    CounterAlign, LayoutMode, LayoutPositioning, LayoutSizing, NodeType, PrimaryAlign, TextAutoResize,
+    CounterAlign, LayoutMode, LayoutPositioning, LayoutSizing, LayoutWrap, NodeType, PrimaryAlign, TextAutoResize,
 };
 use code2des_convert::{Node, Output};
 
@@ -41,19 +41,74 @@ fn a_wrapping_flex_container_on_one_line_is_auto_layout() {
          <p style=margin:0>c</p><p style=margin:0>d</p></div>",
     );
     assert_eq!(frame(&out, "one").layout_mode, Some(LayoutMode::HORIZONTAL));
+    // It wraps in Figma too when narrowed; Figma wraps rows only.
+    assert_eq!(frame(&out, "one").layout_wrap, Some(LayoutWrap::WRAP));
     assert_eq!(frame(&out, "col").layout_mode, Some(LayoutMode::VERTICAL));
+    assert_eq!(frame(&out, "col").layout_wrap, None);
+}
+
+/// Blocks `w`×`h` px, each named by its size, as flex items.
+fn blocks(sizes: &[(u32, u32)], style: &str) -> String {
+    sizes
+        .iter()
+        .map(|(w, h)| {
+            format!(
+                "<span id=b{w}x{h} style=\"display:block;width:{w}px;height:{h}px;background:#08f;{style}\"></span>"
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_row_that_wraps_is_figmas_wrapping_auto_layout() {
+    // 200 px of room: 80 + 10 + 70 fit and 50 more would not; then 50, 90 and 30 (190 px).
+    let items = blocks(&[(80, 20), (70, 30), (50, 20), (90, 24), (30, 10)], "");
+    let out = page(&format!(
+        "<div id=tags class=f style=\"flex-wrap: wrap; width: 200px; gap: 6px 10px\">{items}</div>\
+         <div id=mid class=f style=\"flex-wrap: wrap; width: 200px; gap: 6px 10px; justify-content: center; \
+         align-items: flex-end\">{items}</div>"
+    ));
+    let f = frame(&out, "tags");
+    assert_eq!((f.layout_mode, f.layout_wrap), (Some(LayoutMode::HORIZONTAL), Some(LayoutWrap::WRAP)));
+    assert_eq!((f.item_spacing, f.counter_axis_spacing), (Some(10.0), Some(6.0)));
+    assert_eq!(
+        (f.primary_axis_align_items, f.counter_axis_align_items),
+        (Some(PrimaryAlign::MIN), Some(CounterAlign::CENTER))
+    );
+    assert_eq!([f.padding_left, f.padding_right, f.padding_top, f.padding_bottom], [Some(8.0); 4]);
+    // Rows 30 and 24 px tall, 6 apart, in the padding; the frame's height is its content's.
+    assert_eq!(f.height, 8.0 + 30.0 + 6.0 + 24.0 + 8.0);
+    assert_eq!(f.layout_sizing_vertical, Some(LayoutSizing::HUG));
+    let names: Vec<&str> = f.children.iter().flatten().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["b80x20", "b70x30", "b50x20", "b90x24", "b30x10"], "in document order, as Figma flows them");
+    // Each row centred along, its items at the row's bottom.
+    let m = frame(&out, "mid");
+    assert_eq!((m.layout_wrap, m.primary_axis_align_items), (Some(LayoutWrap::WRAP), Some(PrimaryAlign::CENTER)));
+    assert_eq!(m.counter_axis_align_items, Some(CounterAlign::MAX));
 }
 
 #[test]
 fn what_auto_layout_cannot_reproduce_keeps_absolute_positions() {
-    // Wrapped onto two lines: Figma's auto layout would put the second item beside the first.
-    let out = page(
-        "<div id=wrapped class=f style=\"flex-wrap: wrap; width: 100px\">\
-         <span style=\"width:60px;height:10px;display:block\"></span><span style=\"width:60px;height:10px;display:block\"></span></div>",
-    );
-    let f = frame(&out, "wrapped");
-    assert_eq!(f.layout_mode, None);
-    assert_eq!(f.children.as_deref().unwrap_or_default().len(), 2, "its items are still drawn where they are");
+    // Wrapped onto two lines, each row's items grown to fill it: CSS breaks the rows at their
+    // sizes before growing, Figma would at their sizes after.
+    let grown = blocks(&[(60, 10), (60, 10)], "flex-grow:1");
+    // An item moved before the others (`order`): Figma flows the layers in their list order.
+    let moved = blocks(&[(60, 10), (70, 10)], "") + &blocks(&[(50, 10)], "order:-1");
+    // Items on a baseline, which Figma's wrapping rows have no alignment for.
+    let baseline = blocks(&[(60, 10), (60, 20)], "");
+    let out = page(&format!(
+        "<div id=grown class=f style=\"flex-wrap: wrap; width: 100px\">{grown}</div>\
+         <div id=moved class=f style=\"flex-wrap: wrap; width: 150px\">{moved}</div>\
+         <div id=baseline class=f style=\"flex-wrap: wrap; width: 100px; align-items: baseline\">{baseline}</div>"
+    ));
+    for name in ["grown", "moved", "baseline"] {
+        let f = frame(&out, name);
+        assert_eq!((f.layout_mode, f.layout_wrap), (None, None), "{name}");
+        assert!(
+            f.children.as_deref().unwrap_or_default().len() >= 2,
+            "{name}: its items are still drawn where they are"
+        );
+    }
 }
 
 #[test]

@@ -14,7 +14,8 @@
 //                     colour, underline/strike-through, case, link) is drawn with that style,
 //                     a link as a hyperlink
 //   stray newlines    TEXT nodes holding a "\n" where Chromium broke no line
-//   flex → auto layout every flex container's frame (same box) has auto layout in its direction
+//   flex → auto layout every flex container's frame (same box) has auto layout in its direction,
+//                     wrapping (layoutWrap WRAP) where the container is a row that wraps
 //   auto layout sizing every flex container's auto layout frame resizes as the page's
 //                     container does, tried on the page: the items that grow when the container
 //                     is made longer are FILL (and only they), and the frame HUGs on each axis
@@ -258,7 +259,10 @@ export function pageEditability() {
     const r = el.getBoundingClientRect();
     if (r.width <= 0 || r.height <= 0) continue;
     if (d === "flex" || d === "inline-flex") {
-      flex.push({ el, path: describe(el), box: box(r), direction: cs(el).flexDirection.startsWith("column") ? "VERTICAL" : "HORIZONTAL" });
+      const direction = cs(el).flexDirection.startsWith("column") ? "VERTICAL" : "HORIZONTAL";
+      // A row that wraps (Figma wraps rows only; wrap-reverse it has not).
+      const wrap = direction === "HORIZONTAL" && cs(el).flexWrap === "wrap";
+      flex.push({ el, path: describe(el), box: box(r), direction, wrap });
     } else if (d === "grid" || d === "inline-grid") {
       grid.push({ path: describe(el), box: box(r) });
     }
@@ -583,7 +587,7 @@ export function measureEditability(page, doc, wrapped = new Map()) {
     const same = frames.filter((f) => within(b, f));
     return { any: same.length > 0, ok: same.some((f) => ok(f.node)) };
   };
-  const flex = page.flex.map((f) => framed(f.box, (n) => n.layoutMode === f.direction));
+  const flex = page.flex.map((f) => framed(f.box, (n) => n.layoutMode === f.direction && (!f.wrap || n.layoutWrap === "WRAP")));
 
   // Sizing: in each flex container that has its auto layout frame, the items that grew with
   // the container are FILL on its axis (and only they), and the frame HUGs on each axis where
@@ -653,7 +657,7 @@ export function measureEditability(page, doc, wrapped = new Map()) {
       paragraphs: paragraphMisses,
       lines: lineMisses,
       runs: runMisses,
-      flex: containerMisses(page.flex, flex, "auto layout in its direction"),
+      flex: containerMisses(page.flex, flex, "auto layout in its direction (wrapping where the row wraps)"),
       grid: containerMisses(page.grid, grid, "layoutMode GRID"),
       sizing: sizing.filter((z) => !z.ok).map(({ path, why }) => ({ path, why })),
       groups: page.groups.map((g) => `${g.path} ×${g.size}`),

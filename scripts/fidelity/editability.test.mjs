@@ -7,7 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { SvgWriter, origin } from "./svg.mjs";
+import { SvgWriter, origin, laidOut } from "./svg.mjs";
 import { pageEditability, measureEditability, wrapLines, wrappingNodes, wrapInput, bareTag, outline, editBelow, EDIT_FLOORS } from "./editability.mjs";
 
 const PAGE = `<!doctype html><body style="margin:0;font:16px/20px 'DejaVu Sans';color:rgb(0,0,0)">
@@ -258,4 +258,36 @@ test("a flex container held at its max-width is lifted to see which items grow w
   await page.close();
   const grows = found.flex.map((f) => f.items.map((it) => it.grows));
   assert.deepEqual(grows, [[true, false], [false]]);
+});
+
+test("a row that wraps is judged by its frame's WRAP, and drawn in Figma's rows", async () => {
+  const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
+  await page.setContent(`<body style="margin:0">
+    <div style="display:flex;flex-wrap:wrap;width:100px;gap:4px"><i style="display:block;width:60px;height:10px"></i><i style="display:block;width:60px;height:10px"></i></div></body>`);
+  const found = await page.evaluate(pageEditability);
+  await page.close();
+  assert.equal(found.flex[0].wrap, true);
+  const box = found.flex[0].box;
+  const frame = (more) => ({ type: "FRAME", name: "Tags", layoutMode: "HORIZONTAL", x: box.x, y: box.y, width: box.w, height: box.h, children: [], ...more });
+  const doc = (more) => ({ type: "FRAME", name: "page", x: 0, y: 0, width: 800, height: 600, children: [frame(more)] });
+  const judged = (more) => measureEditability({ ...found, paragraphs: [], groups: [] }, doc(more), new Map()).flex;
+  assert.equal(judged({}).n, 0, "a row that does not wrap is not the page's");
+  assert.equal(judged({ layoutWrap: "WRAP", counterAxisSpacing: 4 }).n, 1);
+
+  // The drawing breaks rows where the next child would pass the room inside the padding
+  // (204 px): 80 + 10 + 70, then 50 + 10 + 90 + 10 + 30; rows 30 and 24 px tall, 6 apart.
+  const kid = (width, height) => ({ type: "FRAME", name: `${width}`, x: 0, y: 0, width, height });
+  const wrapping = {
+    type: "FRAME", layoutMode: "HORIZONTAL", layoutWrap: "WRAP", width: 220, height: 76,
+    paddingLeft: 8, paddingRight: 8, paddingTop: 8, paddingBottom: 8,
+    itemSpacing: 10, counterAxisSpacing: 6, counterAxisAlignItems: "CENTER",
+    children: [kid(80, 20), kid(70, 30), kid(50, 20), kid(90, 24), kid(30, 10)],
+  };
+  const at = laidOut(wrapping, wrapping.children).map((k) => [k.x, k.y]);
+  assert.deepEqual(at, [[8, 13], [98, 8], [8, 46], [68, 44], [168, 51]]);
+  const centred = laidOut({ ...wrapping, primaryAxisAlignItems: "CENTER" }, wrapping.children).map((k) => k.x);
+  assert.deepEqual(centred, [8 + 22, 98 + 22, 8 + 7, 68 + 7, 168 + 7]);
+  // A frame taller than its rows: the block of rows is aligned as the children are (CENTER).
+  const taller = laidOut({ ...wrapping, height: 84 }, wrapping.children).map((k) => k.y);
+  assert.deepEqual(taller, [17, 12, 50, 48, 55]);
 });

@@ -181,6 +181,7 @@ export function autoLayout(n, kids) {
       break;
     default:
   }
+  if (row && n.layoutWrap === "WRAP") return wrapLayout(n, kids, flow, { ps, pe, cs, ce, size, cross });
   const placed = new Map();
   for (const k of flow) {
     let c = cs;
@@ -189,6 +190,49 @@ export function autoLayout(n, kids) {
     placed.set(k, { ...k, [ORIGIN]: origin(k), ...(row ? { x: at, y: c } : { x: c, y: at }) });
     at += main(k) + gap;
   }
+  return kids.filter((k) => k.visible !== false).map((k) => placed.get(k) ?? k);
+}
+
+/**
+ * Wrapping auto layout (`layoutWrap: WRAP`, rows only), as Figma documents it: a row takes
+ * children while they fit the width inside the padding, `itemSpacing` apart, and is aligned
+ * along by `primaryAxisAlignItems`; each row is as tall as its tallest child, which
+ * `counterAxisAlignItems` aligns in it, and the rows stack `counterAxisSpacing` apart (absent:
+ * `itemSpacing`), the block of them aligned in the frame by `counterAxisAlignItems` too.
+ */
+function wrapLayout(n, kids, flow, { ps, pe, cs, ce, size, cross }) {
+  const room = size - ps - pe;
+  const gap = n.itemSpacing ?? 0;
+  const rowGap = n.counterAxisSpacing ?? gap;
+  const rows = [];
+  for (const k of flow) {
+    const r = rows[rows.length - 1];
+    const span = r ? r.reduce((sum, x) => sum + (x.width ?? 0), 0) + gap * r.length : 0;
+    // The same hundredth as the converter's check: a row filled exactly still takes the item.
+    if (r && span + (k.width ?? 0) <= room + 0.01) r.push(k);
+    else rows.push([k]);
+  }
+  const tall = rows.map((r) => r.reduce((m, k) => Math.max(m, k.height ?? 0), 0));
+  const block = tall.reduce((sum, h) => sum + h, 0) + rowGap * Math.max(0, rows.length - 1);
+  const free = cross - cs - ce - block;
+  let top = cs + (n.counterAxisAlignItems === "CENTER" ? free / 2 : n.counterAxisAlignItems === "MAX" ? free : 0);
+  const placed = new Map();
+  rows.forEach((r, i) => {
+    const total = r.reduce((sum, k) => sum + (k.width ?? 0), 0);
+    let step = gap;
+    let at = ps;
+    const left = room - total - gap * (r.length - 1);
+    if (n.primaryAxisAlignItems === "CENTER") at += left / 2;
+    else if (n.primaryAxisAlignItems === "MAX") at += left;
+    else if (n.primaryAxisAlignItems === "SPACE_BETWEEN" && r.length > 1) step = (room - total) / (r.length - 1);
+    for (const k of r) {
+      const h = k.height ?? 0;
+      const y = n.counterAxisAlignItems === "CENTER" ? top + (tall[i] - h) / 2 : n.counterAxisAlignItems === "MAX" ? top + tall[i] - h : top;
+      placed.set(k, { ...k, [ORIGIN]: origin(k), x: at, y });
+      at += (k.width ?? 0) + step;
+    }
+    top += tall[i] + rowGap;
+  });
   return kids.filter((k) => k.visible !== false).map((k) => placed.get(k) ?? k);
 }
 

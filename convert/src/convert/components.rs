@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
 use super::{round, Snapshot};
-use crate::doc::{LayoutMode, LayoutPositioning, Node, NodeType, Paint, TextAutoResize};
+use crate::doc::{LayoutMode, LayoutPositioning, LayoutSizing, LayoutWrap, Node, NodeType, Paint, TextAutoResize};
 
 /// Fewer alike siblings than this are not worth a component.
 const MIN_MEMBERS: usize = 3;
@@ -354,7 +354,8 @@ fn inline_paint(s: &Snapshot<'_>, k: &Node) -> bool {
 #[derive(Clone, Copy)]
 enum Place {
     Root,
-    In(Option<LayoutMode>),
+    /// In a parent of this auto layout, which wraps its rows or not.
+    In(Option<LayoutMode>, bool),
 }
 
 /// Whether `b` shows as an instance of `a` would: the same layers, of the same look, in the
@@ -363,17 +364,25 @@ fn alike(a: &Node, b: &Node, place: Place) -> bool {
     let close = |x: f64, y: f64| (x - y).abs() <= TOLERANCE;
     let text = a.kind == NodeType::TEXT;
     let fits = |r: &[TextAutoResize]| text && a.text_auto_resize.is_some_and(|t| r.contains(&t));
+    // An auto layout frame that HUGs follows its content (a wrapping row of tags, one row or
+    // two as the instance's words make it).
+    let hugs = |sizing: Option<LayoutSizing>| sizing == Some(LayoutSizing::HUG);
     let placed = match place {
         // The instance is placed and sized as the member is.
         Place::Root => true,
-        Place::In(flow) => {
-            // Auto layout moves a child along its axis as the text before it grows.
+        Place::In(flow, wraps) => {
+            // Auto layout moves a child along its axis as the text before it grows, and a
+            // wrapping row down too, onto another row.
             let x_free = flow == Some(LayoutMode::HORIZONTAL);
-            let y_free = flow == Some(LayoutMode::VERTICAL);
+            let y_free = flow == Some(LayoutMode::VERTICAL) || wraps;
             (x_free || close(a.x, b.x))
                 && (y_free || close(a.y, b.y))
-                && (fits(&[TextAutoResize::WIDTH_AND_HEIGHT]) || close(a.width, b.width))
-                && (fits(&[TextAutoResize::HEIGHT, TextAutoResize::WIDTH_AND_HEIGHT]) || close(a.height, b.height))
+                && (fits(&[TextAutoResize::WIDTH_AND_HEIGHT])
+                    || hugs(a.layout_sizing_horizontal)
+                    || close(a.width, b.width))
+                && (fits(&[TextAutoResize::HEIGHT, TextAutoResize::WIDTH_AND_HEIGHT])
+                    || hugs(a.layout_sizing_vertical)
+                    || close(a.height, b.height))
         }
     };
     // A member's own cell in its parent's grid is the instance's place, not its look.
@@ -384,7 +393,10 @@ fn alike(a: &Node, b: &Node, place: Place) -> bool {
         && same_cell
         && look(a) == look(b)
         && ka.len() == kb.len()
-        && ka.iter().zip(kb).all(|(x, y)| alike(x, y, Place::In(a.layout_mode)))
+        && ka
+            .iter()
+            .zip(kb)
+            .all(|(x, y)| alike(x, y, Place::In(a.layout_mode, a.layout_wrap == Some(LayoutWrap::WRAP))))
 }
 
 /// A node without what an instance may show otherwise than its component: its name, place and

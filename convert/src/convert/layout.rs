@@ -3,8 +3,8 @@
 
 use super::{px, round, Snapshot};
 use crate::doc::{
-    CounterAlign, GridTrack, GridTrackType, LayoutMode, LayoutPositioning, LayoutSizing, Node, NodeType, PrimaryAlign,
-    TextAutoResize,
+    CounterAlign, GridTrack, GridTrackType, LayoutMode, LayoutPositioning, LayoutSizing, LayoutWrap, Node, NodeType,
+    PrimaryAlign, TextAutoResize,
 };
 use crate::stack::self_and_ancestors;
 
@@ -197,6 +197,9 @@ fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mu
         *out |= k.visible == Some(false);
     }
     let row = s.style(l, "flex-direction").starts_with("row");
+    if wrap_layout(s, l, frame, kids, &absolute) {
+        return;
+    }
     let main = |k: &Node| main_axis(k, row);
     let mut order: Vec<usize> = (0..kids.len()).filter(|i| !absolute[*i]).collect();
     if order.is_empty() {
@@ -240,6 +243,143 @@ fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mu
             k.layout_sizing_vertical = Some(LayoutSizing::FILL);
         }
     });
+}
+
+/// Makes a row that wraps (`flex-wrap: wrap`) Figma's wrapping auto layout (`layoutWrap: WRAP`)
+/// where Figma would break it into the same rows and put every item where Chromium did; answers
+/// whether it did. Figma starts a row where the next item would pass the frame's width inside
+/// its padding, the items of a row `itemSpacing` apart; each row is as tall as its tallest item,
+/// the items aligned in it by `counterAxisAlignItems`; the rows stack `counterAxisSpacing`
+/// apart. So the items must be in document order (no `order`), of one gap along every row, the
+/// row-gap between rows; CSS must have broken each row where that sum passes the content box,
+/// and aligned each row (`justify-content`: start, center or end) and each item in it
+/// (`align-items`) as Figma's alignments do. No item may grow or take a percentage size: CSS
+/// breaks rows at the items' sizes before they grow, Figma at their sizes.
+fn wrap_layout(s: &Snapshot<'_>, l: usize, frame: &mut Node, kids: &mut [Node], absolute: &[bool]) -> bool {
+    let forward = s.style(l, "flex-direction") == "row" && s.style(l, "direction") != "rtl";
+    if s.style(l, "flex-wrap") != "wrap" || !forward {
+        return false;
+    }
+    let mut order: Vec<usize> = (0..kids.len()).filter(|i| !absolute[*i]).collect();
+    if order.is_empty() || order.iter().any(|i| grows(s, &kids[*i])) {
+        return false;
+    }
+    // Document order, which is the list order Figma flows (the snapshot numbers nodes so).
+    order.sort_by_key(|i| kids[*i].maker.dom.unwrap_or(usize::MAX));
+    let rows = chromium_rows(kids, &order);
+    let primary = match s.style(l, "justify-content") {
+        "normal" | "flex-start" | "start" | "left" => PrimaryAlign::MIN,
+        "center" => PrimaryAlign::CENTER,
+        "flex-end" | "end" | "right" => PrimaryAlign::MAX,
+        "space-between" => PrimaryAlign::SPACE_BETWEEN,
+        _ => return false,
+    };
+    let align = match s.style(l, "align-items") {
+        "normal" | "stretch" | "flex-start" | "start" | "self-start" => CounterAlign::MIN,
+        "center" => CounterAlign::CENTER,
+        "flex-end" | "end" | "self-end" => CounterAlign::MAX,
+        _ => return false,
+    };
+    // Figma's arithmetic on the sizes the document gives it.
+    let Some(gap) = gap_along(s, l, primary, &rows).map(|g| round(g.max(0.0))) else { return false };
+    let (pl, pr) = css_padding(s, l, true);
+    let (pl, pr) = (round(pl), round(pr));
+    let room = frame.width - pl - pr;
+    let (pt, pb_css) = css_padding(s, l, false);
+    let row_gap = round(s.px(l, "row-gap").max(0.0));
+    let along = (primary, pl, room, gap);
+    let Some(bottom) = rows_as_figma(&rows, along, (align, round(pt), row_gap)) else { return false };
+    let pb = frame.height - bottom;
+    if pb < -TOLERANCE {
+        return false;
+    }
+    let hug = (pb - pb_css).abs() <= TOLERANCE;
+    set_auto_layout(
+        frame,
+        Auto {
+            mode: LayoutMode::HORIZONTAL,
+            gap,
+            primary,
+            align,
+            padding: [pl, pr, pt, pb.max(0.0)],
+            hug: (false, hug),
+        },
+    );
+    frame.layout_wrap = Some(LayoutWrap::WRAP);
+    frame.counter_axis_spacing = Some(row_gap);
+    place_kids(kids, &order, absolute, |_, _| {});
+    true
+}
+
+/// The rows of a wrapping flex container as Chromium broke them, its items taken in `order`: a
+/// row starts where an item starts before the last one ends.
+fn chromium_rows<'a>(kids: &'a [Node], order: &[usize]) -> Vec<Vec<&'a Node>> {
+    let mut rows: Vec<Vec<&Node>> = Vec::new();
+    for k in order.iter().map(|i| &kids[*i]) {
+        match rows.last_mut() {
+            Some(r) if k.x >= r[r.len() - 1].x + r[r.len() - 1].width - TOLERANCE => r.push(k),
+            _ => rows.push(vec![k]),
+        }
+    }
+    rows
+}
+
+/// The one gap between the items along every row (a row of one item says nothing of it);
+/// spread rows (`space-between`) are spaced by what is left of their room, each evenly, and
+/// broken at the column-gap as CSS breaks them.
+fn gap_along(s: &Snapshot<'_>, l: usize, primary: PrimaryAlign, rows: &[Vec<&Node>]) -> Option<f64> {
+    let gaps: Vec<Vec<f64>> =
+        rows.iter().map(|r| r.windows(2).map(|w| w[1].x - (w[0].x + w[0].width)).collect()).collect();
+    let even = |g: &[f64], to: f64| g.iter().all(|v| (v - to).abs() <= TOLERANCE);
+    let gap = match primary {
+        PrimaryAlign::SPACE_BETWEEN => {
+            gaps.iter().all(|g| g.first().is_none_or(|f| even(g, *f))).then(|| s.px(l, "column-gap"))?
+        }
+        _ => {
+            let gap = gaps.iter().flatten().next().copied().unwrap_or_else(|| s.px(l, "column-gap"));
+            gaps.iter().all(|g| even(g, gap)).then_some(gap)?
+        }
+    };
+    (gap >= -TOLERANCE).then_some(gap)
+}
+
+/// Whether Figma's wrapping puts `rows` where Chromium did, and where the last ends: it breaks
+/// a row where the next item would pass `room` (the width inside the padding, from `pl`), the
+/// items `gap` apart and the row aligned along by `primary`; each row as tall as its tallest
+/// item, aligned in it by `align`, the rows `row_gap` apart from `top`.
+fn rows_as_figma(
+    rows: &[Vec<&Node>],
+    (primary, pl, room, gap): (PrimaryAlign, f64, f64, f64),
+    (align, mut top, row_gap): (CounterAlign, f64, f64),
+) -> Option<f64> {
+    const EPSILON: f64 = 0.01;
+    let close = |a: f64, b: f64| (a - b).abs() <= TOLERANCE;
+    let span = |r: &[&Node]| r.iter().map(|k| k.width).sum::<f64>() + gap * (r.len() - 1) as f64;
+    let breaks_alike = rows.windows(2).all(|w| span(&w[0]) + gap + w[1][0].width > room + EPSILON);
+    if !breaks_alike || rows.iter().any(|r| span(r) > room + EPSILON) {
+        return None;
+    }
+    for r in rows {
+        let (free, last) = (room - span(r), r[r.len() - 1]);
+        let along = match primary {
+            PrimaryAlign::CENTER => close(r[0].x, pl + free / 2.0),
+            PrimaryAlign::MAX => close(r[0].x, pl + free),
+            // Spread from edge to edge; one item alone at the start.
+            PrimaryAlign::SPACE_BETWEEN if r.len() > 1 => close(r[0].x, pl) && close(last.x + last.width, pl + room),
+            _ => close(r[0].x, pl),
+        };
+        let tall = r.iter().map(|k| k.height).fold(0.0, f64::max);
+        let across = r.iter().all(|k| match align {
+            CounterAlign::CENTER => close(k.y, top + (tall - k.height) / 2.0),
+            CounterAlign::MAX => close(k.y, top + tall - k.height),
+            _ => close(k.y, top),
+        });
+        if !along || !across {
+            return None;
+        }
+        top += tall + row_gap;
+    }
+    Some(top - row_gap)
 }
 
 /// Takes out of `order` (main axis order) each item drawn over the one before it, which a
@@ -339,13 +479,7 @@ fn primary_alignment(s: &Snapshot<'_>, l: usize, row: bool, flow: &[&Node], size
 /// the cascade), where Figma, sharing the room left (`room`, inside the padding) equally among
 /// them, gives each its size as laid out.
 fn fill_main(s: &Snapshot<'_>, row: bool, flow: &[&Node], room: f64, gap: f64) -> Vec<bool> {
-    let grows: Vec<bool> = flow
-        .iter()
-        .map(|k| {
-            let percent = k.maker.flex_item && k.maker.dom.is_some_and(|d| s.percent_sized.contains(&d));
-            percent || item_layout(s, k).is_some_and(|kl| s.style(kl, "flex-grow").parse::<f64>().unwrap_or(0.0) > 0.0)
-        })
-        .collect();
+    let grows: Vec<bool> = flow.iter().map(|k| grows(s, k)).collect();
     let count = grows.iter().filter(|g| **g).count();
     if count == 0 {
         return grows;
@@ -359,6 +493,13 @@ fn fill_main(s: &Snapshot<'_>, row: bool, flow: &[&Node], room: f64, gap: f64) -
     } else {
         vec![false; flow.len()]
     }
+}
+
+/// Whether flex item `k` grows with its container in CSS: a `flex-grow`, or a percentage size
+/// along the axis (`width: 100%`, as the renderer found in the cascade).
+fn grows(s: &Snapshot<'_>, k: &Node) -> bool {
+    let percent = k.maker.flex_item && k.maker.dom.is_some_and(|d| s.percent_sized.contains(&d));
+    percent || item_layout(s, k).is_some_and(|kl| s.style(kl, "flex-grow").parse::<f64>().unwrap_or(0.0) > 0.0)
 }
 
 /// Whether item `k` is stretched across the axis (`align-self: stretch`, or `auto` in a

@@ -232,6 +232,18 @@ fn auto_layout<'a>(n: &Value, kids: &'a [Value]) -> Vec<Placed<'a>> {
     // An ABSOLUTE child stays where it is, out of the flow, in its place in the paint order.
     let absolute = |k: &Value| text(k, "layoutPositioning") == Some("ABSOLUTE");
     let flow: Vec<&Value> = kids.iter().filter(|k| visible(k) && !absolute(k)).collect();
+    if row && text(n, "layoutWrap") == Some("WRAP") {
+        let rows = wrap_rows(n, &flow, size - ps - pe, (cs, cross - ce));
+        let placed = |k: &Value| rows.iter().find(|(r, _, _)| std::ptr::eq(*r, k)).map(|(_, x, y)| (ps + x, *y));
+        return kids
+            .iter()
+            .filter(|k| visible(k))
+            .map(|k| {
+                let (x, y) = placed(k).unwrap_or_else(|| (num0(k, "x"), num0(k, "y")));
+                Placed { node: k, x, y }
+            })
+            .collect();
+    }
     let total: f64 = flow.iter().map(|k| num0(k, main_k)).sum();
     let mut gap = num0(n, "itemSpacing");
     let free = size - ps - pe - total - gap * (flow.len().max(1) - 1) as f64;
@@ -256,6 +268,54 @@ fn auto_layout<'a>(n: &Value, kids: &'a [Value]) -> Vec<Placed<'a>> {
         let (x, y) = if row { (at, c) } else { (c, at) };
         out.push(Placed { node: k, x, y });
         at += num0(k, main_k) + gap;
+    }
+    out
+}
+
+/// Wrapping auto layout (`layoutWrap: WRAP`, rows only), as Figma documents it: a row takes
+/// children while they fit `room` (the width inside the padding), `itemSpacing` apart, and is
+/// aligned along by `primaryAxisAlignItems`; each row is as tall as its tallest child, which
+/// `counterAxisAlignItems` aligns in it; the rows stack `counterAxisSpacing` apart (absent:
+/// `itemSpacing`) between `top` and `bottom`, the block of them aligned as the children are.
+/// Each child with its x from the padding and its y.
+fn wrap_rows<'a>(n: &Value, flow: &[&'a Value], room: f64, (top, bottom): (f64, f64)) -> Vec<(&'a Value, f64, f64)> {
+    let gap = num0(n, "itemSpacing");
+    let row_gap = n.get("counterAxisSpacing").and_then(Value::as_f64).unwrap_or(gap);
+    let mut rows: Vec<Vec<&Value>> = Vec::new();
+    for k in flow {
+        match rows.last_mut() {
+            // The same hundredth as the converter's check: a row filled exactly takes the child.
+            Some(r) if r.iter().map(|k| num0(k, "width") + gap).sum::<f64>() + num0(k, "width") <= room + 0.01 => {
+                r.push(k)
+            }
+            _ => rows.push(vec![k]),
+        }
+    }
+    let tall: Vec<f64> = rows.iter().map(|r| r.iter().map(|k| num0(k, "height")).fold(0.0, f64::max)).collect();
+    let block = tall.iter().sum::<f64>() + row_gap * (rows.len().max(1) - 1) as f64;
+    let align = text(n, "counterAxisAlignItems");
+    let within = |room: f64, size: f64| match align {
+        Some("CENTER") => (room - size) / 2.0,
+        Some("MAX") => room - size,
+        _ => 0.0,
+    };
+    let mut y = top + within(bottom - top, block);
+    let mut out = Vec::with_capacity(flow.len());
+    for (r, tall) in rows.iter().zip(&tall) {
+        let total: f64 = r.iter().map(|k| num0(k, "width")).sum();
+        let (mut x, mut step) = (0.0, gap);
+        let left = room - total - gap * (r.len() - 1) as f64;
+        match text(n, "primaryAxisAlignItems") {
+            Some("CENTER") => x = left / 2.0,
+            Some("MAX") => x = left,
+            Some("SPACE_BETWEEN") if r.len() > 1 => step = (room - total) / (r.len() - 1) as f64,
+            _ => {}
+        }
+        for k in r {
+            out.push((*k, x, y + within(*tall, num0(k, "height"))));
+            x += num0(k, "width") + step;
+        }
+        y += tall + row_gap;
     }
     out
 }

@@ -124,6 +124,17 @@ fn auto_layout_and_grid_children_are_placed_as_figma_places_them() {
         "children": [kid(20), {"type": "RECTANGLE", "width": 20, "height": 10, "gridColumnAnchorIndex": 1}]});
     let (text, _) = svg(&page(grid));
     assert!(text.contains("translate(0 0)") && text.contains("translate(110 0)"), "{text}");
+    // Wrapping rows, 204 px of room: 80 + 10 + 70, then 50 + 10 + 90 + 10 + 30; rows 30 and
+    // 24 px tall, 6 apart, each child centred in its row.
+    let sized = |w: u32, h: u32| json!({"type": "RECTANGLE", "width": w, "height": h});
+    let wrap = json!({"type": "FRAME", "width": 220, "height": 76, "layoutMode": "HORIZONTAL", "layoutWrap": "WRAP",
+        "paddingLeft": 8, "paddingRight": 8, "paddingTop": 8, "paddingBottom": 8, "itemSpacing": 10,
+        "counterAxisSpacing": 6, "counterAxisAlignItems": "CENTER", "clipsContent": false,
+        "children": [sized(80, 20), sized(70, 30), sized(50, 20), sized(90, 24), sized(30, 10)]});
+    let (text, _) = svg(&page(wrap));
+    for at in ["translate(8 13)", "translate(98 8)", "translate(8 46)", "translate(68 44)", "translate(168 51)"] {
+        assert!(text.contains(at), "{at} in {text}");
+    }
 }
 
 #[test]

@@ -252,9 +252,10 @@ fn auto_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mu
 /// the items aligned in it by `counterAxisAlignItems`; the rows stack `counterAxisSpacing`
 /// apart. So the items must be in document order (no `order`), of one gap along every row, the
 /// row-gap between rows; CSS must have broken each row where that sum passes the content box,
-/// and aligned each row (`justify-content`: start, center or end) and each item in it
-/// (`align-items`) as Figma's alignments do. No item may grow or take a percentage size: CSS
-/// breaks rows at the items' sizes before they grow, Figma at their sizes.
+/// and aligned each row (`justify-content`: start, center, end, or `space-between` with two
+/// items a row at least) and each item in it (`align-items`) as Figma's alignments do. No item
+/// may grow or take a percentage size: CSS breaks rows at the items' sizes before they grow,
+/// Figma at their sizes.
 fn wrap_layout(s: &Snapshot<'_>, l: usize, frame: &mut Node, kids: &mut [Node], absolute: &[bool]) -> bool {
     let forward = s.style(l, "flex-direction") == "row" && s.style(l, "direction") != "rtl";
     if s.style(l, "flex-wrap") != "wrap" || !forward {
@@ -364,8 +365,9 @@ fn rows_as_figma(
         let along = match primary {
             PrimaryAlign::CENTER => close(r[0].x, pl + free / 2.0),
             PrimaryAlign::MAX => close(r[0].x, pl + free),
-            // Spread from edge to edge; one item alone at the start.
-            PrimaryAlign::SPACE_BETWEEN if r.len() > 1 => close(r[0].x, pl) && close(last.x + last.width, pl + room),
+            // Spread from edge to edge. Where Figma puts an item alone in a spread row is not
+            // documented (CSS: at the start), so such a row is not taken.
+            PrimaryAlign::SPACE_BETWEEN => r.len() > 1 && close(r[0].x, pl) && close(last.x + last.width, pl + room),
             _ => close(r[0].x, pl),
         };
         let tall = r.iter().map(|k| k.height).fold(0.0, f64::max);

@@ -163,6 +163,7 @@ export function autoLayout(n, kids) {
   const cross = row ? n.height ?? 0 : n.width ?? 0;
   // An ABSOLUTE child stays where it is, out of the flow, in its place in the paint order.
   const flow = kids.filter((k) => k.visible !== false && k.layoutPositioning !== "ABSOLUTE");
+  if (row && n.layoutWrap === "WRAP") return wrapLayout(n, kids, flow, { ps, pe, cs, ce, size, cross });
   const main = (k) => (row ? k.width ?? 0 : k.height ?? 0);
   const side = (k) => (row ? k.height ?? 0 : k.width ?? 0);
   const total = flow.reduce((s, k) => s + main(k), 0);
@@ -181,7 +182,6 @@ export function autoLayout(n, kids) {
       break;
     default:
   }
-  if (row && n.layoutWrap === "WRAP") return wrapLayout(n, kids, flow, { ps, pe, cs, ce, size, cross });
   const placed = new Map();
   for (const k of flow) {
     let c = cs;

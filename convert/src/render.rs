@@ -526,9 +526,15 @@ impl Browser {
                 json!({"computedStyles": STYLES, "includePaintOrder": true, "includeDOMRects": true}),
             )
             .await?;
-        let platform_fonts = self.platform_fonts(s, &snapshot).await?;
+        let (platform_fonts, percent) = match Arrays::of(&snapshot) {
+            Some(arrays) => {
+                let mut domains = None;
+                let fonts = self.platform_fonts(s, &mut domains, &arrays).await?;
+                (fonts, self.percent_sizes(s, &mut domains, &arrays).await?)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
         let mut snapshot = snapshot;
-        let percent = self.percent_sizes(s, &snapshot).await?;
         // Kept beside what DOMSnapshot answered, as the converter reads it (`Snapshot::parse`).
         snapshot["code2des"] = json!({ "percentSizes": percent });
         Ok((snapshot, platform_fonts))
@@ -540,24 +546,54 @@ impl Browser {
     /// (`CSS.getMatchedStylesForNode`), one call per item. The converter makes such an item
     /// FILL its auto layout frame where Figma's share of the room is its size. A command
     /// Chromium refuses leaves the item out, as in `platform_fonts`.
-    async fn percent_sizes(&self, s: Option<&str>, snapshot: &Value) -> Result<Vec<usize>, CdpError> {
-        let mut items = flex_items(snapshot);
+    async fn percent_sizes(
+        &self,
+        s: Option<&str>,
+        domains: &mut Option<bool>,
+        arrays: &Arrays<'_>,
+    ) -> Result<Vec<usize>, CdpError> {
+        let mut items = flex_items(arrays);
         // One call an item: a page of thousands of flex items (a table built of rows of them)
         // asks of its first ones only, so its time stays a page's, not a call's per item.
         items.truncate(MAX_SIZE_QUERIES);
-        if items.is_empty() || !self.css_domain(s).await? {
+        let ids: Vec<i64> = items.iter().map(|(_, id, _)| *id).collect();
+        let answers = self.ask_each(s, domains, &ids, "CSS.getMatchedStylesForNode").await?;
+        let mut out = Vec::new();
+        for ((n, _, property), matched) in items.iter().zip(answers) {
+            if matched.and_then(|m| cascaded(&m, property)).is_some_and(|v| v.trim_end().ends_with('%')) {
+                out.push(*n);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `method` asked of each node (`ids`: backend node ids) in turn, once the DOM and CSS
+    /// domains are on (turned on once a page: `domains` remembers whether Chromium agreed) and
+    /// the nodes pushed to node ids. Chromium's refusal of a command leaves that node's answer
+    /// out (`None`), or every answer where it refuses the domains or the push; a broken
+    /// connection, a crash or a time limit fails the page.
+    async fn ask_each(
+        &self,
+        s: Option<&str>,
+        domains: &mut Option<bool>,
+        ids: &[i64],
+        method: &str,
+    ) -> Result<Vec<Option<Value>>, CdpError> {
+        if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<i64> = items.iter().map(|(_, id, _)| *id).collect();
+        let on = match *domains {
+            Some(on) => on,
+            None => *domains.insert(self.css_domain(s).await?),
+        };
+        if !on {
+            return Ok(Vec::new());
+        }
         let pushed = self.cdp.call(s, "DOM.pushNodesByBackendIdsToFrontend", json!({"backendNodeIds": ids})).await;
         let Some(pushed) = refused(pushed)? else { return Ok(Vec::new()) };
         let mut out = Vec::new();
-        for ((n, _, property), node) in items.iter().zip(pushed["nodeIds"].as_array().cloned().unwrap_or_default()) {
-            let matched = self.cdp.call(s, "CSS.getMatchedStylesForNode", json!({"nodeId": node})).await;
-            let Some(matched) = refused(matched)? else { continue };
-            if cascaded(&matched, property).is_some_and(|v| v.trim_end().ends_with('%')) {
-                out.push(*n);
-            }
+        for node in pushed["nodeIds"].as_array().cloned().unwrap_or_default() {
+            out.push(refused(self.cdp.call(s, method, json!({"nodeId": node})).await)?);
         }
         Ok(out)
     }
@@ -618,43 +654,33 @@ impl Browser {
     /// The font Chromium drew each distinct `font-family` list with, asked of one text node's
     /// parent per list: a handful of calls per page, not one per run. A command Chromium
     /// refuses leaves the list out; a broken connection, a crash or a time limit fails the page.
-    async fn platform_fonts(&self, s: Option<&str>, snapshot: &Value) -> Result<Vec<(String, String)>, CdpError> {
-        let mut out = Vec::new();
-        let Some(doc) = snapshot["documents"].get(0) else { return Ok(out) };
-        let strings = snapshot["strings"].as_array().cloned().unwrap_or_default();
-        let text_of = |i: &Value| i.as_i64().and_then(|i| strings.get(i as usize)).and_then(Value::as_str);
-        let layout = &doc["layout"];
-        let styles = layout["styles"].as_array().cloned().unwrap_or_default();
-        let node_index = layout["nodeIndex"].as_array().cloned().unwrap_or_default();
-        let parents = doc["nodes"]["parentIndex"].as_array().cloned().unwrap_or_default();
-        let types = doc["nodes"]["nodeType"].as_array().cloned().unwrap_or_default();
-        let backend = doc["nodes"]["backendNodeId"].as_array().cloned().unwrap_or_default();
+    async fn platform_fonts(
+        &self,
+        s: Option<&str>,
+        domains: &mut Option<bool>,
+        a: &Arrays<'_>,
+    ) -> Result<Vec<(String, String)>, CdpError> {
         let fam = STYLES.iter().position(|s| *s == "font-family").unwrap_or(0);
         let mut seen = std::collections::HashSet::new();
         let mut wanted = Vec::new();
-        for (li, n) in node_index.iter().enumerate() {
+        for (li, n) in a.node_index.iter().enumerate() {
             let Some(n) = n.as_u64().map(|n| n as usize) else { continue };
-            if types.get(n).and_then(Value::as_u64) != Some(3) {
+            if a.types.get(n).and_then(Value::as_u64) != Some(3) {
                 continue;
             }
-            let Some(family) = styles.get(li).and_then(|s| s.get(fam)).and_then(text_of) else { continue };
+            let Some(family) = a.style(li, fam) else { continue };
             if seen.insert(family.to_owned()) {
-                let parent = parents.get(n).and_then(Value::as_i64).unwrap_or(-1);
-                if let Some(id) = usize::try_from(parent).ok().and_then(|p| backend.get(p)).and_then(Value::as_i64) {
+                let parent = a.parents.get(n).and_then(Value::as_i64).unwrap_or(-1);
+                if let Some(id) = usize::try_from(parent).ok().and_then(|p| a.backend.get(p)).and_then(Value::as_i64) {
                     wanted.push((family.to_owned(), id));
                 }
             }
         }
-        if wanted.is_empty() || !self.css_domain(s).await? {
-            return Ok(out);
-        }
         let ids: Vec<i64> = wanted.iter().map(|(_, id)| *id).collect();
-        let pushed = self.cdp.call(s, "DOM.pushNodesByBackendIdsToFrontend", json!({"backendNodeIds": ids})).await;
-        let Some(pushed) = refused(pushed)? else { return Ok(out) };
-        let node_ids = pushed["nodeIds"].as_array().cloned().unwrap_or_default();
-        for ((family, _), node) in wanted.iter().zip(node_ids) {
-            let fonts = self.cdp.call(s, "CSS.getPlatformFontsForNode", json!({"nodeId": node})).await;
-            let Some(fonts) = refused(fonts)? else { continue };
+        let answers = self.ask_each(s, domains, &ids, "CSS.getPlatformFontsForNode").await?;
+        let mut out = Vec::new();
+        for ((family, _), fonts) in wanted.iter().zip(answers) {
+            let Some(fonts) = fonts else { continue };
             // The family that drew the most glyphs.
             let best = fonts["fonts"]
                 .as_array()
@@ -683,39 +709,65 @@ fn refused<V>(r: Result<V, CdpError>) -> Result<Option<V>, CdpError> {
 /// second a page.
 const MAX_SIZE_QUERIES: usize = 64;
 
+/// The arrays of a DOM snapshot's first document that the renderer's questions to Chromium
+/// read, borrowed from it (the fonts' and the percentage sizes' alike).
+struct Arrays<'a> {
+    strings: &'a [Value],
+    /// Each layout object's computed styles, in `STYLES` order, as indices into `strings`.
+    styles: &'a [Value],
+    /// Each layout object's node.
+    node_index: &'a [Value],
+    parents: &'a [Value],
+    types: &'a [Value],
+    backend: &'a [Value],
+}
+
+impl<'a> Arrays<'a> {
+    fn of(snapshot: &'a Value) -> Option<Self> {
+        let doc = snapshot["documents"].get(0)?;
+        let list = |v: &'a Value| v.as_array().map(Vec::as_slice).unwrap_or_default();
+        let nodes = &doc["nodes"];
+        Some(Arrays {
+            strings: list(&snapshot["strings"]),
+            styles: list(&doc["layout"]["styles"]),
+            node_index: list(&doc["layout"]["nodeIndex"]),
+            parents: list(&nodes["parentIndex"]),
+            types: list(&nodes["nodeType"]),
+            backend: list(&nodes["backendNodeId"]),
+        })
+    }
+
+    /// Layout object `li`'s computed style in column `c` of `STYLES`.
+    fn style(&self, li: usize, c: usize) -> Option<&'a str> {
+        let i = self.styles.get(li)?.get(c)?.as_i64()?;
+        self.strings.get(usize::try_from(i).ok()?)?.as_str()
+    }
+}
+
 /// The element items of the snapshot's flex containers: each one's node index, backend node id
 /// and the property of its size along the container's axis ("width" in a row, "height" in a
 /// column).
-fn flex_items(snapshot: &Value) -> Vec<(usize, i64, &'static str)> {
-    let Some(doc) = snapshot["documents"].get(0) else { return Vec::new() };
-    let strings = snapshot["strings"].as_array().cloned().unwrap_or_default();
-    let text_of = |i: &Value| i.as_i64().and_then(|i| strings.get(i as usize)).and_then(Value::as_str);
-    let layout = &doc["layout"];
-    let styles = layout["styles"].as_array().cloned().unwrap_or_default();
+fn flex_items(a: &Arrays<'_>) -> Vec<(usize, i64, &'static str)> {
     let column = |name: &str| STYLES.iter().position(|s| *s == name).unwrap_or(0);
     let (display, direction) = (column("display"), column("flex-direction"));
-    let nodes = &doc["nodes"];
-    let ints = |v: &Value| v.as_array().cloned().unwrap_or_default();
-    let (parents, types, backend) =
-        (ints(&nodes["parentIndex"]), ints(&nodes["nodeType"]), ints(&nodes["backendNodeId"]));
     // Each node's axis when it is a flex container: true for a row.
     let mut axis: std::collections::HashMap<usize, bool> = std::collections::HashMap::new();
     let mut laid_out = std::collections::HashSet::new();
-    for (li, n) in ints(&layout["nodeIndex"]).iter().enumerate() {
+    for (li, n) in a.node_index.iter().enumerate() {
         let Some(n) = n.as_u64().map(|n| n as usize) else { continue };
         laid_out.insert(n);
-        let style = |c: usize| styles.get(li).and_then(|s| s.get(c)).and_then(text_of).unwrap_or("");
+        let style = |c: usize| a.style(li, c).unwrap_or("");
         if matches!(style(display), "flex" | "inline-flex") {
             axis.entry(n).or_insert(style(direction).starts_with("row"));
         }
     }
     let mut out = Vec::new();
-    for (n, parent) in parents.iter().enumerate() {
+    for (n, parent) in a.parents.iter().enumerate() {
         let Some(row) = parent.as_u64().and_then(|p| axis.get(&(p as usize))) else { continue };
-        if types.get(n).and_then(Value::as_u64) != Some(1) || !laid_out.contains(&n) {
+        if a.types.get(n).and_then(Value::as_u64) != Some(1) || !laid_out.contains(&n) {
             continue;
         }
-        if let Some(id) = backend.get(n).and_then(Value::as_i64) {
+        if let Some(id) = a.backend.get(n).and_then(Value::as_i64) {
             out.push((n, id, if *row { "width" } else { "height" }));
         }
     }

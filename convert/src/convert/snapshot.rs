@@ -43,7 +43,7 @@ pub struct Snapshot<'a> {
     pub(crate) rotations: HashMap<usize, f64>,
     /// The flex items whose size along their container's axis the cascade gives as a
     /// percentage, which the renderer asked of Chromium beside the snapshot
-    /// (`code2des.percentSizes`: `render::Renderer::percent_sizes`); none in a bare snapshot.
+    /// (`code2des.percentSizes`: `render::Browser::percent_sizes`); none in a bare snapshot.
     pub(crate) percent_sized: HashSet<usize>,
 }
 

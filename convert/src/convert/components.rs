@@ -361,7 +361,8 @@ enum Place {
 /// Whether `b` shows as an instance of `a` would: the same layers, of the same look, in the
 /// same places, but for what an instance overrides and what follows from it.
 fn alike(a: &Node, b: &Node, place: Place) -> bool {
-    let close = |x: f64, y: f64| (x - y).abs() <= TOLERANCE;
+    // Rounded to hundredths, a pixel apart may differ by one in the last bit.
+    let close = |x: f64, y: f64| (x - y).abs() <= TOLERANCE + 1e-9;
     let text = a.kind == NodeType::TEXT;
     let fits = |r: &[TextAutoResize]| text && a.text_auto_resize.is_some_and(|t| r.contains(&t));
     // An auto layout frame that HUGs follows its content (a wrapping row of tags, one row or
@@ -389,8 +390,17 @@ fn alike(a: &Node, b: &Node, place: Place) -> bool {
     let cell = |n: &Node| (n.grid_row_anchor_index, n.grid_column_anchor_index, n.grid_row_span, n.grid_column_span);
     let same_cell = matches!(place, Place::Root) || cell(a) == cell(b);
     let (ka, kb) = (a.children.as_deref().unwrap_or_default(), b.children.as_deref().unwrap_or_default());
+    // A padding places the frame's children as a position would, so within a pixel too: the
+    // frame holding an inline box in its line (`inline_row`) puts it as far down as Chromium's
+    // whole-pixel baseline did on that line.
+    let pad = |n: &Node| [n.padding_left, n.padding_right, n.padding_top, n.padding_bottom];
+    let padded_alike = pad(a).iter().zip(pad(b)).all(|(p, q)| match (p, q) {
+        (Some(p), Some(q)) => close(*p, q),
+        (p, q) => *p == q,
+    });
     placed
         && same_cell
+        && padded_alike
         && look(a) == look(b)
         && ka.len() == kb.len()
         && ka
@@ -400,7 +410,7 @@ fn alike(a: &Node, b: &Node, place: Place) -> bool {
 }
 
 /// A node without what an instance may show otherwise than its component: its name, place and
-/// size and grid cell, text and runs, the images of its fills, the drawing of an SVG (an icon
+/// size and grid cell, its padding (compared within a pixel), text and runs, the images of its fills, the drawing of an SVG (an icon
 /// swapped in), and its children (compared one by one). A text's type and fill are overrides
 /// too, which Figma's text override carries with the characters: a text of several runs takes
 /// its longest run's (code in one item, prose in the next, one run in a third).
@@ -439,6 +449,10 @@ fn bare(n: &Node) -> Node {
         grid_column_anchor_index: None,
         grid_row_span: None,
         grid_column_span: None,
+        padding_left: None,
+        padding_right: None,
+        padding_top: None,
+        padding_bottom: None,
         children: None,
         maker: Default::default(),
         ..n.clone()

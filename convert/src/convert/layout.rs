@@ -1,5 +1,6 @@
-//! Auto layout: a flex container whose items Figma would place exactly where Chromium did, and a
-//! grid container whose items each fill their cells as Figma's GRID.
+//! Auto layout: a flex container whose items Figma would place exactly where Chromium did, a
+//! grid container whose items each fill their cells as Figma's GRID, a block's stacked blocks,
+//! and (`inline_row`) a block's line of text and inline boxes.
 
 use super::{px, round, Snapshot};
 use crate::doc::{
@@ -21,7 +22,7 @@ pub(super) fn lay_out(
         auto_layout(s, n, l, frame, kids);
     } else if grid {
         grid_layout(s, n, l, frame, kids);
-    } else {
+    } else if !super::inline_row::inline_layout(s, n, l, frame, kids) {
         stack_layout(s, n, l, frame, kids);
     }
 }
@@ -93,16 +94,16 @@ fn stack_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &m
 
 /// A frame's auto layout: its axis, the gap, the alignments, the paddings (left, right, top,
 /// bottom) and whether it HUGs its content (horizontally, vertically).
-struct Auto {
-    mode: LayoutMode,
-    gap: f64,
-    primary: PrimaryAlign,
-    align: CounterAlign,
-    padding: [f64; 4],
-    hug: (bool, bool),
+pub(super) struct Auto {
+    pub(super) mode: LayoutMode,
+    pub(super) gap: f64,
+    pub(super) primary: PrimaryAlign,
+    pub(super) align: CounterAlign,
+    pub(super) padding: [f64; 4],
+    pub(super) hug: (bool, bool),
 }
 
-fn set_auto_layout(frame: &mut Node, a: Auto) {
+pub(super) fn set_auto_layout(frame: &mut Node, a: Auto) {
     frame.layout_mode = Some(a.mode);
     frame.item_spacing = Some(round(a.gap.max(0.0)));
     frame.primary_axis_align_items = Some(a.primary);
@@ -314,7 +315,7 @@ fn wrap_layout(s: &Snapshot<'_>, l: usize, frame: &mut Node, kids: &mut [Node], 
 
 /// The rows of a wrapping flex container as Chromium broke them, its items taken in `order`: a
 /// row starts where an item starts before the last one ends.
-fn chromium_rows<'a>(kids: &'a [Node], order: &[usize]) -> Vec<Vec<&'a Node>> {
+pub(super) fn chromium_rows<'a>(kids: &'a [Node], order: &[usize]) -> Vec<Vec<&'a Node>> {
     let mut rows: Vec<Vec<&Node>> = Vec::new();
     for k in order.iter().map(|i| &kids[*i]) {
         match rows.last_mut() {
@@ -328,7 +329,7 @@ fn chromium_rows<'a>(kids: &'a [Node], order: &[usize]) -> Vec<Vec<&'a Node>> {
 /// The one gap between the items along every row (a row of one item says nothing of it);
 /// spread rows (`space-between`) are spaced by what is left of their room, each evenly, and
 /// broken at the column-gap as CSS breaks them.
-fn gap_along(s: &Snapshot<'_>, l: usize, primary: PrimaryAlign, rows: &[Vec<&Node>]) -> Option<f64> {
+pub(super) fn gap_along(s: &Snapshot<'_>, l: usize, primary: PrimaryAlign, rows: &[Vec<&Node>]) -> Option<f64> {
     let gaps: Vec<Vec<f64>> =
         rows.iter().map(|r| r.windows(2).map(|w| w[1].x - (w[0].x + w[0].width)).collect()).collect();
     let even = |g: &[f64], to: f64| g.iter().all(|v| (v - to).abs() <= TOLERANCE);
@@ -348,7 +349,7 @@ fn gap_along(s: &Snapshot<'_>, l: usize, primary: PrimaryAlign, rows: &[Vec<&Nod
 /// a row where the next item would pass `room` (the width inside the padding, from `pl`), the
 /// items `gap` apart and the row aligned along by `primary`; each row as tall as its tallest
 /// item, aligned in it by `align`, the rows `row_gap` apart from `top`.
-fn rows_as_figma(
+pub(super) fn rows_as_figma(
     rows: &[Vec<&Node>],
     (primary, pl, room, gap): (PrimaryAlign, f64, f64, f64),
     (align, mut top, row_gap): (CounterAlign, f64, f64),
@@ -562,7 +563,7 @@ fn item_layout(s: &Snapshot<'_>, k: &Node) -> Option<usize> {
 }
 
 /// Padding and border before and after the content on an axis (a row's: left and right).
-fn css_padding(s: &Snapshot<'_>, l: usize, row: bool) -> (f64, f64) {
+pub(super) fn css_padding(s: &Snapshot<'_>, l: usize, row: bool) -> (f64, f64) {
     let side = |edge: &str| s.px(l, &format!("padding-{edge}")) + s.px(l, &format!("border-{edge}-width"));
     if row {
         (side("left"), side("right"))
@@ -580,7 +581,7 @@ fn margin_end(s: &Snapshot<'_>, k: &Node, row: bool) -> f64 {
 }
 
 /// How far from exact a child may be, in px.
-const TOLERANCE: f64 = 0.5;
+pub(super) const TOLERANCE: f64 = 0.5;
 
 /// A child's start and size on the main axis (a row's: x and width).
 fn main_axis(k: &Node, row: bool) -> (f64, f64) {

@@ -30,6 +30,7 @@ mod controls;
 mod css;
 mod gradient;
 mod images;
+mod inline_row;
 mod layout;
 mod links;
 mod paint;

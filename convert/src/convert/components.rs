@@ -410,10 +410,11 @@ fn alike(a: &Node, b: &Node, place: Place) -> bool {
 }
 
 /// A node without what an instance may show otherwise than its component: its name, place and
-/// size and grid cell, its padding (compared within a pixel), text and runs, the images of its fills, the drawing of an SVG (an icon
-/// swapped in), and its children (compared one by one). A text's type and fill are overrides
-/// too, which Figma's text override carries with the characters: a text of several runs takes
-/// its longest run's (code in one item, prose in the next, one run in a third).
+/// size and grid cell, its padding (compared within a pixel), text and runs, the images of its
+/// fills, the drawing of an SVG (an icon swapped in), and its children (compared one by one).
+/// A text's type and fill are overrides too, which Figma's text override carries with the
+/// characters: a text of several runs takes its longest run's (code in one item, prose in the
+/// next, one run in a third).
 fn look(n: &Node) -> Node {
     let mut out = bare(n);
     if n.kind == NodeType::TEXT {

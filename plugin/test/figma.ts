@@ -491,10 +491,14 @@ export function compareTree(doc: Node, root: SceneNode, t: TestFigma, images: Im
         }
       } else {
         // Inside an instance, a text box that follows its text is sized by Figma's own line
-        // breaking (a layer there cannot be resized): the stub has none, so it is not compared.
-        const follows = d.type === "TEXT" && insideInstance(node) ? d.textAutoResize : undefined;
-        const freeWidth = follows === "WIDTH_AND_HEIGHT";
-        const freeHeight = follows === "HEIGHT" || follows === "WIDTH_AND_HEIGHT";
+        // breaking, and an auto layout frame that HUGs by Figma's own layout of what it holds
+        // (a badge wrapped onto a second row as the instance's longer name pushes it: a layer
+        // there cannot be resized): the stub has neither, so those sizes are not compared.
+        const inside = insideInstance(node);
+        const follows = d.type === "TEXT" && inside ? d.textAutoResize : undefined;
+        const hugs = (sizing: string | undefined) => inside && frameLike(d) && d.layoutMode !== undefined && sizing === "HUG";
+        const freeWidth = follows === "WIDTH_AND_HEIGHT" || hugs(d.layoutSizingHorizontal);
+        const freeHeight = follows === "HEIGHT" || follows === "WIDTH_AND_HEIGHT" || hugs(d.layoutSizingVertical);
         // Figma's smallest side is 0.01 px (a converted page has empty boxes of height 0).
         if (d.width !== undefined && !freeWidth) close(path, "width", node.width, Math.max(d.width, 0.01));
         if (d.height !== undefined && !freeHeight) close(path, "height", node.height, Math.max(d.height, 0.01));

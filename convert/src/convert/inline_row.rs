@@ -13,10 +13,10 @@
 //! (`layout::rows_as_figma`), each text on its line's top, each atomic inline within its line.
 //! And only for pieces: a text that wraps within itself is a paragraph's, left as it was.
 
-use super::layout::{chromium_rows, css_padding, gap_along, rows_as_figma, set_auto_layout, Auto, TOLERANCE};
+use super::layout::{chromium_rows, css_padding, set_auto_layout, wrap_rows, Auto, TOLERANCE};
 use super::paragraph::REPLACED;
 use super::{round, Snapshot};
-use crate::doc::{CounterAlign, LayoutMode, LayoutWrap, Node, NodeType, PrimaryAlign, TextAutoResize};
+use crate::doc::{CounterAlign, LayoutMode, Node, NodeType, PrimaryAlign, TextAutoResize};
 use crate::stack::self_and_ancestors;
 
 /// What a kid of the block's frame is in the block's inline content.
@@ -32,8 +32,6 @@ enum Piece {
 /// Figma puts each where Chromium did; answers whether it did.
 pub(super) fn inline_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut Node, kids: &mut [Node]) -> bool {
     let Some((primary, pieces)) = pieces_of(s, n, l, kids) else { return false };
-    let (pt_css, pb_css) = css_padding(s, l, false);
-    let Some(pitch) = pitch(kids, &pieces, frame.height - pt_css - pb_css) else { return false };
     // Document order, a text node's lines top to bottom: the order of the pieces on the lines.
     let mut order: Vec<usize> = (0..kids.len()).collect();
     order.sort_by(|a, b| {
@@ -43,17 +41,30 @@ pub(super) fn inline_layout(s: &Snapshot<'_>, n: usize, l: usize, frame: &mut No
     let margin_boxes: Vec<Node> = order.iter().map(|i| margin_box(&kids[*i], pieces[*i])).collect();
     let all: Vec<usize> = (0..margin_boxes.len()).collect();
     let lines: Vec<usize> = chromium_rows(&margin_boxes, &all).iter().map(Vec::len).collect();
+    let (pt_css, pb_css) = css_padding(s, l, false);
+    let Some(pitch) = pitch(kids, &pieces, (frame.height - pt_css - pb_css, lines.len())) else { return false };
     // The first line's top: its text's (a table cell's content lies where the row's baseline
     // puts it), else the content box's.
     let first_text = order[..lines[0]].iter().find(|i| pieces[**i] == Piece::Text);
     let pt = first_text.map_or(pt_css, |i| kids[*i].y);
     let Some(placed) = on_lines(kids, &pieces, (&order, &lines), (pt, pitch)) else { return false };
-    lay_out_rows(s, l, frame, (&placed, pt), primary) && {
+    // The same lines, of the pieces as placed (an atomic inline's frame spans its margin box).
+    let mut rest = placed.as_slice();
+    let rows: Vec<Vec<&Node>> = lines
+        .iter()
+        .map(|count| {
+            let (line, after) = rest.split_at(*count);
+            rest = after;
+            line.iter().collect()
+        })
+        .collect();
+    let laid_out = wrap_rows(s, l, frame, &rows, (primary, CounterAlign::MIN), (pt, 0.0));
+    if laid_out {
         for (slot, p) in kids.iter_mut().zip(placed) {
             *slot = p;
         }
-        true
     }
+    laid_out
 }
 
 /// How the block's lines align (`text-align`), and what each kid is in its inline content,
@@ -105,36 +116,6 @@ fn on_lines(
     Some(placed)
 }
 
-/// Sets `frame`'s wrapping auto layout when Figma's rows put every one of `placed` (in flow
-/// order, the first line from `pt`) where it is; answers whether it did.
-fn lay_out_rows(
-    s: &Snapshot<'_>,
-    l: usize,
-    frame: &mut Node,
-    (placed, pt): (&[Node], f64),
-    primary: PrimaryAlign,
-) -> bool {
-    let all: Vec<usize> = (0..placed.len()).collect();
-    let rows = chromium_rows(placed, &all);
-    let Some(gap) = gap_along(s, l, primary, &rows).map(|g| round(g.max(0.0))) else { return false };
-    let (pl, pr) = css_padding(s, l, true);
-    let (pl, pr) = (round(pl), round(pr));
-    let pb_css = css_padding(s, l, false).1;
-    let along = (primary, pl, frame.width - pl - pr, gap);
-    let Some(bottom) = rows_as_figma(&rows, along, (CounterAlign::MIN, round(pt), 0.0)) else { return false };
-    let pb = frame.height - bottom;
-    if pb < -TOLERANCE {
-        return false;
-    }
-    let hug = (pb - pb_css).abs() <= TOLERANCE;
-    let padding = [pl, pr, pt, pb.max(0.0)];
-    let align = CounterAlign::MIN;
-    set_auto_layout(frame, Auto { mode: LayoutMode::HORIZONTAL, gap, primary, align, padding, hug: (false, hug) });
-    frame.layout_wrap = Some(LayoutWrap::WRAP);
-    frame.counter_axis_spacing = Some(0.0);
-    true
-}
-
 /// What kid `k` of block `n`'s frame is: a line of a text node, or the box of an atomic inline,
 /// each inside `n` through plain inline elements only; `None` for anything else (a block, a
 /// float, a positioned box, an inline's background drawn behind its text, text in a box).
@@ -167,12 +148,13 @@ fn piece(s: &Snapshot<'_>, n: usize, k: &Node) -> Option<Piece> {
 }
 
 /// The lines' pitch: the one height of the text pieces, which CSS drew each as its line box;
-/// without text, one line is the block's content height.
-fn pitch(kids: &[Node], pieces: &[Piece], content: f64) -> Option<f64> {
+/// without text, the block's content height when it is one line (`None` for more: nothing
+/// says where the next line starts).
+fn pitch(kids: &[Node], pieces: &[Piece], (content, lines): (f64, usize)) -> Option<f64> {
     let mut texts = kids.iter().zip(pieces).filter(|(_, p)| **p == Piece::Text).map(|(k, _)| k.height);
     match texts.next() {
         Some(h) => texts.all(|t| (t - h).abs() <= TOLERANCE).then_some(h),
-        None => Some(content),
+        None => (lines == 1).then_some(content),
     }
     .filter(|h| *h > 0.0)
 }

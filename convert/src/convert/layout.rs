@@ -282,34 +282,43 @@ fn wrap_layout(s: &Snapshot<'_>, l: usize, frame: &mut Node, kids: &mut [Node], 
         "flex-end" | "end" | "self-end" => CounterAlign::MAX,
         _ => return false,
     };
-    // Figma's arithmetic on the sizes the document gives it.
-    let Some(gap) = gap_along(s, l, primary, &rows).map(|g| round(g.max(0.0))) else { return false };
+    let pt = css_padding(s, l, false).0;
+    let row_gap = round(s.px(l, "row-gap").max(0.0));
+    if !wrap_rows(s, l, frame, &rows, (primary, align), (pt, row_gap)) {
+        return false;
+    }
+    place_kids(kids, &order, absolute, |_, _| {});
+    true
+}
+
+/// Makes `frame` wrapping auto layout (HORIZONTAL, WRAP) when Figma's arithmetic on the sizes
+/// the document gives it puts `rows` (Chromium's, in flow order) where they are: the items one
+/// gap apart along every row, aligned along and across by `primary` and `align`, the first row
+/// from `pt` and the rows `row_gap` apart; CSS's padding and border left and right. Answers
+/// whether it did; the frame HUGs its height where CSS's bottom padding is all that follows.
+pub(super) fn wrap_rows(
+    s: &Snapshot<'_>,
+    l: usize,
+    frame: &mut Node,
+    rows: &[Vec<&Node>],
+    (primary, align): (PrimaryAlign, CounterAlign),
+    (pt, row_gap): (f64, f64),
+) -> bool {
+    let Some(gap) = gap_along(s, l, primary, rows).map(|g| round(g.max(0.0))) else { return false };
     let (pl, pr) = css_padding(s, l, true);
     let (pl, pr) = (round(pl), round(pr));
-    let room = frame.width - pl - pr;
-    let (pt, pb_css) = css_padding(s, l, false);
-    let row_gap = round(s.px(l, "row-gap").max(0.0));
-    let along = (primary, pl, room, gap);
-    let Some(bottom) = rows_as_figma(&rows, along, (align, round(pt), row_gap)) else { return false };
+    let pb_css = css_padding(s, l, false).1;
+    let along = (primary, pl, frame.width - pl - pr, gap);
+    let Some(bottom) = rows_as_figma(rows, along, (align, round(pt), row_gap)) else { return false };
     let pb = frame.height - bottom;
     if pb < -TOLERANCE {
         return false;
     }
     let hug = (pb - pb_css).abs() <= TOLERANCE;
-    set_auto_layout(
-        frame,
-        Auto {
-            mode: LayoutMode::HORIZONTAL,
-            gap,
-            primary,
-            align,
-            padding: [pl, pr, pt, pb.max(0.0)],
-            hug: (false, hug),
-        },
-    );
+    let padding = [pl, pr, pt, pb.max(0.0)];
+    set_auto_layout(frame, Auto { mode: LayoutMode::HORIZONTAL, gap, primary, align, padding, hug: (false, hug) });
     frame.layout_wrap = Some(LayoutWrap::WRAP);
     frame.counter_axis_spacing = Some(row_gap);
-    place_kids(kids, &order, absolute, |_, _| {});
     true
 }
 
@@ -329,7 +338,7 @@ pub(super) fn chromium_rows<'a>(kids: &'a [Node], order: &[usize]) -> Vec<Vec<&'
 /// The one gap between the items along every row (a row of one item says nothing of it);
 /// spread rows (`space-between`) are spaced by what is left of their room, each evenly, and
 /// broken at the column-gap as CSS breaks them.
-pub(super) fn gap_along(s: &Snapshot<'_>, l: usize, primary: PrimaryAlign, rows: &[Vec<&Node>]) -> Option<f64> {
+fn gap_along(s: &Snapshot<'_>, l: usize, primary: PrimaryAlign, rows: &[Vec<&Node>]) -> Option<f64> {
     let gaps: Vec<Vec<f64>> =
         rows.iter().map(|r| r.windows(2).map(|w| w[1].x - (w[0].x + w[0].width)).collect()).collect();
     let even = |g: &[f64], to: f64| g.iter().all(|v| (v - to).abs() <= TOLERANCE);
@@ -349,7 +358,7 @@ pub(super) fn gap_along(s: &Snapshot<'_>, l: usize, primary: PrimaryAlign, rows:
 /// a row where the next item would pass `room` (the width inside the padding, from `pl`), the
 /// items `gap` apart and the row aligned along by `primary`; each row as tall as its tallest
 /// item, aligned in it by `align`, the rows `row_gap` apart from `top`.
-pub(super) fn rows_as_figma(
+fn rows_as_figma(
     rows: &[Vec<&Node>],
     (primary, pl, room, gap): (PrimaryAlign, f64, f64, f64),
     (align, mut top, row_gap): (CounterAlign, f64, f64),
